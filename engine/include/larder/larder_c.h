@@ -1,0 +1,91 @@
+/* larder_c.h: the C API of liblarder, over the same functions as larder::Store.
+ *
+ * Conventions (RocksDB C API style): functions that can fail take `char** errptr`; on failure
+ * they set *errptr to a malloc'd message (free it with larder_free) and return a negative
+ * code; on success *errptr is left untouched. No C++ exception crosses this API. Keys and
+ * values are (pointer, length) pairs and may hold any bytes. */
+#ifndef LARDER_C_H_
+#define LARDER_C_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct larder_t larder_t;
+typedef struct larder_options_t larder_options_t;
+typedef struct larder_value_t larder_value_t;
+
+/* Return codes. */
+#define LARDER_OK 0
+#define LARDER_NOT_FOUND 1
+#define LARDER_ERR_INVALID -1
+#define LARDER_ERR_NO_SPACE -2
+#define LARDER_ERR_CORRUPTION -3
+#define LARDER_ERR_IO -4
+#define LARDER_ERR_BUSY -5
+#define LARDER_ERR_OTHER -6
+#define LARDER_ERR_BUFFER_TOO_SMALL -7
+
+larder_options_t* larder_options_create(void);
+void larder_options_destroy(larder_options_t* o);
+void larder_options_set_max_disk_bytes(larder_options_t* o, uint64_t v);
+void larder_options_set_generation_bytes(larder_options_t* o, uint64_t v);
+/* "lru-reuse", "lru", "fifo" or "none"; returns LARDER_ERR_INVALID for other names. */
+int larder_options_set_eviction_policy(larder_options_t* o, const char* name);
+void larder_options_set_wal(larder_options_t* o, int on);
+void larder_options_set_blob_cache_bytes(larder_options_t* o, uint64_t v);
+void larder_options_set_memtable_bytes(larder_options_t* o, uint64_t v);
+
+larder_t* larder_open(const larder_options_t* o, const char* dir, char** errptr);
+/* Flushes (WAL off) and closes; frees `db`. */
+int larder_close(larder_t* db, char** errptr);
+
+/* ttl_ms 0 = no expiry. */
+int larder_put(larder_t* db, const char* key, size_t klen, const char* val, size_t vlen,
+               int64_t ttl_ms, char** errptr);
+/* On LARDER_OK *out holds the verified value (no copy); release it with larder_value_free.
+ * A miss returns LARDER_NOT_FOUND and leaves *out NULL. */
+int larder_get(larder_t* db, const char* key, size_t klen, larder_value_t** out, char** errptr);
+const char* larder_value_data(const larder_value_t* v);
+size_t larder_value_size(const larder_value_t* v);
+void larder_value_free(larder_value_t* v);
+/* Copies the value into buf (one copy, no allocation beyond RocksDB's read). *vlen gets the
+ * value size; LARDER_ERR_BUFFER_TOO_SMALL (nothing copied) if cap < size. */
+int larder_get_into(larder_t* db, const char* key, size_t klen, void* buf, size_t cap,
+                    size_t* vlen, char** errptr);
+
+/* How many of the keys exist / how many leading keys exist. */
+uint64_t larder_exists(larder_t* db, size_t n, const char* const* keys, const size_t* klens);
+uint64_t larder_prefix_count(larder_t* db, size_t n, const char* const* keys,
+                             const size_t* klens);
+uint64_t larder_touch(larder_t* db, size_t n, const char* const* keys, const size_t* klens);
+
+int larder_delete(larder_t* db, const char* key, size_t klen, char** errptr);
+/* ttl_ms <= 0 deletes the key. */
+int larder_expire(larder_t* db, const char* key, size_t klen, int64_t ttl_ms, char** errptr);
+int larder_persist(larder_t* db, const char* key, size_t klen, char** errptr);
+/* Remaining ms, -1 no expiry, -2 no key. */
+int64_t larder_ttl(larder_t* db, const char* key, size_t klen);
+
+/* One page of keys: calls fn(key, klen, arg) for each; returns the next cursor (0 = done). */
+uint64_t larder_scan(larder_t* db, uint64_t cursor, const char* pattern, size_t count,
+                     void (*fn)(const char* key, size_t klen, void* arg), void* arg);
+
+typedef struct larder_stats_t {
+  uint64_t keys, live_bytes, disk_bytes, pending_bytes, max_disk_bytes, generations, hits,
+      misses, reuses, evicted_keys, evicted_bytes, reinserted_keys, reinserted_bytes,
+      expired_keys, corruptions, bytes_read, bytes_written;
+} larder_stats_t;
+void larder_stats(larder_t* db, larder_stats_t* out);
+
+int larder_flush(larder_t* db, char** errptr);
+void larder_free(void* p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LARDER_C_H_ */

@@ -1,0 +1,291 @@
+// Disk budget, eviction (generation drop with reinsertion), expiry maintenance, Clear, Stats.
+#include <rocksdb/transaction_log.h>
+
+#include <algorithm>
+
+#include "format.h"
+#include "store_impl.h"
+
+namespace larder {
+
+uint64_t StoreImpl::BudgetUsage() const {
+  const uint64_t pending = wbm_->memory_usage();
+  return sfm_->GetTotalSize() + pending * (options_.wal ? 2 : 1);
+}
+
+Status StoreImpl::MakeRoom(uint64_t incoming) {
+  if (incoming > budget_) {
+    return Status::NoSpace("a value of " + std::to_string(incoming) +
+                           " bytes cannot fit in max-disk-bytes (" + std::to_string(budget_) + ")");
+  }
+  if (BudgetUsage() + incoming <= budget_) return Status::OK();
+  if (options_.eviction_policy == EvictionPolicy::kNone) {
+    return Status::NoSpace("max-disk-bytes (" + std::to_string(budget_) +
+                           ") reached and eviction-policy is none");
+  }
+  std::lock_guard lock(evict_mu_);
+  while (BudgetUsage() + incoming > budget_) {
+    if (!EvictOldest(options_.eviction_policy)) break;
+  }
+  return Status::OK();
+}
+
+Status StoreImpl::EvictTo(uint64_t target_bytes) {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  EvictionPolicy p = options_.eviction_policy;
+  if (p == EvictionPolicy::kNone) p = EvictionPolicy::kFifo;
+  std::lock_guard lock(evict_mu_);
+  while (BudgetUsage() > target_bytes) {
+    if (!EvictOldest(p)) break;
+  }
+  return Status::OK();
+}
+
+void StoreImpl::MaybeRotate() {
+  std::lock_guard lock(rotate_mu_);
+  GenerationPtr head = gens_->Head();
+  if (head->bytes >= generation_bytes_) gens_->Rotate(Now());
+}
+
+bool StoreImpl::Reinsert(const std::string& key, const Entry& e) {
+  const uint64_t hash = KeyHash(key);
+  std::lock_guard stripe(Stripe(hash));
+  std::optional<Entry> cur = index_.Find(hash, key);
+  if (!cur || cur->generation != e.generation || cur->checksum != e.checksum) return true;
+  Result<Value> v = ReadVerified(hash, key, *cur, /*count_and_remove=*/false);
+  if (!v.ok()) {
+    if (v.status().IsCorruption()) counters_.corruptions++;
+    return false;
+  }
+  format::ValueHeader header;
+  header.value_size = v->size();
+  header.checksum = cur->checksum;
+  char hbuf[format::ValueHeader::kSize];
+  header.EncodeTo(hbuf);
+  Entry moved = *cur;
+  moved.reuse_count = 0;  // it must be reused again to be kept again
+  moved.dirty = false;
+  GenerationPtr head;
+  {
+    std::shared_lock gl(gens_->write_lock());
+    head = gens_->HeadLocked();
+    moved.generation = head->id;
+    rocksdb::WriteBatch batch;
+    rocksdb::Slice parts[2] = {rocksdb::Slice(hbuf, sizeof(hbuf)),
+                               rocksdb::Slice(v->data(), v->size())};
+    rocksdb::Slice k(key);
+    batch.Put(head->cf, rocksdb::SliceParts(&k, 1), rocksdb::SliceParts(parts, 2));
+    batch.Put(meta_cf_, k, moved.ToMeta().Encode());
+    if (!db_->Write(WriteOpts(), &batch).ok()) return false;
+  }
+  index_.Upsert(hash, key, moved);
+  const uint64_t stored = key.size() + format::ValueHeader::kSize + v->size();
+  head->bytes += stored;
+  counters_.reinserted_keys++;
+  counters_.reinserted_bytes += v->size();
+  return true;
+}
+
+bool StoreImpl::EvictOldest(EvictionPolicy policy) {
+  std::vector<GenerationPtr> all = gens_->All();
+  if (all.size() == 1) {
+    if (all[0]->bytes == 0) return false;  // nothing but an empty head
+    std::lock_guard lock(rotate_mu_);
+    if (!gens_->Rotate(Now()).ok()) return false;
+    all = gens_->All();
+  }
+  GenerationPtr victim = all[0];
+  const int64_t next_start = all[1]->start_ms;
+  const int64_t now = Now();
+
+  struct Member {
+    std::string key;
+    Entry e;
+  };
+  std::vector<Member> keep, drop;
+  index_.ForEach([&](const std::string& k, Entry& e) {
+    if (e.generation != victim->id) return;
+    bool kept = false;
+    if (!e.ExpiredAt(now)) {
+      if (policy == EvictionPolicy::kLruReuse) kept = e.reuse_count > 0;
+      if (policy == EvictionPolicy::kLru) kept = e.last_access_ms >= next_start && e.reuse_count > 0;
+    }
+    (kept ? keep : drop).push_back({k, e});
+  });
+
+  // Most recently used first, up to the reinsertion cap; the rest is dropped.
+  std::sort(keep.begin(), keep.end(), [](const Member& a, const Member& b) {
+    return a.e.last_access_ms > b.e.last_access_ms;
+  });
+  const uint64_t cap = static_cast<uint64_t>(options_.max_reinsert_fraction * victim->bytes);
+  uint64_t reinserted = 0;
+  for (Member& m : keep) {
+    if (reinserted + m.e.value_size <= cap && Reinsert(m.key, m.e)) {
+      reinserted += m.e.value_size;
+    } else {
+      drop.push_back(std::move(m));
+    }
+  }
+
+  rocksdb::WriteBatch batch;
+  for (const Member& m : drop) {
+    const uint64_t hash = KeyHash(m.key);
+    std::lock_guard stripe(Stripe(hash));
+    if (!index_.EraseIf(hash, m.key, victim->id, m.e.checksum)) continue;
+    batch.Delete(meta_cf_, m.key);
+    if (m.e.ExpiredAt(now)) {
+      counters_.expired_keys++;
+    } else {
+      counters_.evicted_keys++;
+      counters_.evicted_bytes += m.e.value_size;
+    }
+  }
+  if (batch.Count() > 0) db_->Write(WriteOpts(), &batch);
+  return gens_->Drop(victim->id).ok();
+}
+
+void StoreImpl::Maintain() {
+  if (closed_) return;
+  const int64_t now = Now();
+  std::vector<std::pair<std::string, Entry>> expired;
+  std::map<uint64_t, uint64_t> live;
+  index_.ForEach([&](const std::string& k, Entry& e) {
+    if (e.ExpiredAt(now)) {
+      expired.emplace_back(k, e);
+    } else {
+      live[e.generation]++;
+    }
+  });
+  for (auto& [k, e] : expired) {
+    const uint64_t hash = KeyHash(k);
+    std::lock_guard stripe(Stripe(hash));
+    std::optional<Entry> cur = index_.Find(hash, k);
+    if (cur && cur->generation == e.generation && cur->checksum == e.checksum &&
+        cur->ExpiredAt(now)) {
+      RemoveLocked(hash, k, *cur);
+      counters_.expired_keys++;
+    }
+  }
+  // Generations with nothing live left (expired, overwritten, deleted) go now, whole.
+  std::lock_guard lock(evict_mu_);
+  std::vector<GenerationPtr> all = gens_->All();
+  for (size_t i = 0; i + 1 < all.size(); ++i) {
+    if (live.count(all[i]->id) == 0) gens_->Drop(all[i]->id);
+  }
+  PersistDirty();
+}
+
+void StoreImpl::MaintenanceLoop() {
+  std::unique_lock lock(maint_mu_);
+  while (!stop_maintenance_) {
+    maint_cv_.wait_for(lock, std::chrono::milliseconds(options_.maintenance_interval_ms));
+    if (stop_maintenance_) break;
+    lock.unlock();
+    Maintain();
+    lock.lock();
+  }
+}
+
+Status StoreImpl::Clear() {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  std::lock_guard lock(evict_mu_);
+  uint64_t head_id;
+  {
+    std::lock_guard rl(rotate_mu_);
+    if (Status s = gens_->Rotate(Now()); !s.ok()) return s;
+    head_id = gens_->Head()->id;
+  }
+  index_.RemoveIf([&](const std::string&, const Entry& e) { return e.generation < head_id; });
+  rocksdb::WriteBatch batch;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), meta_cf_));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    auto m = format::MetaRecord::Decode(it->value().ToStringView());
+    if (!m || m->generation < head_id) batch.Delete(meta_cf_, it->key());
+  }
+  it.reset();
+  if (batch.Count() > 0) db_->Write(WriteOpts(), &batch);
+  for (GenerationPtr& g : gens_->All()) {
+    if (g->id < head_id) gens_->Drop(g->id);
+  }
+  return Status::OK();
+}
+
+Stats StoreImpl::GetStats() {
+  Stats st;
+  if (closed_) return st;
+  const int64_t now = Now();
+  index_.ForEach([&](const std::string&, Entry& e) {
+    if (e.ExpiredAt(now)) return;
+    st.keys++;
+    st.live_bytes += e.value_size;
+  });
+  uint64_t wal = 0;
+  rocksdb::VectorLogPtr logs;
+  if (db_->GetSortedWalFiles(logs).ok()) {
+    for (auto& l : logs) wal += l->SizeFileBytes();
+  }
+  st.disk_bytes = sfm_->GetTotalSize() + wal;
+  st.pending_bytes = wbm_->memory_usage();
+  st.max_disk_bytes = budget_;
+  st.generations = gens_->size();
+  st.hits = counters_.hits;
+  st.misses = counters_.misses;
+  st.reuses = counters_.reuses;
+  st.evicted_keys = counters_.evicted_keys;
+  st.evicted_bytes = counters_.evicted_bytes;
+  st.reinserted_keys = counters_.reinserted_keys;
+  st.reinserted_bytes = counters_.reinserted_bytes;
+  st.expired_keys = counters_.expired_keys;
+  st.corruptions = counters_.corruptions;
+  st.bytes_read = counters_.bytes_read;
+  st.bytes_written = counters_.bytes_written;
+  return st;
+}
+
+void StoreImpl::ResetCounters() {
+  for (auto* c : {&counters_.hits, &counters_.misses, &counters_.reuses, &counters_.evicted_keys,
+                  &counters_.evicted_bytes, &counters_.reinserted_keys,
+                  &counters_.reinserted_bytes, &counters_.expired_keys, &counters_.corruptions,
+                  &counters_.bytes_read, &counters_.bytes_written}) {
+    c->store(0);
+  }
+}
+
+VerifyReport StoreImpl::VerifyAll(void (*progress)(uint64_t, uint64_t, void*), void* arg) {
+  VerifyReport r;
+  r.corrupt = open_corrupt_;
+  r.missing = open_orphans_;
+  std::vector<std::pair<std::string, Entry>> all;
+  index_.ForEach([&](const std::string& k, Entry& e) { all.emplace_back(k, e); });
+  r.entries = all.size() + open_corrupt_ + open_orphans_;
+  if (open_corrupt_) r.problems.push_back(std::to_string(open_corrupt_) + " unreadable metadata records");
+  if (open_orphans_) r.problems.push_back(std::to_string(open_orphans_) + " metadata records without their generation");
+  for (size_t i = 0; i < all.size(); ++i) {
+    const auto& [k, e] = all[i];
+    Result<Value> v = ReadVerified(KeyHash(k), k, e, /*count_and_remove=*/false);
+    if (v.ok()) {
+      r.ok++;
+    } else {
+      (v.status().message() == "value missing" ? r.missing : r.corrupt)++;
+      if (r.problems.size() < 1000) {
+        r.problems.push_back("generation " + std::to_string(e.generation) + " key '" + k +
+                             "': " + v.status().message());
+      }
+    }
+    if (progress && (i % 64 == 0 || i + 1 == all.size())) progress(i + 1, all.size(), arg);
+  }
+  return r;
+}
+
+Result<VerifyReport> Verify(const std::string& dir,
+                            void (*progress)(uint64_t, uint64_t, void*), void* arg) {
+  Options o;
+  o.create_if_missing = false;
+  o.maintenance_interval_ms = 0;
+  o.max_disk_bytes = ~0ull >> 2;
+  StoreImpl store(o, dir);
+  if (Status s = store.OpenDb(); !s.ok()) return s;
+  return store.VerifyAll(progress, arg);
+}
+
+}  // namespace larder
