@@ -1,0 +1,126 @@
+// OutputQueue and ReplyWriter: RESP2/RESP3 reply encoding into a scatter-gather queue that
+// coalesces small replies and references large values without copying them.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace larder::resp {
+
+// Bytes waiting to be written to a socket, in order: owned blocks (small writes are packed
+// into kBlockSize blocks, so many replies become few iovecs) and external segments (bytes
+// owned elsewhere, kept alive by a shared_ptr until written). Not thread-safe.
+class OutputQueue {
+ public:
+  static constexpr size_t kBlockSize = 16 * 1024;
+
+  OutputQueue() = default;
+  OutputQueue(const OutputQueue&) = delete;
+  OutputQueue& operator=(const OutputQueue&) = delete;
+  OutputQueue(OutputQueue&&) = default;
+  OutputQueue& operator=(OutputQueue&&) = default;
+
+  // Appends a copy of `bytes`.
+  void Append(std::string_view bytes);
+  // Returns space for n contiguous bytes at the tail (in a new block if the tail lacks room);
+  // CommitAppend(k), k <= n, must follow before any other call to publish the first k.
+  char* PrepareAppend(size_t n);
+  void CommitAppend(size_t n);
+  // Appends p[0..n) by reference. `keepalive` must keep those bytes valid and unchanged; it
+  // is released once they are consumed (or the queue is cleared or destroyed).
+  void AppendExternal(const char* p, size_t n, std::shared_ptr<void> keepalive);
+
+  // Fills iov[0..max) with the pending bytes in order; returns the number of entries used
+  // (0 only if empty() or max == 0). Entries stay valid until the next Consume() or Clear();
+  // appending meanwhile is allowed (it only adds bytes after them).
+  size_t FillIov(struct iovec* iov, size_t max) const;
+  // Marks the first n pending bytes as written (n <= bytes()). Frees finished blocks and
+  // releases the keepalives of finished external segments.
+  void Consume(size_t n);
+  // Drops everything pending.
+  void Clear();
+  // Frees the cached spare block (e.g. when the connection goes idle).
+  void ReleaseSpare() { spare_.reset(); }
+
+  size_t bytes() const { return bytes_; }
+  bool empty() const { return bytes_ == 0; }
+  size_t segments() const { return segments_.size(); }
+
+ private:
+  struct Segment {
+    const char* data = nullptr;
+    size_t size = 0;                  // bytes in the segment
+    size_t capacity = 0;              // owned blocks: usable bytes; external segments: == size
+    std::unique_ptr<char[]> block;    // owned storage, null for external segments
+    std::shared_ptr<void> keepalive;  // external segments only
+  };
+
+  // Appends an owned block with room for at least n bytes.
+  Segment& NewBlock(size_t n);
+  // Room left in the tail block, 0 if the tail is external or absent.
+  size_t TailRoom() const;
+
+  std::deque<Segment> segments_;
+  size_t front_offset_ = 0;        // bytes of segments_.front() already consumed
+  size_t bytes_ = 0;               // pending bytes
+  std::unique_ptr<char[]> spare_;  // one finished kBlockSize block, reused by NewBlock()
+};
+
+// Encodes replies in the connection's protocol version (RESP2 unless set_protocol(3)).
+// Text arguments of Error/SimpleString have any CR or LF replaced by a space, so a reply can
+// never break framing. Each call appends exactly one complete element (or header).
+class ReplyWriter {
+ public:
+  // External values shorter than this are copied rather than referenced.
+  static constexpr size_t kMinExternal = 16 * 1024;
+
+  ReplyWriter() = default;
+
+  // Selects RESP2 or RESP3; returns false (and changes nothing) for any other version.
+  bool set_protocol(int version);
+  int protocol() const { return resp3_ ? 3 : 2; }
+
+  OutputQueue& queue() { return queue_; }
+  const OutputQueue& queue() const { return queue_; }
+
+  void SimpleString(std::string_view text);  // +text
+  void Error(std::string_view text);         // -text; `text` excludes the '-' and CRLF
+  void Integer(int64_t value);               // :value
+  // RESP3 ",<repr>"; RESP2 a bulk string. <repr> is printf("%.17g"), or inf, -inf, nan.
+  void Double(double value);
+  void BulkString(std::string_view bytes);  // $len bytes (copied)
+  // Same encoding as BulkString, taking ownership of the bytes (no copy when large).
+  void BulkMove(std::string bytes);
+  // Same encoding as BulkString; p[0..n) is referenced without copying when n >=
+  // kMinExternal, and `keepalive` (e.g. a pinned RocksDB value) holds it until written.
+  void BulkExternal(const char* p, size_t n, std::shared_ptr<void> keepalive);
+  void Null();                 // RESP2 $-1, RESP3 _
+  void NullArray();            // RESP2 *-1, RESP3 _
+  void Boolean(bool value);    // RESP3 #t / #f, RESP2 :1 / :0
+  void ArrayHeader(size_t n);  // *n
+  void MapHeader(size_t n);    // RESP3 %n, RESP2 *2n; then n key/value pairs
+  void SetHeader(size_t n);    // RESP3 ~n, RESP2 *n
+  // RESP3 "=<len>\r\n<fmt>:<text>"; RESP2 a bulk string of `text`. `format` must be exactly
+  // three bytes (e.g. "txt", "mkd"); anything else is sent as "txt".
+  void Verbatim(std::string_view format, std::string_view text);
+  // Appends pre-encoded protocol bytes as is.
+  void Raw(std::string_view bytes) { queue_.Append(bytes); }
+
+ private:
+  // Appends <type><value>\r\n.
+  void Header(char type, int64_t value);
+  void BulkHeader(size_t n) { Header('$', static_cast<int64_t>(n)); }
+  // Appends <type><text with CR/LF as spaces>\r\n.
+  void Line(char type, std::string_view text);
+
+  OutputQueue queue_;
+  bool resp3_ = false;
+};
+
+}  // namespace larder::resp

@@ -1,0 +1,155 @@
+// RequestParser: incremental, Redis-compatible parser of client requests (RESP multibulk and
+// inline commands). Never throws; protocol violations are reported as State::kError with
+// Redis's exact error text.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace larder::resp {
+
+// Protocol limits. Defaults are Redis's: proto-max-bulk-len, the multibulk count cap and
+// PROTO_INLINE_MAX_SIZE.
+struct Limits {
+  uint64_t max_bulk_len = 512ull << 20;
+  uint64_t max_multibulk_len = 1024 * 1024;
+  // Longest inline request, and longest multibulk/bulk header line, in bytes before its
+  // terminator ('\n' for inline lines, including any '\r' before it; '\r' for header lines,
+  // including the '*' or '$').
+  size_t max_inline_len = 64 * 1024;
+};
+
+// Parses one command at a time out of a byte stream.
+//
+// Accepted syntax, as Redis's processMultibulkBuffer/processInlineBuffer:
+//  * A command whose first byte is '*' is multibulk: "*<n>\r\n" then n × "$<len>\r\n<len bytes>"
+//    each followed by two bytes. As in Redis, a header line ends at the first '\r' and the byte
+//    after it is skipped unchecked, as are the two bytes after a bulk body. Counts are decimal
+//    integers without '+' or leading zeros. A count <= 0 yields no command (skipped).
+//  * Any other command is an inline line ending at '\n' (an optional '\r' before it is
+//    dropped), split like Redis's sdssplitargs: blanks separate arguments; "double quotes" take
+//    \n \r \t \b \a \xHH and \<any> escapes; 'single quotes' take only \'; a closing quote must
+//    be followed by a blank or the end of the line; a NUL byte ends the line. A line with no
+//    arguments is skipped.
+//
+// Allocation rule for bulk bodies (a client cannot make the server reserve memory it has not
+// been sent):
+//  * A bulk of fewer than kBigArg bytes is reserved in full when its header is parsed (only
+//    one bulk is in progress at a time, so at most 16 KiB is unearned).
+//  * A bulk whose body and trailer are already in the fed data is copied with one exactly-sized
+//    allocation.
+//  * Otherwise a big bulk's storage is earned as body bytes arrive: it starts at
+//    min(len, kBigArgInitialReserve); when full it grows to len if len <= 16 × its size, else
+//    to 8 × its size. So the reservation never exceeds max(1 MiB, 16 × bytes received), a
+//    "$1000000000" header with no body costs nothing, and any legal body lands in its final
+//    buffer after at most 3 reallocations (1 → 8 → 64 → 512 MiB) that copy < 1.15 × len bytes.
+//
+// Typical use (one parser per connection):
+//   for (;;) {
+//     if (auto d = parser.DirectBuffer(); !d.empty()) { n = recv(fd, d.data(), d.size());
+//                                                       parser.CommitDirect(n); continue; }
+//     n = recv(fd, buf, ...); feed buf[0..n) until consumed, handling each kComplete.
+//   }
+class RequestParser {
+ public:
+  enum class State { kNeedMore, kComplete, kError };
+
+  // Bulks at least this long may be received through DirectBuffer().
+  static constexpr size_t kBigArg = 16 * 1024;
+  // First reservation for a big bulk whose body has not arrived yet.
+  static constexpr size_t kBigArgInitialReserve = 1 << 20;
+
+  explicit RequestParser(Limits limits = {});
+
+  RequestParser(const RequestParser&) = delete;
+  RequestParser& operator=(const RequestParser&) = delete;
+
+  // Consumes bytes from data[0..len) and sets *consumed to the number used. Returns
+  // kComplete right after the last byte of one command (later pipelined bytes are left
+  // unconsumed), kError at a protocol error (*consumed is where it was detected; every later
+  // call returns kError and consumes nothing), else kNeedMore with *consumed == len. Calling
+  // Feed after kComplete starts the next command (an implicit Reset()).
+  State Feed(const char* data, size_t len, size_t* consumed);
+
+  // While the body of a bulk of at least kBigArg bytes is being read: the next unfilled span
+  // of that argument's own storage (already sized, never past the bulk's end), which the
+  // caller may recv() into directly. Empty otherwise. It is non-empty only when the last
+  // Feed() returned kNeedMore, i.e. consumed all it was given, so stream order is kept. The
+  // span stays valid until the next call to any non-const member.
+  std::span<char> DirectBuffer();
+  // Declares that the first n bytes of the last DirectBuffer() span were written.
+  // Precondition: n <= that span's size.
+  void CommitDirect(size_t n);
+
+  // The arguments. Complete after kComplete; the caller may modify or move from them (e.g.
+  // move a value into a write batch) until the next Feed() or Reset().
+  std::vector<std::string>& args() { return args_; }
+  const std::vector<std::string>& args() const { return args_; }
+  // After kError: Redis's error text without the leading '-' and trailing CRLF, e.g.
+  // "ERR Protocol error: invalid bulk length". The text may hold the offending raw byte.
+  const std::string& error() const { return error_; }
+  // Whether the current (or last completed) command came as an inline line.
+  bool inline_command() const { return inline_; }
+  bool has_error() const { return phase_ == Phase::kError; }
+
+  // Discards any partial or completed command and any error; ready for the next command.
+  // Keeps the argument vector's capacity and a few small argument buffers for reuse.
+  void Reset();
+
+  // Payload bytes held for the current partial command: completed arguments, the body bytes
+  // received so far of the argument being read, and any buffered partial line.
+  size_t buffered_bytes() const;
+  // Memory reserved for the current command: the argument vector, the arguments' and the
+  // line buffer's capacities.
+  size_t reserved_bytes() const;
+
+ private:
+  enum class Phase : uint8_t {
+    kStart,            // before a command's first byte
+    kMultibulkHeader,  // reading "*<n>\r?"
+    kBulkHeader,       // reading "$<len>\r?"
+    kBulkBody,         // reading a bulk's bytes
+    kBulkTrailer,      // skipping the two bytes after a bulk's body
+    kInline,           // reading an inline line
+    kDone,             // a command is complete
+    kError,
+  };
+  enum class LineStatus { kPartial, kReady, kTooLong };
+
+  State Fail(std::string error);
+  // Finds a line ending at `term` (plus one skipped byte if skip_after_term). On kReady,
+  // *line holds the bytes before `term`; it may view line_, which the caller then clears.
+  LineStatus ScanLine(const char** p, const char* end, char term, bool skip_after_term,
+                      std::string_view* line);
+  // Appends an empty argument (a recycled buffer unless `fresh`).
+  std::string& NewArg(bool fresh);
+  // Starts a bulk of `len` bytes whose body begins at *p.
+  void StartBulk(uint64_t len, const char** p, const char* end);
+  void ReadBody(const char** p, const char* end);
+  // Enlarges a big bulk's storage by the allocation rule; keeps its received prefix.
+  void GrowBigArg();
+  // Ends the current bulk; returns true if it was the command's last.
+  bool FinishBulk();
+  bool SplitInline(std::string_view line);
+
+  Limits limits_;
+  Phase phase_ = Phase::kStart;
+  bool inline_ = false;
+  bool big_ = false;              // the bulk being read uses the big-bulk allocation rule
+  bool line_terminated_ = false;  // line_ holds a full header line awaiting its skipped byte
+  uint64_t args_left_ = 0;        // bulks still expected by the multibulk header
+  uint64_t bulk_len_ = 0;         // declared length of the bulk being read
+  uint64_t received_ = 0;         // body bytes of that bulk received so far
+  uint8_t trailer_left_ = 0;      // bytes of the bulk trailer still to skip
+  size_t args_bytes_ = 0;         // sum of completed bulk lengths
+  std::vector<std::string> args_;
+  std::vector<std::string> pool_;  // cleared small buffers reused by NewArg()
+  std::string line_;               // partial line carried across Feed() calls
+  std::string error_;
+};
+
+}  // namespace larder::resp

@@ -1,0 +1,598 @@
+// Tests for the RESP codec: RequestParser (framing, inline quoting, Redis error texts, bulk
+// allocation) and ReplyWriter/OutputQueue (byte-exact RESP2/RESP3 encodings, iovec draining).
+#include <gtest/gtest.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "resp/reply_writer.h"
+#include "resp/request_parser.h"
+
+namespace larder::resp {
+namespace {
+
+using State = RequestParser::State;
+using Command = std::vector<std::string>;
+
+// Serializes args as a RESP multibulk request.
+std::string Multibulk(const Command& args) {
+  std::string out = "*" + std::to_string(args.size()) + "\r\n";
+  for (const std::string& a : args) out += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+  return out;
+}
+
+struct Fed {
+  State state;
+  size_t used;
+};
+Fed Feed(RequestParser& parser, std::string_view bytes) {
+  Fed r{State::kError, 0};
+  r.state = parser.Feed(bytes.data(), bytes.size(), &r.used);
+  return r;
+}
+
+struct Outcome {
+  std::vector<Command> commands;
+  std::vector<bool> inline_flags;
+  std::string error;  // empty unless the parser failed
+};
+
+// Feeds `input` in pieces whose sizes cycle through `pieces`, as a server loop would: each
+// piece is fed until consumed, collecting every completed command. Checks that Feed consumes
+// everything unless it completes a command or fails.
+Outcome FeedInPieces(RequestParser& parser, std::string_view input,
+                     const std::vector<size_t>& pieces) {
+  Outcome out;
+  size_t pos = 0;
+  for (size_t k = 0; pos < input.size(); ++k) {
+    const size_t size = std::min(pieces[k % pieces.size()], input.size() - pos);
+    std::string_view chunk = input.substr(pos, size);
+    pos += size;
+    while (!chunk.empty()) {
+      const Fed r = Feed(parser, chunk);
+      EXPECT_LE(r.used, chunk.size());
+      chunk.remove_prefix(r.used);
+      if (r.state == State::kError) {
+        out.error = parser.error();
+        return out;
+      }
+      if (r.state == State::kComplete) {
+        EXPECT_GT(r.used, 0u);
+        out.commands.push_back(parser.args());
+        out.inline_flags.push_back(parser.inline_command());
+        parser.Reset();
+      } else {
+        EXPECT_TRUE(chunk.empty());
+      }
+    }
+  }
+  return out;
+}
+
+Outcome ParseWhole(std::string_view input, Limits limits = {}) {
+  RequestParser parser(limits);
+  return FeedInPieces(parser, input, {input.size() + 1});
+}
+
+std::string ErrorOf(std::string_view input, Limits limits = {}) {
+  return ParseWhole(input, limits).error;
+}
+
+std::string Pattern(size_t n, uint32_t seed) {
+  std::string s(n, '\0');
+  std::mt19937 rng(seed);
+  for (char& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+TEST(RequestParserTest, PipelinedCommandsComeOneAtATime) {
+  const std::vector<Command> want = {{"SET", "key", "value"}, {"GET", "k"}, {"DEL", "k"}};
+  const std::vector<std::string> parts = {Multibulk(want[0]), "GET k\r\n", Multibulk(want[2])};
+  const std::string in = parts[0] + parts[1] + parts[2] + "*1\r\n$4\r\nPI";
+  RequestParser parser;
+  std::string_view rest = in;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const Fed r = Feed(parser, rest);  // no Reset(): Feed after kComplete starts a new command
+    ASSERT_EQ(r.state, State::kComplete);
+    EXPECT_EQ(r.used, parts[i].size());
+    EXPECT_EQ(parser.args(), want[i]);
+    EXPECT_EQ(parser.inline_command(), i == 1);
+    rest.remove_prefix(r.used);
+  }
+  EXPECT_EQ(Feed(parser, rest).used, rest.size());
+  const Fed r = Feed(parser, "NG\r\n");
+  ASSERT_EQ(r.state, State::kComplete);
+  EXPECT_EQ(r.used, 4u);
+  EXPECT_EQ(parser.args(), (Command{"PING"}));
+}
+
+TEST(RequestParserTest, SkipsEmptyNegativeAndBlankCommands) {
+  const std::string in = "*0\r\n*-1\r\n\r\n \t \r\n\n*1\r\n$4\r\nPING\r\n";
+  RequestParser parser;
+  const Fed r = Feed(parser, in);
+  ASSERT_EQ(r.state, State::kComplete);
+  EXPECT_EQ(r.used, in.size());
+  EXPECT_EQ(parser.args(), (Command{"PING"}));
+  parser.Reset();
+  EXPECT_EQ(Feed(parser, "*0\r\n").used, 4u);
+  EXPECT_EQ(parser.buffered_bytes(), 0u);
+  EXPECT_TRUE(parser.args().empty());
+}
+
+// A mix of commands exercising every parser phase.
+std::string MixedStream(std::vector<Command>* expected, bool with_big) {
+  std::string in;
+  auto add = [&](const Command& c) {
+    in += Multibulk(c);
+    expected->push_back(c);
+  };
+  add({"SET", "key", std::string("va\r\nl\0ue", 8)});
+  in += "GET \"a b\" 'c'\r\n";
+  expected->push_back({"GET", "a b", "c"});
+  add({"ECHO", ""});
+  in += "*0\r\n\n";
+  add({"MSET", "$3\r\n", "*1\r\n", "\r\n\r\n"});
+  in += "PING\n";
+  expected->push_back({"PING"});
+  if (with_big) add({"SET", "big", Pattern(RequestParser::kBigArg + 3000, 7)});
+  add({"X"});
+  return in;
+}
+
+TEST(RequestParserTest, OneByteAtATimeMatchesWhole) {
+  std::vector<Command> expected;
+  const std::string in = MixedStream(&expected, /*with_big=*/true);
+  const Outcome whole = ParseWhole(in);
+  EXPECT_EQ(whole.commands, expected);
+  RequestParser parser;
+  const Outcome bytes = FeedInPieces(parser, in, {1});
+  ASSERT_EQ(bytes.error, "");
+  EXPECT_EQ(bytes.commands, expected);
+  EXPECT_EQ(bytes.inline_flags, whole.inline_flags);
+}
+
+TEST(RequestParserTest, EverySplitPointMatchesWhole) {
+  std::vector<Command> expected;
+  const std::string in = MixedStream(&expected, /*with_big=*/false);
+  for (size_t split = 0; split <= in.size(); ++split) {
+    RequestParser parser;
+    const Outcome out = FeedInPieces(parser, in, {split == 0 ? in.size() : split, in.size()});
+    ASSERT_EQ(out.error, "") << "split " << split;
+    ASSERT_EQ(out.commands, expected) << "split " << split;
+  }
+}
+
+TEST(RequestParserTest, RandomCommandsRandomChunks) {
+  std::mt19937 rng(12345);
+  std::vector<Command> expected;
+  std::string in;
+  for (int i = 0; i < 300; ++i) {
+    Command c(1 + rng() % 5);
+    for (std::string& arg : c) {
+      arg = Pattern(rng() % 8 == 0 ? rng() % 40000 : rng() % 64, static_cast<uint32_t>(rng()));
+    }
+    in += Multibulk(c);
+    expected.push_back(std::move(c));
+  }
+  for (uint32_t seed = 0; seed < 4; ++seed) {
+    std::mt19937 sizes_rng(seed);
+    std::vector<size_t> pieces;
+    for (int i = 0; i < 97; ++i) pieces.push_back(1 + sizes_rng() % (seed == 0 ? 16 : 70000));
+    RequestParser parser;
+    const Outcome out = FeedInPieces(parser, in, pieces);
+    ASSERT_EQ(out.error, "");
+    ASSERT_EQ(out.commands, expected) << "seed " << seed;
+  }
+}
+
+TEST(RequestParserTest, BulksAreBinarySafe) {
+  const Command c = {"SET", std::string("\0\r\n\0", 4), "\r\n$5\r\n*2\r\n", std::string(1, '\0')};
+  const std::string in = Multibulk(c);
+  EXPECT_EQ(ParseWhole(in).commands, std::vector<Command>{c});
+  RequestParser parser;
+  EXPECT_EQ(FeedInPieces(parser, in, {1}).commands, std::vector<Command>{c});
+}
+
+TEST(RequestParserTest, SkipsTerminatorBytesUncheckedLikeRedis) {
+  // Redis ends a header line at '\r' and skips the next byte, and skips the two bytes after a
+  // bulk body, without looking at them.
+  const Outcome out = ParseWhole("*2\rx$3\r\nGETyy$1\r!kZZ");
+  ASSERT_EQ(out.error, "");
+  EXPECT_EQ(out.commands, (std::vector<Command>{{"GET", "k"}}));
+}
+
+TEST(RequestParserTest, BufferedBytesCountsHeldPayload) {
+  RequestParser parser;
+  ASSERT_EQ(Feed(parser, "*3\r\n$3\r\nSET\r\n$5\r\nab").state, State::kNeedMore);
+  EXPECT_EQ(parser.buffered_bytes(), 3u + 2u);
+  ASSERT_EQ(Feed(parser, "cde\r\n$1").state, State::kNeedMore);
+  EXPECT_EQ(parser.buffered_bytes(), 3u + 5u + 2u);  // "$1" waits in the line buffer
+  ASSERT_EQ(Feed(parser, "0\r\n0123456789\r\n").state, State::kComplete);
+  EXPECT_EQ(parser.args(), (Command{"SET", "abcde", "0123456789"}));
+  parser.Reset();
+  EXPECT_EQ(parser.buffered_bytes(), 0u);
+}
+
+TEST(RequestParserTest, InlineSplittingAndQuoting) {
+  const std::vector<std::pair<std::string, Command>> cases = {
+      {"SET key value\r\n", {"SET", "key", "value"}},
+      {"  SET\t key   value  \n", {"SET", "key", "value"}},
+      {"SET \"a b\" 'c d'\r\n", {"SET", "a b", "c d"}},
+      {"ECHO \"\\n\\r\\t\\b\\a\\\\\\\"\\x41\\x4a\\xfF\\xzz\\q\"\r\n",
+       {"ECHO",
+        "\n\r\t\b\a\\\"AJ\xff"
+        "xzzq"}},
+      {"ECHO 'it\\'s' 'a\\nb' '\"'\r\n", {"ECHO", "it's", "a\\nb", "\""}},
+      {"ECHO \"\" ''\r\n", {"ECHO", "", ""}},
+      {"ab\"cd ef\" x\r\n", {"abcd ef", "x"}},
+      {"\vECHO a\vb\n", {"ECHO", "a\vb"}},
+      {"a\rb\n", {"a", "b"}},
+      {std::string("ECHO a\0b \"c\r\n", 13), {"ECHO", "a"}},
+      {"ECHO \"x\"\t'y'\r\n", {"ECHO", "x", "y"}}};
+  for (const auto& [line, args] : cases) {
+    const Outcome out = ParseWhole(line);
+    ASSERT_EQ(out.error, "") << line;
+    EXPECT_EQ(out.commands, std::vector<Command>{args}) << line;
+    EXPECT_EQ(out.inline_flags, std::vector<bool>{true});
+    RequestParser parser;
+    EXPECT_EQ(FeedInPieces(parser, line, {1}).commands, out.commands) << line;
+  }
+  RequestParser parser;  // the line ends only at '\n'
+  EXPECT_EQ(Feed(parser, "PING\r").state, State::kNeedMore);
+  const Fed r = Feed(parser, "\nX");
+  EXPECT_EQ(r.state, State::kComplete);
+  EXPECT_EQ(r.used, 1u);
+  EXPECT_EQ(parser.args(), (Command{"PING"}));
+}
+
+TEST(RequestParserTest, RedisErrorTexts) {
+  const std::string kMbulk = "ERR Protocol error: invalid multibulk length";
+  const std::string kBulk = "ERR Protocol error: invalid bulk length";
+  const std::string kQuotes = "ERR Protocol error: unbalanced quotes in request";
+  for (const char* in :
+       {"*abc\r\n", "*\r\n", "*01\r\n", "*+1\r\n", "* 1\r\n", "*1 \r\n", "*-0\r\n", "*1048577\r\n",
+        "*9223372036854775808\r\n", "*-9223372036854775809\r\n", "*99999999999999999999\r\n"}) {
+    EXPECT_EQ(ErrorOf(in), kMbulk) << in;
+  }
+  for (const char* in :
+       {"*1\r\n$-1\r\n", "*1\r\n$abc\r\n", "*1\r\n$\r\n", "*1\r\n$01\r\n", "*1\r\n$536870913\r\n",
+        "*1\r\n$1000000000\r\n", "*2\r\n$1\r\na\r\n$1x\r\n"}) {
+    EXPECT_EQ(ErrorOf(in), kBulk) << in;
+  }
+  for (const char* in : {"SET \"abc\r\n", "SET 'abc\n", "SET \"a\"b\r\n", "SET 'a'b\n",
+                         "SET \"abc\\\"\r\n", "SET \"abc\\\r\n"}) {
+    EXPECT_EQ(ErrorOf(in), kQuotes) << in;
+  }
+  // Valid limits; a negative count is skipped, as in Redis.
+  for (const char* in : {"*1048576\r\n", "*-9223372036854775808\r\n", "*1\r\n$536870912\r\n"}) {
+    EXPECT_EQ(ErrorOf(in), "") << in;
+  }
+  EXPECT_EQ(ErrorOf("*1\r\nfoo\r\n"), "ERR Protocol error: expected '$', got 'f'");
+  EXPECT_EQ(ErrorOf("*2\r\n$1\r\na\r\n:1\r\n"), "ERR Protocol error: expected '$', got ':'");
+  EXPECT_EQ(ErrorOf("*1\r\n\r\n"), "ERR Protocol error: expected '$', got '\r'");
+  Limits limits;
+  limits.max_multibulk_len = 3;
+  EXPECT_EQ(ErrorOf("*4\r\n", limits), kMbulk);
+  EXPECT_EQ(ErrorOf("*3\r\n", limits), "");
+  // Like Redis, a header's first byte is judged only once the whole line is in.
+  RequestParser parser;
+  EXPECT_EQ(Feed(parser, "*1\r\nx").state, State::kNeedMore);
+  EXPECT_EQ(Feed(parser, "\r\n").state, State::kError);
+  EXPECT_EQ(parser.error(), "ERR Protocol error: expected '$', got 'x'");
+}
+
+TEST(RequestParserTest, TooBigLines) {
+  const std::string kMbulk = "ERR Protocol error: too big mbulk count string";
+  const std::string kBulk = "ERR Protocol error: too big bulk count string";
+  const std::string kInline = "ERR Protocol error: too big inline request";
+  // 64 KiB without a terminator waits; one more byte fails.
+  for (const auto& [prefix, text] : std::vector<std::pair<std::string, std::string>>{
+           {"*" + std::string(65535, '1'), kMbulk},
+           {"*1\r\n$" + std::string(65535, '1'), kBulk},
+           {std::string(65536, 'a'), kInline}}) {
+    RequestParser parser;
+    EXPECT_EQ(Feed(parser, prefix).state, State::kNeedMore);
+    EXPECT_EQ(Feed(parser, "1").state, State::kError);
+    EXPECT_EQ(parser.error(), text);
+  }
+  // The cap applies before the '$' check, as in Redis, and whether or not the terminator
+  // arrived in the same read. For inline lines it counts the bytes before '\n'.
+  EXPECT_EQ(ErrorOf("*1\r\n" + std::string(70000, 'X')), kBulk);
+  EXPECT_EQ(ErrorOf("*" + std::string(70000, '1') + "\r\n"), kMbulk);
+  EXPECT_EQ(ParseWhole(std::string(65536, 'a') + "\n").commands,
+            (std::vector<Command>{{std::string(65536, 'a')}}));
+  EXPECT_EQ(ErrorOf(std::string(65535, 'a') + "\r\n"), "");
+  EXPECT_EQ(ErrorOf(std::string(65536, 'a') + "\r\n"), kInline);
+  Limits limits;
+  limits.max_inline_len = 8;
+  EXPECT_EQ(ErrorOf("PING 123\n", limits), "");
+  EXPECT_EQ(ErrorOf("PING 1234\n", limits), kInline);
+}
+
+TEST(RequestParserTest, ErrorIsSticky) {
+  RequestParser parser;
+  ASSERT_EQ(Feed(parser, "*x\r\n").state, State::kError);
+  EXPECT_TRUE(parser.has_error());
+  const Fed r = Feed(parser, "PING\r\n");
+  EXPECT_EQ(r.state, State::kError);
+  EXPECT_EQ(r.used, 0u);
+  EXPECT_EQ(parser.error(), "ERR Protocol error: invalid multibulk length");
+  parser.Reset();
+  EXPECT_EQ(Feed(parser, "PING\r\n").state, State::kComplete);
+  EXPECT_EQ(parser.error(), "");
+}
+
+TEST(RequestParserTest, HugeDeclaredBulkWithoutBodyAllocatesLittle) {
+  constexpr size_t kInitial = RequestParser::kBigArgInitialReserve;
+  Limits limits;
+  limits.max_bulk_len = 4ull << 30;
+  RequestParser parser(limits);
+  // DirectBuffer() is offered only inside the body of a bulk of at least kBigArg bytes.
+  EXPECT_TRUE(parser.DirectBuffer().empty());
+  ASSERT_EQ(Feed(parser, "*1\r\n$16383\r\nabc").state, State::kNeedMore);
+  EXPECT_TRUE(parser.DirectBuffer().empty());
+  parser.Reset();
+  ASSERT_EQ(Feed(parser, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1000000000\r\n").state, State::kNeedMore);
+  EXPECT_LT(parser.reserved_bytes(), 4096u);
+  EXPECT_EQ(parser.buffered_bytes(), 4u);
+
+  ASSERT_EQ(Feed(parser, "0123456789").state, State::kNeedMore);
+  EXPECT_LE(parser.reserved_bytes(), kInitial + 4096);
+  EXPECT_EQ(parser.buffered_bytes(), 14u);
+  EXPECT_EQ(parser.DirectBuffer().size(), kInitial - 10);
+  EXPECT_EQ(parser.args().back().compare(0, 10, "0123456789"), 0);
+
+  // Filling the first reservation earns 8x more, never the declared gigabyte.
+  ASSERT_EQ(Feed(parser, std::string(kInitial - 10 + 1, 'x')).state, State::kNeedMore);
+  EXPECT_LE(parser.reserved_bytes(), 8 * kInitial + 4096);
+  EXPECT_GT(parser.reserved_bytes(), kInitial);
+}
+
+TEST(RequestParserTest, DirectBufferReceivesFortyMiB) {
+  const size_t kLen = 40u << 20;
+  const std::string value = Pattern(kLen, 99);
+  const std::string head = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$" + std::to_string(kLen) + "\r\n";
+  const std::string tail = "\r\n*1\r\n$4\r\nPING\r\n";
+  RequestParser parser;
+  // The header and the first 1000 body bytes arrive through Feed().
+  const Fed first = Feed(parser, head + value.substr(0, 1000));
+  ASSERT_EQ(first.state, State::kNeedMore);
+  ASSERT_EQ(first.used, head.size() + 1000);
+
+  size_t pos = 1000;
+  std::set<const char*> buffers;
+  const size_t kPieces[] = {65521, 7, 1, 131071, 4093};
+  for (size_t k = 0; pos < kLen; ++k) {
+    std::span<char> direct = parser.DirectBuffer();
+    ASSERT_FALSE(direct.empty()) << pos;
+    ASSERT_LE(direct.size(), kLen - pos);
+    buffers.insert(parser.args().back().data());
+    const size_t n = std::min(kPieces[k % 5], direct.size());
+    std::memcpy(direct.data(), value.data() + pos, n);
+    parser.CommitDirect(n);
+    pos += n;
+  }
+  EXPECT_TRUE(parser.DirectBuffer().empty());
+  EXPECT_LE(buffers.size(), 3u);  // 1 MiB -> 8 MiB -> 40 MiB
+  EXPECT_EQ(parser.buffered_bytes(), 4 + kLen);
+
+  const Fed r = Feed(parser, tail);
+  ASSERT_EQ(r.state, State::kComplete);
+  EXPECT_EQ(r.used, 2u);
+  ASSERT_EQ(parser.args().size(), 3u);
+  EXPECT_EQ(parser.args()[0] + parser.args()[1], "SETk");
+  EXPECT_EQ(parser.args()[2].size(), kLen);
+  EXPECT_LE(parser.args()[2].capacity(), kLen + 64);
+  EXPECT_TRUE(parser.args()[2] == value);
+  parser.Reset();
+  ASSERT_EQ(Feed(parser, std::string_view(tail).substr(2)).state, State::kComplete);
+  EXPECT_EQ(parser.args(), (Command{"PING"}));
+}
+
+TEST(RequestParserTest, BigBulkThroughFeed) {
+  const Command c = {"SET", "k", Pattern(40u << 20, 5)};
+  const std::string in = Multibulk(c) + "PING\r\n";
+  RequestParser parser;
+  const Outcome out = FeedInPieces(parser, in, {100003, 7, 65537, 1, 3000017});
+  ASSERT_EQ(out.error, "");
+  ASSERT_EQ(out.commands.size(), 2u);
+  EXPECT_TRUE(out.commands[0] == c);
+  EXPECT_EQ(out.commands[1], (Command{"PING"}));
+  // A big bulk that is wholly in one Feed() is copied once into an exactly sized buffer.
+  parser.Reset();
+  ASSERT_EQ(Feed(parser, in).state, State::kComplete);
+  EXPECT_TRUE(parser.args() == c);
+  EXPECT_LE(parser.args()[2].capacity(), c[2].size() + 64);
+}
+
+std::string Pending(const OutputQueue& q) {
+  std::vector<iovec> iov(q.segments() + 1);
+  const size_t n = q.FillIov(iov.data(), iov.size());
+  std::string out;
+  for (size_t i = 0; i < n; ++i) out.append(static_cast<char*>(iov[i].iov_base), iov[i].iov_len);
+  EXPECT_EQ(out.size(), q.bytes());
+  return out;
+}
+
+// Expects `write` to produce `resp2` under RESP2 and `resp3` under RESP3.
+template <typename Fn>
+void ExpectEncodes(Fn write, std::string_view resp2, std::string_view resp3) {
+  for (int protocol : {2, 3}) {
+    ReplyWriter w;
+    EXPECT_TRUE(w.set_protocol(protocol));
+    write(w);
+    EXPECT_EQ(Pending(w.queue()), protocol == 2 ? resp2 : resp3) << "RESP" << protocol;
+  }
+}
+
+TEST(ReplyWriterTest, EncodesEveryKindInResp2AndResp3) {
+  using W = ReplyWriter;
+  const double inf = std::numeric_limits<double>::infinity();
+  ExpectEncodes([](W& w) { w.SimpleString("OK"); }, "+OK\r\n", "+OK\r\n");
+  ExpectEncodes([](W& w) { w.SimpleString("a\r\nb"); }, "+a  b\r\n", "+a  b\r\n");
+  ExpectEncodes([](W& w) { w.Error("ERR x\r\ny\n"); }, "-ERR x  y \r\n", "-ERR x  y \r\n");
+  ExpectEncodes([](W& w) { w.Integer(-42); }, ":-42\r\n", ":-42\r\n");
+  ExpectEncodes([](W& w) { w.Integer(INT64_MIN); }, ":-9223372036854775808\r\n",
+                ":-9223372036854775808\r\n");
+  ExpectEncodes([](W& w) { w.Double(1.5); }, "$3\r\n1.5\r\n", ",1.5\r\n");
+  ExpectEncodes([](W& w) { w.Double(0.1); }, "$19\r\n0.10000000000000001\r\n",
+                ",0.10000000000000001\r\n");
+  ExpectEncodes([](W& w) { w.Double(3); }, "$1\r\n3\r\n", ",3\r\n");
+  ExpectEncodes([](W& w) { w.Double(1e21); }, "$5\r\n1e+21\r\n", ",1e+21\r\n");
+  ExpectEncodes([](W& w) { w.Double(-0.0); }, "$2\r\n-0\r\n", ",-0\r\n");
+  ExpectEncodes([inf](W& w) { w.Double(inf); }, "$3\r\ninf\r\n", ",inf\r\n");
+  ExpectEncodes([inf](W& w) { w.Double(-inf); }, "$4\r\n-inf\r\n", ",-inf\r\n");
+  ExpectEncodes([](W& w) { w.Double(std::nan("")); }, "$3\r\nnan\r\n", ",nan\r\n");
+  ExpectEncodes([](W& w) { w.BulkString("a\r\nb"); }, "$4\r\na\r\nb\r\n", "$4\r\na\r\nb\r\n");
+  ExpectEncodes([](W& w) { w.BulkString(""); }, "$0\r\n\r\n", "$0\r\n\r\n");
+  ExpectEncodes([](W& w) { w.BulkMove("xyz"); }, "$3\r\nxyz\r\n", "$3\r\nxyz\r\n");
+  ExpectEncodes([](W& w) { w.Null(); }, "$-1\r\n", "_\r\n");
+  ExpectEncodes([](W& w) { w.NullArray(); }, "*-1\r\n", "_\r\n");
+  ExpectEncodes([](W& w) { w.Boolean(true); }, ":1\r\n", "#t\r\n");
+  ExpectEncodes([](W& w) { w.Boolean(false); }, ":0\r\n", "#f\r\n");
+  ExpectEncodes([](W& w) { w.ArrayHeader(3); }, "*3\r\n", "*3\r\n");
+  ExpectEncodes([](W& w) { w.ArrayHeader(0); }, "*0\r\n", "*0\r\n");
+  ExpectEncodes([](W& w) { w.MapHeader(2); }, "*4\r\n", "%2\r\n");
+  ExpectEncodes([](W& w) { w.SetHeader(5); }, "*5\r\n", "~5\r\n");
+  ExpectEncodes([](W& w) { w.Verbatim("txt", "hello"); }, "$5\r\nhello\r\n", "=9\r\ntxt:hello\r\n");
+  ExpectEncodes([](W& w) { w.Verbatim("mkd", "# a\r\n"); }, "$5\r\n# a\r\n\r\n",
+                "=9\r\nmkd:# a\r\n\r\n");
+  ExpectEncodes([](W& w) { w.Verbatim("markdown", "x"); }, "$1\r\nx\r\n", "=5\r\ntxt:x\r\n");
+  ExpectEncodes([](W& w) { w.Raw("+PONG\r\n"); }, "+PONG\r\n", "+PONG\r\n");
+}
+
+TEST(ReplyWriterTest, ProtocolSelection) {
+  ReplyWriter w;
+  EXPECT_EQ(w.protocol(), 2);
+  EXPECT_FALSE(w.set_protocol(4));
+  EXPECT_TRUE(w.set_protocol(3));
+  EXPECT_FALSE(w.set_protocol(1));
+  w.Null();
+  EXPECT_EQ(w.protocol(), 3);
+  EXPECT_TRUE(w.set_protocol(2));
+  w.Null();
+  EXPECT_EQ(Pending(w.queue()), "_\r\n$-1\r\n");
+}
+
+TEST(ReplyWriterTest, LargeCopiedRepliesAreExact) {
+  const std::string value = Pattern(100000, 1);
+  const std::string text(20000, 'e');
+  ReplyWriter w;
+  w.set_protocol(3);
+  w.SimpleString("a");
+  w.BulkString(value);
+  w.Error(text);
+  w.Verbatim("txt", value);
+  EXPECT_EQ(Pending(w.queue()),
+            "+a\r\n$100000\r\n" + value + "\r\n-" + text + "\r\n=100004\r\ntxt:" + value + "\r\n");
+}
+
+// A keepalive whose release is observable.
+std::shared_ptr<std::string> Tracked(std::string bytes, int* released) {
+  return std::shared_ptr<std::string>(new std::string(std::move(bytes)),
+                                      [released](std::string* s) {
+                                        ++*released;
+                                        delete s;
+                                      });
+}
+
+TEST(ReplyWriterTest, BulkExternalIsZeroCopyAndReleasedAfterPartialWrites) {
+  int released = 0;
+  ReplyWriter w;
+  // Sends `v` as an external bulk whose keepalive counts its release; returns its bytes.
+  auto send = [&](const std::string& v) {
+    auto buf = Tracked(v, &released);
+    w.BulkExternal(buf->data(), buf->size(), buf);
+    return buf->data();
+  };
+  send("hello");  // small external values are copied; the keepalive goes at once
+  EXPECT_EQ(released, 1);
+  const std::string value = Pattern(ReplyWriter::kMinExternal + 12345, 2);
+  const char* external = send(value);
+  w.Integer(7);
+  const std::string expected =
+      "$5\r\nhello\r\n$" + std::to_string(value.size()) + "\r\n" + value + "\r\n:7\r\n";
+  OutputQueue& q = w.queue();
+  EXPECT_EQ(Pending(q), expected);  // also checks bytes()
+  iovec iov[8];
+  ASSERT_EQ(q.FillIov(iov, 8), 3u);  // owned block, external value, owned block
+  EXPECT_EQ(iov[1].iov_base, external);
+  EXPECT_EQ(iov[1].iov_len, value.size());
+  EXPECT_EQ(q.FillIov(iov, 1), 1u);
+  EXPECT_EQ(q.FillIov(iov, 0), 0u);
+
+  // Drain with partial writes of odd sizes; the keepalive goes exactly when its last byte does.
+  const size_t external_end = expected.size() - std::string("\r\n:7\r\n").size();
+  size_t done = 0;
+  const size_t kSteps[] = {3, 1, 4093, 7, 65521};
+  for (size_t k = 0; done < expected.size(); ++k) {
+    const size_t step = std::min(kSteps[k % 5], expected.size() - done);
+    q.Consume(step);
+    done += step;
+    EXPECT_EQ(released, done >= external_end ? 2 : 1) << done;
+    ASSERT_EQ(Pending(q), expected.substr(done)) << done;
+  }
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(q.FillIov(iov, 8), 0u);
+  w.SimpleString("again");  // reusable once drained
+  EXPECT_EQ(Pending(q), "+again\r\n");
+
+  send(value);  // Clear() releases pending keepalives too
+  q.Consume(3);
+  EXPECT_EQ(released, 2);
+  q.Clear();
+  EXPECT_EQ(released, 3);
+  EXPECT_TRUE(q.empty());
+}
+
+TEST(ReplyWriterTest, BulkMoveReferencesTheMovedBuffer) {
+  std::string value = Pattern(1 << 20, 4);
+  const std::string copy = value;
+  const char* data = value.data();
+  ReplyWriter w;
+  w.BulkMove(std::move(value));
+  iovec iov[4];
+  ASSERT_EQ(w.queue().FillIov(iov, 4), 3u);
+  EXPECT_EQ(iov[1].iov_base, data);
+  EXPECT_EQ(Pending(w.queue()), "$1048576\r\n" + copy + "\r\n");
+}
+
+TEST(OutputQueueTest, CoalescesAndDrainsInPieces) {
+  ReplyWriter w;
+  OutputQueue& q = w.queue();
+  std::string expected;
+  size_t segments_at_1000 = 0;
+  for (int i = 0; i < 10000; ++i) {
+    w.SimpleString(std::to_string(i));
+    expected += "+" + std::to_string(i) + "\r\n";
+    segments_at_1000 = i == 999 ? q.segments() : segments_at_1000;
+  }
+  EXPECT_EQ(segments_at_1000, 1u);  // 5890 bytes
+  EXPECT_LE(q.segments(), (expected.size() + 16383) / 16384);
+  q.Append(std::string(40000, 'z'));
+  expected += std::string(40000, 'z');
+  size_t done = 0;
+  for (size_t step = 1; done < expected.size(); step = step * 3 + 1) {
+    const size_t n = std::min(step, expected.size() - done);
+    q.Consume(n);
+    done += n;
+    ASSERT_EQ(Pending(q), expected.substr(done));
+  }
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(q.segments(), 0u);
+  q.Append("x");
+  EXPECT_EQ(Pending(q), "x");
+}
+
+}  // namespace
+}  // namespace larder::resp
