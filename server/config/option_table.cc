@@ -1,0 +1,397 @@
+#include "config/option_table.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace larder::config {
+namespace {
+
+using Args = std::vector<std::string>;
+
+constexpr int64_t kNoMax = std::numeric_limits<int64_t>::max();
+constexpr bool kRuntime = true;   // CONFIG SET may change the option
+constexpr bool kStartup = false;  // only the config file and the command line may
+constexpr int64_t kMiB = 1 << 20;
+constexpr int64_t kUint32Max = std::numeric_limits<uint32_t>::max();
+
+char LowerChar(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = LowerChar(c);
+  return out;
+}
+
+bool EqualsNoCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (LowerChar(a[i]) != LowerChar(b[i])) return false;
+  }
+  return true;
+}
+
+// Shortest text that parses back to exactly `v`.
+std::string FormatDouble(double v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, r.ptr);
+}
+
+std::string RangeText(int64_t min, int64_t max) {
+  if (max == kNoMax) return " >= " + std::to_string(min);
+  return " in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+}
+
+// The whole of `s` as a T (`extra` = from_chars's base or format), or nullopt.
+template <typename T, typename... Extra>
+std::optional<T> ParseNumber(std::string_view s, Extra... extra) {
+  T v{};
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, extra...);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+Option Make(std::string_view name, Type type, std::string_view def, bool mut, std::string_view doc,
+            int min_args = 1, int max_args = 1) {
+  Option o;
+  o.name = name;
+  o.type = type;
+  o.default_text = def;
+  o.runtime_mutable = mut;
+  o.doc = doc;
+  o.min_args = min_args;
+  o.max_args = max_args;
+  return o;
+}
+
+// Builders: each ties an option's parse/format to one typed ServerConfig member.
+
+Option Bool(std::string_view name, bool ServerConfig::*field, std::string_view def, bool mut,
+            std::string_view doc) {
+  Option o = Make(name, Type::kBool, def, mut, doc);
+  o.parse = [field](const Args& a, ServerConfig* c) -> Error {
+    if (EqualsNoCase(a[0], "yes")) {
+      c->*field = true;
+    } else if (EqualsNoCase(a[0], "no")) {
+      c->*field = false;
+    } else {
+      return QuoteForMessage(a[0]) + " is not yes or no";
+    }
+    return std::nullopt;
+  };
+  o.format = [field](const ServerConfig& c, bool) -> Args { return {c.*field ? "yes" : "no"}; };
+  return o;
+}
+
+Option Int(std::string_view name, int64_t ServerConfig::*field, std::string_view def, bool mut,
+           int64_t min, int64_t max, std::string_view doc) {
+  Option o = Make(name, Type::kInteger, def, mut, doc);
+  o.parse = [field, min, max](const Args& a, ServerConfig* c) -> Error {
+    auto v = ParseNumber<int64_t>(a[0]);
+    if (!v || *v < min || *v > max) {
+      return QuoteForMessage(a[0]) + " is not an integer" + RangeText(min, max);
+    }
+    c->*field = *v;
+    return std::nullopt;
+  };
+  o.format = [field](const ServerConfig& c, bool) -> Args { return {std::to_string(c.*field)}; };
+  return o;
+}
+
+Option Bytes(std::string_view name, uint64_t ServerConfig::*field, std::string_view def, bool mut,
+             int64_t min, std::string_view doc) {
+  Option o = Make(name, Type::kBytes, def, mut, doc);
+  o.parse = [field, min](const Args& a, ServerConfig* c) -> Error {
+    auto v = ParseBytes(a[0]);
+    if (!v || *v < static_cast<uint64_t>(min) || *v > static_cast<uint64_t>(kNoMax)) {
+      return QuoteForMessage(a[0]) + " is not a byte count" +
+             (min > 0 ? RangeText(min, kNoMax) : "") +
+             " (integer with optional unit k, kb, m, mb, g, gb)";
+    }
+    c->*field = *v;
+    return std::nullopt;
+  };
+  o.format = [field](const ServerConfig& c, bool human) -> Args {
+    return {human ? FormatBytesHuman(c.*field) : std::to_string(c.*field)};
+  };
+  return o;
+}
+
+Option Double(std::string_view name, double ServerConfig::*field, std::string_view def, bool mut,
+              double min, double max, std::string_view doc) {
+  Option o = Make(name, Type::kDouble, def, mut, doc);
+  o.parse = [field, min, max](const Args& a, ServerConfig* c) -> Error {
+    auto v = ParseNumber<double>(a[0]);
+    if (!v || !std::isfinite(*v) || *v < min || *v > max) {
+      return QuoteForMessage(a[0]) + " is not a number in [" + FormatDouble(min) + ", " +
+             FormatDouble(max) + "]";
+    }
+    c->*field = *v + 0.0;  // -0 becomes 0
+    return std::nullopt;
+  };
+  o.format = [field](const ServerConfig& c, bool) -> Args { return {FormatDouble(c.*field)}; };
+  return o;
+}
+
+Option Octal(std::string_view name, int64_t ServerConfig::*field, std::string_view def, bool mut,
+             int64_t max, std::string_view doc) {
+  Option o = Make(name, Type::kOctal, def, mut, doc);
+  o.parse = [field, max](const Args& a, ServerConfig* c) -> Error {
+    std::string_view s = a[0];
+    auto v = s.size() <= 12 ? ParseNumber<int64_t>(s, 8) : std::nullopt;
+    if (!v || *v < 0 || *v > max) {
+      char buf[24];
+      auto r = std::to_chars(buf, buf + sizeof(buf), max, 8);
+      return QuoteForMessage(s) + " is not an octal mode in [0, " + std::string(buf, r.ptr) + "]";
+    }
+    c->*field = *v;
+    return std::nullopt;
+  };
+  o.format = [field](const ServerConfig& c, bool) -> Args {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof(buf), c.*field, 8);
+    return {std::string(buf, r.ptr)};
+  };
+  return o;
+}
+
+Option String(std::string_view name, std::string ServerConfig::*field, std::string_view def,
+              bool mut, std::string_view doc) {
+  Option o = Make(name, Type::kString, def, mut, doc);
+  o.parse = [field](const Args& a, ServerConfig* c) -> Error {
+    c->*field = a[0];
+    return std::nullopt;
+  };
+  o.format = [field](const ServerConfig& c, bool) -> Args { return {c.*field}; };
+  return o;
+}
+
+Option Enum(std::string_view name, std::string ServerConfig::*field, std::string_view def, bool mut,
+            std::vector<std::string_view> choices, std::string_view doc) {
+  Option o = Make(name, Type::kEnum, def, mut, doc);
+  o.parse = [field, choices](const Args& a, ServerConfig* c) -> Error {
+    for (std::string_view choice : choices) {
+      if (EqualsNoCase(a[0], choice)) {
+        c->*field = std::string(choice);
+        return std::nullopt;
+      }
+    }
+    std::string list;
+    for (std::string_view choice : choices)
+      list += (list.empty() ? "" : ", ") + std::string(choice);
+    return QuoteForMessage(a[0]) + " is not one of " + list;
+  };
+  o.format = [field](const ServerConfig& c, bool) -> Args { return {c.*field}; };
+  return o;
+}
+
+Option StringList(std::string_view name, std::vector<std::string> ServerConfig::*field,
+                  std::string_view def, bool mut, std::string_view doc) {
+  Option o = Make(name, Type::kStringList, def, mut, doc, 1, -1);
+  o.parse = [field](const Args& a, ServerConfig* c) -> Error {
+    c->*field = a;
+    return std::nullopt;
+  };
+  o.format = [field](const ServerConfig& c, bool) -> Args { return c.*field; };
+  return o;
+}
+
+// Redis syntax: one or more `<class> <hard> <soft> <soft-seconds>` groups. Larder has no
+// replicas and no pub/sub, so groups for those classes are checked and then ignored.
+Option OutputBufferLimit(std::string_view name, std::string_view def, bool mut,
+                         std::string_view doc) {
+  Option o = Make(name, Type::kClientOutputBufferLimit, def, mut, doc, 4, -1);
+  o.parse = [](const Args& a, ServerConfig* c) -> Error {
+    if (a.size() % 4 != 0) {
+      return std::string("expected groups of <class> <hard-bytes> <soft-bytes> <soft-seconds>");
+    }
+    for (size_t i = 0; i < a.size(); i += 4) {
+      std::string cls = Lower(a[i]);
+      if (cls != "normal" && cls != "replica" && cls != "slave" && cls != "pubsub") {
+        return QuoteForMessage(a[i]) + " is not a client class (normal, replica, pubsub)";
+      }
+      auto hard = ParseBytes(a[i + 1]);
+      auto soft = ParseBytes(a[i + 2]);
+      auto secs = ParseNumber<int64_t>(a[i + 3]);
+      if (!hard) return QuoteForMessage(a[i + 1]) + " is not a byte count";
+      if (!soft) return QuoteForMessage(a[i + 2]) + " is not a byte count";
+      if (!secs || *secs < 0) return QuoteForMessage(a[i + 3]) + " is not an integer >= 0";
+      if (cls == "normal") c->client_output_buffer_limit = {*hard, *soft, *secs};
+    }
+    return std::nullopt;
+  };
+  o.format = [](const ServerConfig& c, bool human) -> Args {
+    const ClientOutputBufferLimit& l = c.client_output_buffer_limit;
+    auto bytes = [human](uint64_t v) { return human ? FormatBytesHuman(v) : std::to_string(v); };
+    return {"normal", bytes(l.hard_bytes), bytes(l.soft_bytes), std::to_string(l.soft_seconds)};
+  };
+  return o;
+}
+
+Option WithCheck(Option o, std::function<Error(const ServerConfig&)> check) {
+  o.validate = std::move(check);
+  return o;
+}
+
+Error CheckDir(const ServerConfig& c) {
+  if (c.dir.empty()) return std::string("the data directory must not be empty");
+  return std::nullopt;
+}
+
+Error CheckPassword(const ServerConfig& c) {
+  constexpr size_t kMaxPassword = 512;
+  if (c.requirepass.size() > kMaxPassword) return std::string("password longer than 512 bytes");
+  for (char ch : c.requirepass) {
+    auto u = static_cast<unsigned char>(ch);
+    if (u < 0x20 || u == 0x7f) return std::string("password contains control characters");
+  }
+  return std::nullopt;
+}
+
+std::vector<Option> BuildTable() {
+  using S = ServerConfig;
+  return {
+      // --- network ---
+      StringList("bind", &S::bind, "127.0.0.1", kStartup, "addresses to listen on"),
+      Int("port", &S::port, "6379", kStartup, 0, 65535, "TCP port; 0 = no TCP listener"),
+      String("unixsocket", &S::unixsocket, R"("")", kStartup, "unix socket path; empty = none"),
+      Octal("unixsocketperm", &S::unixsocketperm, "0", kStartup, 0777,
+            "unix socket permissions; 0 = leave them to the umask"),
+      Int("tcp-backlog", &S::tcp_backlog, "511", kStartup, 0, 2147483647, "listen() backlog"),
+      Int("maxclients", &S::maxclients, "10000", kRuntime, 1, 1000000,
+          "most simultaneous clients; further connections are refused"),
+      Int("timeout", &S::timeout, "0", kRuntime, 0, 2147483647,
+          "close clients idle this many seconds; 0 = never"),
+      Int("tcp-keepalive", &S::tcp_keepalive, "300", kRuntime, 0, 2147483647,
+          "TCP keepalive period in seconds; 0 = off"),
+      Bool("protected-mode", &S::protected_mode, "yes", kRuntime,
+           "without requirepass, refuse clients that are not on loopback or the unix socket"),
+      Int("io-threads", &S::io_threads, "2", kStartup, 1, 64, "threads serving connections"),
+      Int("engine-threads", &S::engine_threads, "8", kStartup, 1, 256,
+          "threads running blocking engine calls"),
+      // --- security ---
+      WithCheck(String("requirepass", &S::requirepass, R"("")", kRuntime,
+                       "password for AUTH; empty = none"),
+                CheckPassword),
+      // --- limits ---
+      Bytes("proto-max-bulk-len", &S::proto_max_bulk_len, "512mb", kRuntime, kMiB,
+            "largest bulk string (key or value) a client may send"),
+      Bytes("client-query-buffer-limit", &S::client_query_buffer_limit, "1gb", kRuntime, kMiB,
+            "largest unparsed input buffered per client"),
+      OutputBufferLimit("client-output-buffer-limit", "normal 0 0 0", kRuntime,
+                        "disconnect clients whose pending replies exceed these limits"),
+      // --- engine ---
+      WithCheck(String("dir", &S::dir, "./data", kStartup, "data directory"), CheckDir),
+      Bytes("max-disk-bytes", &S::max_disk_bytes, "0", kRuntime, 0,
+            "disk budget; 0 = 80% of the space available to the store"),
+      Enum("eviction-policy", &S::eviction_policy, "lru-reuse", kRuntime,
+           {"lru-reuse", "lru", "fifo", "none"}, "what leaves first when the budget is reached"),
+      Double("max-reinsert-fraction", &S::max_reinsert_fraction, "0.5", kRuntime, 0.0, 1.0,
+             "most of an evicted generation re-inserted into the newest one"),
+      Bytes("generation-bytes", &S::generation_bytes, "0", kStartup, 0,
+            "bytes per generation; 0 = max-disk-bytes/16 in [64mb, 4gb]"),
+      Bool("wal", &S::wal, "no", kStartup, "write-ahead log: acknowledged writes survive a crash"),
+      Bool("wal-sync", &S::wal_sync, "no", kStartup, "fsync the WAL on every write"),
+      Bytes("blob-cache-bytes", &S::blob_cache_bytes, "0", kStartup, 0,
+            "DRAM cache of hot values; 0 = off"),
+      Bytes("memtable-bytes", &S::memtable_bytes, "1gb", kStartup, kMiB,
+            "total memtable memory; writers stall when it is full"),
+      Int("maintenance-interval-ms", &S::maintenance_interval_ms, "1000", kStartup, 0, kUint32Max,
+          "period of expiry maintenance; 0 = off"),
+      Int("max-key-bytes", &S::max_key_bytes, "65536", kStartup, 1, kUint32Max,
+          "largest key accepted"),
+      // --- logging / process ---
+      Enum("loglevel", &S::loglevel, "notice", kRuntime, {"debug", "verbose", "notice", "warning"},
+           "log verbosity"),
+      String("logfile", &S::logfile, R"("")", kStartup, "log file; empty = stderr"),
+      String("pidfile", &S::pidfile, R"("")", kStartup, "pid file; empty = none"),
+      Bool("daemonize", &S::daemonize, "no", kStartup, "detach and run in the background"),
+      Int("databases", &S::databases, "1", kStartup, 1, 1, "number of databases (only db 0)"),
+  };
+}
+
+}  // namespace
+
+const std::vector<Option>& OptionTable() {
+  static const std::vector<Option> table = BuildTable();
+  return table;
+}
+
+const Option* FindOption(std::string_view name) {
+  for (const Option& o : OptionTable()) {
+    if (EqualsNoCase(o.name, name)) return &o;
+  }
+  return nullptr;
+}
+
+size_t OptionIndex(const Option& opt) {
+  return static_cast<size_t>(&opt - OptionTable().data());
+}
+
+std::optional<uint64_t> ParseBytes(std::string_view text) {
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0) return std::nullopt;
+  auto value = ParseNumber<uint64_t>(text.substr(0, digits));
+  if (!value) return std::nullopt;  // overflow
+  std::string unit = Lower(text.substr(digits));
+  uint64_t mul;
+  if (unit.empty() || unit == "b") {
+    mul = 1;
+  } else if (unit == "k") {
+    mul = 1000;
+  } else if (unit == "kb") {
+    mul = 1024;
+  } else if (unit == "m") {
+    mul = 1000 * 1000;
+  } else if (unit == "mb") {
+    mul = 1024 * 1024;
+  } else if (unit == "g") {
+    mul = 1000ull * 1000 * 1000;
+  } else if (unit == "gb") {
+    mul = 1024ull * 1024 * 1024;
+  } else {
+    return std::nullopt;
+  }
+  if (*value > std::numeric_limits<uint64_t>::max() / mul) return std::nullopt;
+  return *value * mul;
+}
+
+std::string FormatBytesHuman(uint64_t bytes) {
+  constexpr uint64_t kGiB = 1ull << 30;
+  if (bytes != 0 && bytes % kGiB == 0) return std::to_string(bytes / kGiB) + "gb";
+  if (bytes != 0 && bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "mb";
+  if (bytes != 0 && bytes % 1024 == 0) return std::to_string(bytes / 1024) + "kb";
+  return std::to_string(bytes);
+}
+
+std::string QuoteForMessage(std::string_view s) {
+  constexpr size_t kMaxShown = 64;
+  std::string out = "'";
+  for (size_t i = 0; i < s.size() && i < kMaxShown; ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  if (s.size() > kMaxShown) out += "...";
+  return out + "'";
+}
+
+std::string FormatValue(const Option& opt, const ServerConfig& cfg) {
+  std::vector<std::string> args = opt.format(cfg, /*human=*/false);
+  std::string out;
+  for (size_t i = 0; i < args.size(); ++i) out += (i == 0 ? "" : " ") + args[i];
+  return out;
+}
+
+}  // namespace larder::config

@@ -1,0 +1,82 @@
+// The option table: every server option is declared once here (option_table.cc) and that one
+// declaration drives config-file parsing, command-line overrides, CONFIG GET/SET and
+// CONFIG REWRITE (see config.h). Adding an option = one table entry + one ServerConfig field +
+// one paragraph in conf/larder.conf (config_test fails until all three agree).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/server_config.h"
+
+namespace larder::config {
+
+// How an option's arguments are written and parsed.
+enum class Type {
+  kBool,                     // yes | no (case-insensitive)
+  kInteger,                  // decimal integer within [min, max]
+  kBytes,                    // integer with an optional unit (see ParseBytes) within [min, 2^63-1]
+  kDouble,                   // decimal number within [min, max]
+  kOctal,                    // octal integer (file modes), printed without a leading 0
+  kString,                   // one argument, any bytes
+  kEnum,                     // one of a fixed set of lowercase words (case-insensitive on input)
+  kStringList,               // one or more arguments
+  kClientOutputBufferLimit,  // groups of <class> <hard-bytes> <soft-bytes> <soft-seconds>
+};
+
+// Reason a value was refused (no option name, no prefix: callers add the context), or nullopt.
+using Error = std::optional<std::string>;
+
+struct Option {
+  std::string_view name;  // lowercase, as written in the config file
+  Type type = Type::kString;
+  std::string_view default_text;  // the arguments as in conf/larder.conf ("" = empty string)
+  bool runtime_mutable = false;   // CONFIG SET may change it
+  std::string_view doc;           // one line
+
+  // Accepted argument count: [min_args, max_args]; max_args < 0 = unbounded.
+  int min_args = 1;
+  int max_args = 1;
+
+  // Parses `args` (already split, arity already checked) into `*cfg`. On error `*cfg` may be
+  // partially modified: callers parse into a scratch copy.
+  std::function<Error(const std::vector<std::string>& args, ServerConfig* cfg)> parse;
+
+  // The option's value in `cfg` as arguments. `human` writes byte counts with the largest
+  // binary unit that divides them (`1gb`) for the config file; otherwise plain integers, which
+  // is what CONFIG GET prints. Parsing the result yields the same value either way.
+  std::function<std::vector<std::string>(const ServerConfig& cfg, bool human)> format;
+
+  // Optional extra check run on the whole candidate config after `parse` succeeded.
+  std::function<Error(const ServerConfig& cfg)> validate;
+};
+
+// All options in declaration (= config file section) order.
+const std::vector<Option>& OptionTable();
+
+// Case-insensitive lookup; nullptr if unknown.
+const Option* FindOption(std::string_view name);
+
+// Position of `opt` in OptionTable() (opt must come from it).
+size_t OptionIndex(const Option& opt);
+
+// Redis memory units, case-insensitive: plain = bytes, k = 1000, kb = 1024, m = 1000^2,
+// mb = 1024^2, g = 1000^3, gb = 1024^3 (a trailing `b` alone is also bytes). nullopt on bad
+// syntax, a sign, or overflow of uint64_t.
+std::optional<uint64_t> ParseBytes(std::string_view text);
+
+// `bytes` with the largest of gb/mb/kb that divides it exactly, else the plain integer.
+std::string FormatBytesHuman(uint64_t bytes);
+
+// `s` in single quotes for an error message: bytes outside printable ASCII as \xHH (messages
+// may become RESP error lines, which must not hold CR/LF), cut after 64 bytes.
+std::string QuoteForMessage(std::string_view s);
+
+// The option's value as CONFIG GET prints it: arguments joined by single spaces.
+std::string FormatValue(const Option& opt, const ServerConfig& cfg);
+
+}  // namespace larder::config

@@ -1,0 +1,545 @@
+// Tests for the server configuration: the option table, conf/larder.conf, config-file and
+// command-line parsing, CONFIG GET/SET/REWRITE.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "config/config.h"
+
+namespace larder::config {
+namespace {
+
+using Pairs = std::vector<std::pair<std::string, std::string>>;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Every option's value, as CONFIG GET * prints them.
+Pairs AllValues(const Config& c) {
+  return c.Get("*");
+}
+
+std::string Immutable(const std::string& name) {
+  return "ERR CONFIG SET failed (possibly related to argument '" + name +
+         "') - can't set immutable config";
+}
+
+std::string Failed(const std::string& name, const std::string& reason) {
+  return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + reason;
+}
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/larder_config_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Writes `content` to `name` in the test directory; returns its path.
+  std::string Write(const std::string& name, const std::string& content) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << content;
+    return path;
+  }
+
+  // The error LoadFile gives for a file holding `content`.
+  std::string LoadError(const std::string& content) {
+    Config c;
+    auto err = c.LoadFile(Write("bad.conf", content));
+    return err.value_or("(no error)");
+  }
+
+  std::string dir_;
+};
+
+TEST(OptionTableTest, NamesAreLowercaseUniqueAndDocumented) {
+  std::set<std::string_view> names;
+  for (const Option& opt : OptionTable()) {
+    EXPECT_TRUE(names.insert(opt.name).second) << opt.name;
+    for (char c : opt.name) EXPECT_TRUE((c >= 'a' && c <= 'z') || c == '-') << opt.name;
+    EXPECT_FALSE(opt.doc.empty()) << opt.name;
+    EXPECT_TRUE(opt.parse && opt.format) << opt.name;
+    EXPECT_EQ(FindOption(opt.name), &opt);
+  }
+  EXPECT_EQ(FindOption("Max-Disk-BYTES"), FindOption("max-disk-bytes"));
+  EXPECT_EQ(FindOption("no-such-option"), nullptr);
+}
+
+// The table's default texts and ServerConfig's initialisers cannot drift apart.
+TEST(OptionTableTest, DefaultTextIsTheServerConfigDefault) {
+  const ServerConfig defaults;
+  for (const Option& opt : OptionTable()) {
+    auto args = SplitArgs(opt.default_text);
+    ASSERT_TRUE(args.has_value()) << opt.name;
+    ServerConfig parsed;
+    parsed.port = 1;  // make sure parsing writes something (checked below for port)
+    EXPECT_EQ(opt.parse(*args, &parsed), std::nullopt) << opt.name;
+    EXPECT_EQ(FormatValue(opt, parsed), FormatValue(opt, defaults)) << opt.name;
+  }
+  ServerConfig parsed;
+  FindOption("port")->parse({"6379"}, &parsed);
+  EXPECT_EQ(parsed.port, 6379);
+}
+
+TEST(OptionTableTest, RuntimeMutability) {
+  for (const char* name : {"dir", "logfile", "pidfile", "unixsocket", "bind", "port",
+                           "unixsocketperm", "io-threads", "engine-threads", "databases"}) {
+    EXPECT_FALSE(FindOption(name)->runtime_mutable) << name;
+  }
+  for (const char* name : {"maxclients", "timeout", "requirepass", "eviction-policy",
+                           "max-disk-bytes", "loglevel", "client-output-buffer-limit"}) {
+    EXPECT_TRUE(FindOption(name)->runtime_mutable) << name;
+  }
+}
+
+// conf/larder.conf loads, and lists every option exactly once, at its default.
+TEST(ShippedConfTest, LoadsAndListsEveryOptionOnceAtItsDefault) {
+  const std::string path = std::string(LARDER_SOURCE_DIR) + "/conf/larder.conf";
+  Config c;
+  ASSERT_EQ(c.LoadFile(path), std::nullopt);
+  EXPECT_EQ(AllValues(c), AllValues(Config()));
+
+  std::map<std::string, int> seen;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    auto args = SplitArgs(line);
+    ASSERT_TRUE(args && !args->empty()) << line;
+    const Option* opt = FindOption((*args)[0]);
+    ASSERT_NE(opt, nullptr) << line;
+    ++seen[std::string(opt->name)];
+    EXPECT_EQ(line, std::string(opt->name) + " " + std::string(opt->default_text));
+  }
+  for (const Option& opt : OptionTable()) EXPECT_EQ(seen[std::string(opt.name)], 1) << opt.name;
+  EXPECT_EQ(seen.size(), OptionTable().size());
+}
+
+TEST(SplitArgsTest, RedisQuoting) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(SplitArgs("  set  \"a b\"\t'c d'  "), (V{"set", "a b", "c d"}));
+  EXPECT_EQ(SplitArgs(R"("\x41\x7a\n\r\t\b\a\\\"\q")"), (V{"Az\n\r\t\b\a\\\"q"}));
+  EXPECT_EQ(SplitArgs(R"("\x4g")"), (V{"x4g"}));  // not a hex escape: \x is x
+  EXPECT_EQ(SplitArgs(R"('it\'s' 'a\nb')"), (V{"it's", R"(a\nb)"}));
+  EXPECT_EQ(SplitArgs(R"(foo"bar baz" x)"), (V{"foobar baz", "x"}));
+  EXPECT_EQ(SplitArgs(R"("" '')"), (V{"", ""}));
+  EXPECT_EQ(SplitArgs(""), V{});
+  EXPECT_EQ(SplitArgs(R"("a"b)"), std::nullopt);
+  EXPECT_EQ(SplitArgs(R"('a'b)"), std::nullopt);
+  EXPECT_EQ(SplitArgs(R"("abc)"), std::nullopt);
+  EXPECT_EQ(SplitArgs(R"('abc)"), std::nullopt);
+  EXPECT_EQ(SplitArgs(R"("abc\")"), std::nullopt);
+}
+
+TEST(SplitArgsTest, QuoteArgRoundTrips) {
+  std::string all_bytes;
+  for (int b = 0; b < 256; ++b) all_bytes += static_cast<char>(b);
+  for (std::string s :
+       {std::string("plain"), std::string(""), std::string("a b"), std::string("it's"),
+        std::string("q\"uote"), std::string("back\\slash"), std::string("#hash"), all_bytes}) {
+    auto args = SplitArgs("x " + QuoteArg(s));
+    ASSERT_TRUE(args.has_value()) << QuoteArg(s);
+    EXPECT_EQ(*args, (std::vector<std::string>{"x", s}));
+  }
+  EXPECT_EQ(QuoteArg("plain"), "plain");
+  EXPECT_EQ(QuoteArg(""), "\"\"");
+  EXPECT_EQ(QuoteArg("a b\n\x01"), R"("a b\n\x01")");
+}
+
+TEST(BytesTest, RedisUnits) {
+  EXPECT_EQ(ParseBytes("0"), 0u);
+  EXPECT_EQ(ParseBytes("123"), 123u);
+  EXPECT_EQ(ParseBytes("5b"), 5u);
+  EXPECT_EQ(ParseBytes("1k"), 1000u);
+  EXPECT_EQ(ParseBytes("1kb"), 1024u);
+  EXPECT_EQ(ParseBytes("2M"), 2000000u);
+  EXPECT_EQ(ParseBytes("2mB"), 2u << 20);
+  EXPECT_EQ(ParseBytes("3g"), 3000000000u);
+  EXPECT_EQ(ParseBytes("3GB"), 3ull << 30);
+  EXPECT_EQ(ParseBytes("18446744073709551615"), 18446744073709551615ull);
+  for (const char* bad : {"", "-1", "+1", "1.5gb", "kb", "1 kb", "1tb", "1kbb", "0x10",
+                          "18446744073709551616", "17179869184gb"}) {
+    EXPECT_EQ(ParseBytes(bad), std::nullopt) << bad;
+  }
+  EXPECT_EQ(FormatBytesHuman(0), "0");
+  EXPECT_EQ(FormatBytesHuman(1000), "1000");
+  EXPECT_EQ(FormatBytesHuman(1536), "1536");
+  EXPECT_EQ(FormatBytesHuman(3072), "3kb");
+  EXPECT_EQ(FormatBytesHuman(512ull << 20), "512mb");
+  EXPECT_EQ(FormatBytesHuman(100ull << 30), "100gb");
+}
+
+TEST_F(ConfigTest, LoadFileAppliesOptions) {
+  std::string path = Write("ok.conf",
+                           "# comment\n"
+                           "   # indented comment\n"
+                           "\n"
+                           "PORT 7000\r\n"
+                           "Bind 10.0.0.1 ::1\n"
+                           "max-disk-bytes 100GB\n"
+                           "requirepass \"pa ss\\x21\"\n"
+                           "unixsocketperm 770\n"
+                           "eviction-policy FIFO\n"
+                           "protected-mode No\n"
+                           "timeout 5\n"
+                           "timeout 6\n"
+                           "client-output-buffer-limit normal 1mb 512kb 60 pubsub 32mb 8mb 60\n"
+                           "max-reinsert-fraction 0.25\n"
+                           "dir \"/data dir/x\"");  // no final newline
+  Config c;
+  ASSERT_EQ(c.LoadFile(path), std::nullopt);
+  const ServerConfig& v = c.values();
+  EXPECT_EQ(v.port, 7000);
+  EXPECT_EQ(v.bind, (std::vector<std::string>{"10.0.0.1", "::1"}));
+  EXPECT_EQ(v.max_disk_bytes, 100ull << 30);
+  EXPECT_EQ(v.requirepass, "pa ss!");
+  EXPECT_EQ(v.unixsocketperm, 0770);
+  EXPECT_EQ(v.eviction_policy, "fifo");
+  EXPECT_FALSE(v.protected_mode);
+  EXPECT_EQ(v.timeout, 6);  // the last line wins
+  EXPECT_EQ(v.client_output_buffer_limit.hard_bytes, 1u << 20);
+  EXPECT_EQ(v.client_output_buffer_limit.soft_bytes, 512u << 10);
+  EXPECT_EQ(v.client_output_buffer_limit.soft_seconds, 60);
+  EXPECT_EQ(v.max_reinsert_fraction, 0.25);
+  EXPECT_EQ(v.dir, "/data dir/x");
+  EXPECT_EQ(c.file_path(), path);
+  EXPECT_EQ(v.maxclients, 10000);  // untouched options keep their defaults
+
+  c.Reset();
+  EXPECT_EQ(AllValues(c), AllValues(Config()));
+  EXPECT_EQ(c.file_path(), "");
+}
+
+TEST_F(ConfigTest, LoadFileErrorsNameFileLineAndOption) {
+  const std::string p = dir_ + "/bad.conf";
+  EXPECT_EQ(LoadError("# c\n\nport 70000\n"),
+            p + ":3: option 'port': '70000' is not an integer in [0, 65535]");
+  EXPECT_EQ(LoadError("prot 6379\n"), p + ":1: unknown option 'prot'");
+  EXPECT_EQ(LoadError("port 1 2\n"), p + ":1: option 'port': wrong number of arguments");
+  EXPECT_EQ(LoadError("port\n"), p + ":1: option 'port': wrong number of arguments");
+  EXPECT_EQ(LoadError("bind\n"), p + ":1: option 'bind': wrong number of arguments");
+  EXPECT_EQ(LoadError("requirepass \"abc\n"), p + ":1: unbalanced quotes");
+  EXPECT_EQ(LoadError("protected-mode maybe\n"),
+            p + ":1: option 'protected-mode': 'maybe' is not yes or no");
+  EXPECT_EQ(LoadError("eviction-policy random\n"),
+            p + ":1: option 'eviction-policy': 'random' is not one of lru-reuse, lru, fifo, none");
+  EXPECT_EQ(LoadError("timeout -1\n"),
+            p + ":1: option 'timeout': '-1' is not an integer in [0, 2147483647]");
+  EXPECT_EQ(LoadError("unixsocketperm 800\n"),
+            p + ":1: option 'unixsocketperm': '800' is not an octal mode in [0, 777]");
+  EXPECT_EQ(LoadError("max-reinsert-fraction 1.5\n"),
+            p + ":1: option 'max-reinsert-fraction': '1.5' is not a number in [0, 1]");
+  EXPECT_EQ(LoadError("databases 16\n"),
+            p + ":1: option 'databases': '16' is not an integer in [1, 1]");
+  EXPECT_EQ(LoadError("proto-max-bulk-len 1k\n"),
+            p + ":1: option 'proto-max-bulk-len': '1k' is not a byte count >= 1048576" +
+                " (integer with optional unit k, kb, m, mb, g, gb)");
+  EXPECT_EQ(LoadError("max-disk-bytes -1\n"),
+            p + ":1: option 'max-disk-bytes': '-1' is not a byte count" +
+                " (integer with optional unit k, kb, m, mb, g, gb)");
+  EXPECT_EQ(LoadError("client-output-buffer-limit normal 0 0\n"),
+            p + ":1: option 'client-output-buffer-limit': wrong number of arguments");
+  EXPECT_EQ(LoadError("client-output-buffer-limit master 0 0 0\n"),
+            p + ":1: option 'client-output-buffer-limit': 'master' is not a client class" +
+                " (normal, replica, pubsub)");
+  EXPECT_EQ(LoadError("requirepass \"a\\x01b\"\n"),
+            p + ":1: option 'requirepass': password contains control characters");
+  EXPECT_EQ(LoadError("dir \"\"\n"), p + ":1: option 'dir': the data directory must not be empty");
+
+  Config c;
+  auto err = c.LoadFile(dir_ + "/missing.conf");
+  EXPECT_EQ(err, dir_ + "/missing.conf: cannot read: No such file or directory");
+}
+
+TEST_F(ConfigTest, FailedLoadChangesNothing) {
+  Config c;
+  std::string good = Write("good.conf", "port 7000\n");
+  ASSERT_EQ(c.LoadFile(good), std::nullopt);
+  EXPECT_NE(c.LoadFile(Write("bad.conf", "port 7001\nmaxclients 5\nprot 1\n")), std::nullopt);
+  EXPECT_EQ(c.values().port, 7000);
+  EXPECT_EQ(c.values().maxclients, 10000);
+  EXPECT_EQ(c.file_path(), good);
+}
+
+TEST_F(ConfigTest, ApplyArgsTakesMultiArgumentOptions) {
+  Config c;
+  ASSERT_EQ(c.LoadFile(Write("a.conf", "port 7000\nmaxclients 5\n")), std::nullopt);
+  ASSERT_EQ(
+      c.ApplyArgs({"--port", "7001", "--dir", "/x", "--BIND", "127.0.0.1", "::1", "--requirepass",
+                   "", "--client-output-buffer-limit", "normal", "1mb", "0", "0"}),
+      std::nullopt);
+  EXPECT_EQ(c.values().port, 7001);
+  EXPECT_EQ(c.values().dir, "/x");
+  EXPECT_EQ(c.values().bind, (std::vector<std::string>{"127.0.0.1", "::1"}));
+  EXPECT_EQ(c.values().client_output_buffer_limit.hard_bytes, 1u << 20);
+  EXPECT_EQ(c.values().maxclients, 5);  // from the file, not overridden
+  EXPECT_EQ(c.ApplyArgs({}), std::nullopt);
+
+  EXPECT_EQ(c.ApplyArgs({"--prot", "1"}), "command line: unknown option 'prot'");
+  EXPECT_EQ(c.ApplyArgs({"--port", "70000"}),
+            "command line: option 'port': '70000' is not an integer in [0, 65535]");
+  EXPECT_EQ(c.ApplyArgs({"--port"}), "command line: option 'port': wrong number of arguments");
+  EXPECT_EQ(c.ApplyArgs({"--port", "1", "2"}),
+            "command line: option 'port': wrong number of arguments");
+  EXPECT_EQ(c.ApplyArgs({"7000"}), "command line: expected --<option>, got '7000'");
+  EXPECT_EQ(c.ApplyArgs({"--maxclients", "9", "--maxclients", "0"}),
+            "command line: option 'maxclients': '0' is not an integer in [1, 1000000]");
+  EXPECT_EQ(c.values().maxclients, 5);  // all or nothing
+}
+
+TEST_F(ConfigTest, GetMatchesRedisGlobsAndFormatsLikeRedis) {
+  Config c;
+  EXPECT_EQ(c.Get("port"), (Pairs{{"port", "6379"}}));
+  EXPECT_EQ(c.Get("PORT"), (Pairs{{"port", "6379"}}));
+  EXPECT_EQ(c.Get("*threads"), (Pairs{{"io-threads", "2"}, {"engine-threads", "8"}}));
+  EXPECT_EQ(c.Get("tcp-?eepalive"), (Pairs{{"tcp-keepalive", "300"}}));
+  EXPECT_EQ(c.Get("wal*"), (Pairs{{"wal", "no"}, {"wal-sync", "no"}}));
+  EXPECT_EQ(c.Get("[l]og*"), (Pairs{{"loglevel", "notice"}, {"logfile", ""}}));
+  EXPECT_EQ(c.Get("max\\-key-bytes"), (Pairs{{"max-key-bytes", "65536"}}));
+  EXPECT_EQ(c.Get("[^a-z]*"), Pairs{});
+  EXPECT_EQ(c.Get("nothing"), Pairs{});
+  EXPECT_EQ(c.Get("*").size(), OptionTable().size());
+  EXPECT_EQ(c.Get("proto-max-bulk-len"), (Pairs{{"proto-max-bulk-len", "536870912"}}));
+  EXPECT_EQ(c.Get("protected-mode"), (Pairs{{"protected-mode", "yes"}}));
+  EXPECT_EQ(c.Get("client-output-buffer-limit"),
+            (Pairs{{"client-output-buffer-limit", "normal 0 0 0"}}));
+
+  ASSERT_EQ(c.LoadFile(Write("g.conf",
+                             "unixsocketperm 0700\nbind 127.0.0.1 ::1\nrequirepass \"a b\"\n"
+                             "client-output-buffer-limit normal 1mb 512kb 60\n"
+                             "max-reinsert-fraction .25\n")),
+            std::nullopt);
+  EXPECT_EQ(c.Get("unixsocketperm"), (Pairs{{"unixsocketperm", "700"}}));
+  EXPECT_EQ(c.Get("bind"), (Pairs{{"bind", "127.0.0.1 ::1"}}));
+  EXPECT_EQ(c.Get("requirepass"), (Pairs{{"requirepass", "a b"}}));
+  EXPECT_EQ(c.Get("client-output-buffer-limit"),
+            (Pairs{{"client-output-buffer-limit", "normal 1048576 524288 60"}}));
+  EXPECT_EQ(c.Get("max-reinsert-fraction"), (Pairs{{"max-reinsert-fraction", "0.25"}}));
+}
+
+TEST_F(ConfigTest, SetRefusesImmutableUnknownAndBadValues) {
+  Config c;
+  for (const char* name : {"port", "dir", "logfile", "pidfile", "unixsocket", "bind"}) {
+    EXPECT_EQ(c.Set(name, "/etc"), Immutable(name)) << name;
+  }
+  EXPECT_EQ(c.Set("prot", "1"),
+            "ERR Unknown option or number of arguments for CONFIG SET - 'prot'");
+  EXPECT_EQ(c.Set("maxclients", "0"),
+            Failed("maxclients", "'0' is not an integer in [1, 1000000]"));
+  EXPECT_EQ(c.Set("maxclients", "1 2"),
+            Failed("maxclients", "'1 2' is not an integer in [1, 1000000]"));
+  EXPECT_EQ(c.Set("max-reinsert-fraction", "nan"),
+            Failed("max-reinsert-fraction", "'nan' is not a number in [0, 1]"));
+  EXPECT_EQ(c.Set("requirepass", "a\r\nb"),
+            Failed("requirepass", "password contains control characters"));
+  EXPECT_EQ(c.Set("requirepass", std::string(513, 'x')),
+            Failed("requirepass", "password longer than 512 bytes"));
+  EXPECT_EQ(c.Set("client-output-buffer-limit", "normal 1mb"),
+            Failed("client-output-buffer-limit", "wrong number of arguments"));
+  EXPECT_EQ(c.Set("timeout", "1\r\n"),
+            Failed("timeout", "'1\\x0d\\x0a' is not an integer in [0, 2147483647]"));
+  EXPECT_EQ(AllValues(c), AllValues(Config()));
+
+  EXPECT_EQ(c.Set("requirepass", std::string(512, 'x')), std::nullopt);
+  EXPECT_EQ(c.Set("MAXCLIENTS", "5"), std::nullopt);
+  EXPECT_EQ(c.Set("eviction-policy", "NONE"), std::nullopt);
+  EXPECT_EQ(c.Set("max-disk-bytes", "2gb"), std::nullopt);
+  EXPECT_EQ(c.Set("client-output-buffer-limit", " normal  1mb 2mb  3 "), std::nullopt);
+  EXPECT_EQ(c.values().maxclients, 5);
+  EXPECT_EQ(c.values().eviction_policy, "none");
+  EXPECT_EQ(c.values().max_disk_bytes, 2ull << 30);
+  EXPECT_EQ(c.values().client_output_buffer_limit.soft_bytes, 2u << 20);
+  EXPECT_EQ(c.values().client_output_buffer_limit.soft_seconds, 3);
+}
+
+TEST_F(ConfigTest, MultiSetIsAllOrNothing) {
+  Config c;
+  EXPECT_EQ(c.Set(Pairs{{"maxclients", "100"}, {"timeout", "5"}, {"tcp-keepalive", "-1"}}),
+            Failed("tcp-keepalive", "'-1' is not an integer in [0, 2147483647]"));
+  EXPECT_EQ(c.Set(Pairs{{"maxclients", "100"}, {"dir", "/x"}}), Immutable("dir"));
+  EXPECT_EQ(c.Set(Pairs{{"maxclients", "100"}, {"bogus", "1"}}),
+            "ERR Unknown option or number of arguments for CONFIG SET - 'bogus'");
+  EXPECT_EQ(c.Set(Pairs{{"timeout", "1"}, {"TIMEOUT", "2"}}),
+            Failed("TIMEOUT", "duplicate parameter"));
+  EXPECT_EQ(c.Set(Pairs{}), "ERR wrong number of arguments for 'config|set' command");
+  EXPECT_EQ(AllValues(c), AllValues(Config()));
+
+  EXPECT_EQ(c.Set(Pairs{{"maxclients", "100"}, {"timeout", "5"}}), std::nullopt);
+  EXPECT_EQ(c.values().maxclients, 100);
+  EXPECT_EQ(c.values().timeout, 5);
+}
+
+TEST_F(ConfigTest, ApplyFnsRunOnChangeAndRollBack) {
+  Config c;
+  std::vector<int64_t> maxclients_seen;
+  ASSERT_EQ(c.SetApplyFn("maxclients",
+                         [&](const ServerConfig& next) -> std::optional<std::string> {
+                           EXPECT_EQ(c.values().maxclients, 10000);  // not committed yet
+                           maxclients_seen.push_back(next.maxclients);
+                           return std::nullopt;
+                         }),
+            std::nullopt);
+  ASSERT_EQ(c.SetApplyFn("timeout",
+                         [](const ServerConfig& next) -> std::optional<std::string> {
+                           if (next.timeout == 13) return std::string("unlucky");
+                           return std::nullopt;
+                         }),
+            std::nullopt);
+  EXPECT_EQ(c.SetApplyFn("dir", nullptr), "option 'dir': cannot change at runtime");
+  EXPECT_EQ(c.SetApplyFn("nope", nullptr), "unknown option 'nope'");
+
+  EXPECT_EQ(c.Set("maxclients", "10000"), std::nullopt);  // unchanged: not applied
+  EXPECT_TRUE(maxclients_seen.empty());
+
+  // maxclients is applied, timeout refuses, maxclients is re-applied with the old value.
+  EXPECT_EQ(c.Set(Pairs{{"maxclients", "200"}, {"timeout", "13"}}), Failed("timeout", "unlucky"));
+  EXPECT_EQ(maxclients_seen, (std::vector<int64_t>{200, 10000}));
+  EXPECT_EQ(c.values().maxclients, 10000);
+  EXPECT_EQ(c.values().timeout, 0);
+}
+
+TEST_F(ConfigTest, RewriteWithoutFileFails) {
+  Config c;
+  EXPECT_EQ(c.Rewrite(), "ERR The server is running without a config file");
+}
+
+TEST_F(ConfigTest, RewriteOfUnchangedConfigLeavesFileUntouched) {
+  const std::string content =
+      "# A comment\n"
+      "  PORT   7000   \n"
+      "\n"
+      "max-disk-bytes 0100gb\n"
+      "bind 127.0.0.1\r\n"
+      "timeout 5\n"
+      "timeout 5\n"
+      "requirepass 'x y'\n"
+      "maxclients 10";  // no final newline
+  std::string path = Write("same.conf", content);
+  Config c;
+  ASSERT_EQ(c.LoadFile(path), std::nullopt);
+  struct stat before, after;
+  ASSERT_EQ(::stat(path.c_str(), &before), 0);
+  EXPECT_EQ(c.Set("maxclients", "10"), std::nullopt);  // set to what the file says
+  ASSERT_EQ(c.Rewrite(), std::nullopt);
+  ASSERT_EQ(::stat(path.c_str(), &after), 0);
+  EXPECT_EQ(ReadAll(path), content);
+  EXPECT_EQ(before.st_ino, after.st_ino);  // not even replaced
+}
+
+TEST_F(ConfigTest, RewriteRoundTripKeepsCommentsAndOrder) {
+  std::string path = Write("rt.conf",
+                           "# Top comment\n"
+                           "port 7000\n"
+                           "\n"
+                           "# maxclients comment\n"
+                           "maxclients 100\n"
+                           "timeout 10\n"
+                           "timeout 20\n"
+                           "bind 127.0.0.1\n"
+                           "loglevel notice\n"
+                           "# trailing comment\n");
+  ::chmod(path.c_str(), 0640);
+  Config c;
+  ASSERT_EQ(c.LoadFile(path), std::nullopt);
+  ASSERT_EQ(c.Set(Pairs{{"maxclients", "200"},
+                        {"timeout", "0"},  // the default, but in the file: stays in the file
+                        {"tcp-keepalive", "60"},
+                        {"requirepass", "p w"},
+                        {"max-disk-bytes", "100gb"},
+                        {"loglevel", "warning"},
+                        {"protected-mode", "yes"}}),  // default, not in the file: not added
+            std::nullopt);
+  ASSERT_EQ(c.ApplyArgs({"--client-output-buffer-limit", "normal", "1048576", "0", "30"}),
+            std::nullopt);
+  ASSERT_EQ(c.Rewrite(), std::nullopt);
+  EXPECT_EQ(ReadAll(path),
+            "# Top comment\n"
+            "port 7000\n"
+            "\n"
+            "# maxclients comment\n"
+            "maxclients 200\n"
+            "timeout 0\n"
+            "bind 127.0.0.1\n"
+            "loglevel warning\n"
+            "# trailing comment\n"
+            "# Generated by CONFIG REWRITE\n"
+            "tcp-keepalive 60\n"
+            "requirepass \"p w\"\n"
+            "client-output-buffer-limit normal 1mb 0 30\n"
+            "max-disk-bytes 100gb\n");
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+
+  Config reloaded;
+  ASSERT_EQ(reloaded.LoadFile(path), std::nullopt);
+  EXPECT_EQ(AllValues(reloaded), AllValues(c));
+
+  // A second rewrite changes nothing; a later one appends under the existing signature, and
+  // an option set back to its default keeps its line.
+  std::string once = ReadAll(path);
+  ASSERT_EQ(c.Rewrite(), std::nullopt);
+  EXPECT_EQ(ReadAll(path), once);
+  ASSERT_EQ(c.Set(Pairs{{"tcp-keepalive", "300"}, {"max-reinsert-fraction", "0.25"}}),
+            std::nullopt);
+  ASSERT_EQ(c.Rewrite(), std::nullopt);
+  std::string twice = ReadAll(path);
+  EXPECT_NE(twice.find("tcp-keepalive 300\n"), std::string::npos);
+  EXPECT_EQ(twice.find("# Generated by CONFIG REWRITE"),
+            twice.rfind("# Generated by CONFIG REWRITE"));
+  EXPECT_EQ(twice.substr(twice.size() - 27), "max-reinsert-fraction 0.25\n");
+  ASSERT_EQ(reloaded.LoadFile(path), std::nullopt);
+  EXPECT_EQ(AllValues(reloaded), AllValues(c));
+
+  // No temp files left behind.
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_))
+    files += !!entry.is_regular_file();
+  EXPECT_EQ(files, 1);
+}
+
+TEST_F(ConfigTest, RewriteCommentsOutLinesThatNoLongerParse) {
+  std::string path = Write("edit.conf", "port 7000\n");
+  Config c;
+  ASSERT_EQ(c.LoadFile(path), std::nullopt);
+  Write("edit.conf", "port 7000\nremoved-option 1\nbind \"unbalanced\n");  // edited since
+  ASSERT_EQ(c.Rewrite(), std::nullopt);
+  EXPECT_EQ(ReadAll(path),
+            "port 7000\n"
+            "# ??? removed-option 1\n"
+            "# ??? bind \"unbalanced\n");
+}
+
+TEST_F(ConfigTest, RewriteFollowsSymlinksAndRecreatesMissingFile) {
+  std::string target = Write("target.conf", "port 7000\n");
+  std::string link = dir_ + "/link.conf";
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  Config c;
+  ASSERT_EQ(c.LoadFile(link), std::nullopt);
+  ASSERT_EQ(c.Set("timeout", "9"), std::nullopt);
+  ASSERT_EQ(c.Rewrite(), std::nullopt);
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(ReadAll(target), "port 7000\n# Generated by CONFIG REWRITE\ntimeout 9\n");
+
+  std::filesystem::remove(target);
+  std::filesystem::remove(link);
+  ASSERT_EQ(c.Rewrite(), std::nullopt);
+  EXPECT_EQ(ReadAll(link), "# Generated by CONFIG REWRITE\nport 7000\ntimeout 9\n");
+}
+
+}  // namespace
+}  // namespace larder::config
