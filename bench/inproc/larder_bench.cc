@@ -62,7 +62,9 @@ std::vector<std::string> Split(const std::string& s) {
   return out;
 }
 
-std::string Key(uint64_t i) { return "bench-chunk-" + std::to_string(i); }
+std::string Key(uint64_t i) {
+  return "bench-chunk-" + std::to_string(i);
+}
 
 // A value: random-looking bytes with the key index stamped at both ends.
 void Fill(std::string* v, uint64_t i) {
@@ -214,16 +216,17 @@ void WriteAmplification(const std::string& base, std::string* report) {
                 "| %s | %.0f MiB | %.0f MiB | %.3f | %.3f | %.3f | %llu | %llu | %.0f MiB |\n",
                 FLAGS_wal ? "on" : "off", value_bytes / (1 << 20), budget / double(1 << 20),
                 w / value_bytes, (w - std::min(w, c)) / value_bytes,
-                s.reinserted_bytes / value_bytes,
-                (unsigned long long)s.evicted_keys, (unsigned long long)s.reinserted_keys,
-                s.disk_bytes / double(1 << 20));
+                s.reinserted_bytes / value_bytes, (unsigned long long)s.evicted_keys,
+                (unsigned long long)s.reinserted_keys, s.disk_bytes / double(1 << 20));
   *report += "\n### Device bytes written per value byte (eviction running)\n\n";
-  *report += "4 MiB values, 4x the budget written, 10% of writes followed by a read of a recent "
-             "chunk (reuse). `write_bytes` from /proc/self/io (whole process, RocksDB threads "
-             "included); net = minus `cancelled_write_bytes` (dirty pages of dropped files never "
-             "written back).\n\n";
-  *report += "| WAL | written | budget | device B / value B | net | of which reinserted | "
-             "evicted keys | reinserted keys | disk at end |\n|---|---|---|---|---|---|---|---|---|\n";
+  *report +=
+      "4 MiB values, 4x the budget written, 10% of writes followed by a read of a recent "
+      "chunk (reuse). `write_bytes` from /proc/self/io (whole process, RocksDB threads "
+      "included); net = minus `cancelled_write_bytes` (dirty pages of dropped files never "
+      "written back).\n\n";
+  *report +=
+      "| WAL | written | budget | device B / value B | net | of which reinserted | "
+      "evicted keys | reinserted keys | disk at end |\n|---|---|---|---|---|---|---|---|---|\n";
   *report += buf;
   store.reset();
   fs::remove_all(dir);
@@ -245,24 +248,26 @@ int main(int argc, char** argv) {
   }
   std::string report;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "## liblarder in-process (`larder-bench%s`)\n\nWAL %s, %llu MiB "
+  std::snprintf(buf, sizeof buf,
+                "## liblarder in-process (`larder-bench%s`)\n\nWAL %s, %llu MiB "
                 "per case, %u cores. GB/s = 1e9 bytes/s of values; Put includes the final "
                 "flush to blob files; cold = page cache dropped (fadvise DONTNEED).\n\n",
                 FLAGS_quick ? " --quick" : "", FLAGS_wal ? "on" : "off",
                 (unsigned long long)(FLAGS_bytes_per_case >> 20),
                 std::thread::hardware_concurrency());
   report += buf;
-  report += "| value | threads | Put GB/s | Get warm GB/s | Get cold GB/s | memcpy GB/s | warm Get / memcpy |\n"
-            "|---|---|---|---|---|---|---|\n";
+  report +=
+      "| value | threads | Put GB/s | Get warm GB/s | Get cold GB/s | memcpy GB/s | warm Get / "
+      "memcpy |\n"
+      "|---|---|---|---|---|---|---|\n";
   std::fputs(report.c_str(), stdout);
   for (const auto& ss : Split(FLAGS_sizes)) {
     uint64_t size = ParseSize(ss);
     double mc = MemcpyGBs(size);
     for (const auto& ts : Split(FLAGS_threads)) {
       Row r = Throughput(base, size, std::stoi(ts));
-      std::snprintf(buf, sizeof buf, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
-                    ss.c_str(), r.threads, r.put_gbs, r.warm_gbs, r.cold_gbs, mc,
-                    r.warm_gbs / mc);
+      std::snprintf(buf, sizeof buf, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f |\n", ss.c_str(),
+                    r.threads, r.put_gbs, r.warm_gbs, r.cold_gbs, mc, r.warm_gbs / mc);
       report += buf;
       std::fputs(buf, stdout);
       std::fflush(stdout);
@@ -271,7 +276,9 @@ int main(int argc, char** argv) {
   size_t before = report.size();
   WriteAmplification(base, &report);
   std::fputs(report.c_str() + before, stdout);
-  if (g_bad) std::fprintf(stderr, "ERROR: %llu bad reads or failed writes\n", (unsigned long long)g_bad.load());
+  if (g_bad)
+    std::fprintf(stderr, "ERROR: %llu bad reads or failed writes\n",
+                 (unsigned long long)g_bad.load());
   if (!FLAGS_out.empty()) std::ofstream(FLAGS_out) << report;
   if (own) fs::remove_all(base);
   return g_bad ? 1 : 0;

@@ -23,14 +23,22 @@ namespace {
 
 int Code(const Status& s) {
   switch (s.code()) {
-    case Status::Code::kOk: return LARDER_OK;
-    case Status::Code::kNotFound: return LARDER_NOT_FOUND;
-    case Status::Code::kInvalidArgument: return LARDER_ERR_INVALID;
-    case Status::Code::kNoSpace: return LARDER_ERR_NO_SPACE;
-    case Status::Code::kCorruption: return LARDER_ERR_CORRUPTION;
-    case Status::Code::kIOError: return LARDER_ERR_IO;
-    case Status::Code::kBusy: return LARDER_ERR_BUSY;
-    default: return LARDER_ERR_OTHER;
+    case Status::Code::kOk:
+      return LARDER_OK;
+    case Status::Code::kNotFound:
+      return LARDER_NOT_FOUND;
+    case Status::Code::kInvalidArgument:
+      return LARDER_ERR_INVALID;
+    case Status::Code::kNoSpace:
+      return LARDER_ERR_NO_SPACE;
+    case Status::Code::kCorruption:
+      return LARDER_ERR_CORRUPTION;
+    case Status::Code::kIOError:
+      return LARDER_ERR_IO;
+    case Status::Code::kBusy:
+      return LARDER_ERR_BUSY;
+    default:
+      return LARDER_ERR_OTHER;
   }
 }
 
@@ -69,8 +77,12 @@ std::vector<std::string_view> Keys(size_t n, const char* const* keys, const size
 
 extern "C" {
 
-larder_options_t* larder_options_create(void) { return new (std::nothrow) larder_options_t; }
-void larder_options_destroy(larder_options_t* o) { delete o; }
+larder_options_t* larder_options_create(void) {
+  return new (std::nothrow) larder_options_t;
+}
+void larder_options_destroy(larder_options_t* o) {
+  delete o;
+}
 void larder_options_set_max_disk_bytes(larder_options_t* o, uint64_t v) {
   o->options.max_disk_bytes = v;
 }
@@ -82,7 +94,9 @@ int larder_options_set_eviction_policy(larder_options_t* o, const char* name) {
              ? LARDER_OK
              : LARDER_ERR_INVALID;
 }
-void larder_options_set_wal(larder_options_t* o, int on) { o->options.wal = on != 0; }
+void larder_options_set_wal(larder_options_t* o, int on) {
+  o->options.wal = on != 0;
+}
 void larder_options_set_blob_cache_bytes(larder_options_t* o, uint64_t v) {
   o->options.blob_cache_bytes = v;
 }
@@ -127,12 +141,18 @@ int larder_get(larder_t* db, const char* key, size_t klen, larder_value_t** out,
   });
 }
 
-const char* larder_value_data(const larder_value_t* v) { return v->value.data(); }
-size_t larder_value_size(const larder_value_t* v) { return v->value.size(); }
-void larder_value_free(larder_value_t* v) { delete v; }
+const char* larder_value_data(const larder_value_t* v) {
+  return v->value.data();
+}
+size_t larder_value_size(const larder_value_t* v) {
+  return v->value.size();
+}
+void larder_value_free(larder_value_t* v) {
+  delete v;
+}
 
-int larder_get_into(larder_t* db, const char* key, size_t klen, void* buf, size_t cap,
-                    size_t* vlen, char** errptr) {
+int larder_get_into(larder_t* db, const char* key, size_t klen, void* buf, size_t cap, size_t* vlen,
+                    char** errptr) {
   return Guard(errptr, [&] {
     auto r = db->store->Get({key, klen});
     if (!r.ok()) return Report(r.status(), errptr);
@@ -149,8 +169,7 @@ uint64_t larder_exists(larder_t* db, size_t n, const char* const* keys, const si
   return out;
 }
 
-uint64_t larder_prefix_count(larder_t* db, size_t n, const char* const* keys,
-                             const size_t* klens) {
+uint64_t larder_prefix_count(larder_t* db, size_t n, const char* const* keys, const size_t* klens) {
   uint64_t out = 0;
   Guard(nullptr, [&] { return out = db->store->PrefixCount(Keys(n, keys, klens)), 0; });
   return out;
@@ -198,10 +217,23 @@ uint64_t larder_scan(larder_t* db, uint64_t cursor, const char* pattern, size_t 
 void larder_stats(larder_t* db, larder_stats_t* out) {
   Guard(nullptr, [&] {
     larder::Stats s = db->store->GetStats();
-    *out = larder_stats_t{s.keys, s.live_bytes, s.disk_bytes, s.pending_bytes, s.max_disk_bytes,
-                          s.generations, s.hits, s.misses, s.reuses, s.evicted_keys,
-                          s.evicted_bytes, s.reinserted_keys, s.reinserted_bytes, s.expired_keys,
-                          s.corruptions, s.bytes_read, s.bytes_written};
+    *out = larder_stats_t{s.keys,
+                          s.live_bytes,
+                          s.disk_bytes,
+                          s.pending_bytes,
+                          s.max_disk_bytes,
+                          s.generations,
+                          s.hits,
+                          s.misses,
+                          s.reuses,
+                          s.evicted_keys,
+                          s.evicted_bytes,
+                          s.reinserted_keys,
+                          s.reinserted_bytes,
+                          s.expired_keys,
+                          s.corruptions,
+                          s.bytes_read,
+                          s.bytes_written};
     return 0;
   });
 }
@@ -210,6 +242,8 @@ int larder_flush(larder_t* db, char** errptr) {
   return Guard(errptr, [&] { return Report(db->store->Flush(), errptr); });
 }
 
-void larder_free(void* p) { std::free(p); }
+void larder_free(void* p) {
+  std::free(p);
+}
 
 }  // extern "C"

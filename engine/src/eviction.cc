@@ -51,36 +51,17 @@ bool StoreImpl::Reinsert(const std::string& key, const Entry& e) {
   const uint64_t hash = KeyHash(key);
   std::lock_guard stripe(Stripe(hash));
   std::optional<Entry> cur = index_.Find(hash, key);
-  if (!cur || cur->generation != e.generation || cur->checksum != e.checksum) return true;
+  if (!cur || !cur->SameVersion(e)) return true;
   Result<Value> v = ReadVerified(hash, key, *cur, /*count_and_remove=*/false);
   if (!v.ok()) {
     if (v.status().IsCorruption()) counters_.corruptions++;
     return false;
   }
-  format::ValueHeader header;
-  header.value_size = v->size();
-  header.checksum = cur->checksum;
-  char hbuf[format::ValueHeader::kSize];
-  header.EncodeTo(hbuf);
   Entry moved = *cur;
   moved.reuse_count = 0;  // it must be reused again to be kept again
   moved.dirty = false;
-  GenerationPtr head;
-  {
-    std::shared_lock gl(gens_->write_lock());
-    head = gens_->HeadLocked();
-    moved.generation = head->id;
-    rocksdb::WriteBatch batch;
-    rocksdb::Slice parts[2] = {rocksdb::Slice(hbuf, sizeof(hbuf)),
-                               rocksdb::Slice(v->data(), v->size())};
-    rocksdb::Slice k(key);
-    batch.Put(head->cf, rocksdb::SliceParts(&k, 1), rocksdb::SliceParts(parts, 2));
-    batch.Put(meta_cf_, k, moved.ToMeta().Encode());
-    if (!db_->Write(WriteOpts(), &batch).ok()) return false;
-  }
+  if (!WriteToHead(key, v->view(), &moved, cur).ok()) return false;
   index_.Upsert(hash, key, moved);
-  const uint64_t stored = key.size() + format::ValueHeader::kSize + v->size();
-  head->bytes += stored;
   counters_.reinserted_keys++;
   counters_.reinserted_bytes += v->size();
   return true;
@@ -108,7 +89,8 @@ bool StoreImpl::EvictOldest(EvictionPolicy policy) {
     bool kept = false;
     if (!e.ExpiredAt(now)) {
       if (policy == EvictionPolicy::kLruReuse) kept = e.reuse_count > 0;
-      if (policy == EvictionPolicy::kLru) kept = e.last_access_ms >= next_start && e.reuse_count > 0;
+      if (policy == EvictionPolicy::kLru)
+        kept = e.last_access_ms >= next_start && e.reuse_count > 0;
     }
     (kept ? keep : drop).push_back({k, e});
   });
@@ -160,8 +142,7 @@ void StoreImpl::Maintain() {
     const uint64_t hash = KeyHash(k);
     std::lock_guard stripe(Stripe(hash));
     std::optional<Entry> cur = index_.Find(hash, k);
-    if (cur && cur->generation == e.generation && cur->checksum == e.checksum &&
-        cur->ExpiredAt(now)) {
+    if (cur && cur->SameVersion(e) && cur->ExpiredAt(now)) {
       RemoveLocked(hash, k, *cur);
       counters_.expired_keys++;
     }
@@ -244,9 +225,9 @@ Stats StoreImpl::GetStats() {
 
 void StoreImpl::ResetCounters() {
   for (auto* c : {&counters_.hits, &counters_.misses, &counters_.reuses, &counters_.evicted_keys,
-                  &counters_.evicted_bytes, &counters_.reinserted_keys,
-                  &counters_.reinserted_bytes, &counters_.expired_keys, &counters_.corruptions,
-                  &counters_.bytes_read, &counters_.bytes_written}) {
+                  &counters_.evicted_bytes, &counters_.reinserted_keys, &counters_.reinserted_bytes,
+                  &counters_.expired_keys, &counters_.corruptions, &counters_.bytes_read,
+                  &counters_.bytes_written}) {
     c->store(0);
   }
 }
@@ -258,8 +239,11 @@ VerifyReport StoreImpl::VerifyAll(void (*progress)(uint64_t, uint64_t, void*), v
   std::vector<std::pair<std::string, Entry>> all;
   index_.ForEach([&](const std::string& k, Entry& e) { all.emplace_back(k, e); });
   r.entries = all.size() + open_corrupt_ + open_orphans_;
-  if (open_corrupt_) r.problems.push_back(std::to_string(open_corrupt_) + " unreadable metadata records");
-  if (open_orphans_) r.problems.push_back(std::to_string(open_orphans_) + " metadata records without their generation");
+  if (open_corrupt_)
+    r.problems.push_back(std::to_string(open_corrupt_) + " unreadable metadata records");
+  if (open_orphans_)
+    r.problems.push_back(std::to_string(open_orphans_) +
+                         " metadata records without their generation");
   for (size_t i = 0; i < all.size(); ++i) {
     const auto& [k, e] = all[i];
     Result<Value> v = ReadVerified(KeyHash(k), k, e, /*count_and_remove=*/false);
@@ -277,8 +261,8 @@ VerifyReport StoreImpl::VerifyAll(void (*progress)(uint64_t, uint64_t, void*), v
   return r;
 }
 
-Result<VerifyReport> Verify(const std::string& dir,
-                            void (*progress)(uint64_t, uint64_t, void*), void* arg) {
+Result<VerifyReport> Verify(const std::string& dir, void (*progress)(uint64_t, uint64_t, void*),
+                            void* arg) {
   Options o;
   o.create_if_missing = false;
   o.maintenance_interval_ms = 0;

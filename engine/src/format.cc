@@ -25,7 +25,9 @@ T Take(const char*& p) {
 
 }  // namespace
 
-uint64_t Checksum(const char* data, size_t n) { return XXH3_64bits_dispatch(data, n); }
+uint64_t Checksum(const char* data, size_t n) {
+  return XXH3_64bits_dispatch(data, n);
+}
 
 void ValueHeader::EncodeTo(char out[kSize]) const {
   char* p = out;

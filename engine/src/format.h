@@ -26,7 +26,9 @@ inline constexpr uint64_t kMinBlobBytes = 64 * 1024;
 
 // 64-bit XXH3 of `data` (runtime-dispatched to the widest SIMD the CPU has).
 uint64_t Checksum(const char* data, size_t n);
-inline uint64_t Checksum(std::string_view s) { return Checksum(s.data(), s.size()); }
+inline uint64_t Checksum(std::string_view s) {
+  return Checksum(s.data(), s.size());
+}
 
 // Header stored in front of every value.
 struct ValueHeader {

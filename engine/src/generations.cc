@@ -48,7 +48,8 @@ size_t Generations::size() const {
 Status Generations::CreateLocked(uint64_t id, int64_t now_ms) {
   rocksdb::ColumnFamilyHandle* cf = nullptr;
   rocksdb::Status s = db_->CreateColumnFamily(cf_options_, format::GenerationCfName(id), &cf);
-  if (!s.ok()) return Status::IOError("creating generation " + std::to_string(id) + ": " + s.ToString());
+  if (!s.ok())
+    return Status::IOError("creating generation " + std::to_string(id) + ": " + s.ToString());
   gens_[id] = std::make_shared<Generation>(db_, cf, id, now_ms);
   return Status::OK();
 }
@@ -69,7 +70,8 @@ Status Generations::Drop(uint64_t id, bool allow_head) {
       return Status::InvalidArgument("cannot drop the head generation");
     }
     rocksdb::Status s = db_->DropColumnFamily(it->second->cf);
-    if (!s.ok()) return Status::IOError("dropping generation " + std::to_string(id) + ": " + s.ToString());
+    if (!s.ok())
+      return Status::IOError("dropping generation " + std::to_string(id) + ": " + s.ToString());
     it->second->dropped = true;
     victim = std::move(it->second);
     gens_.erase(it);

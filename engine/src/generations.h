@@ -29,7 +29,7 @@ struct Generation {
   const uint64_t id;
   // When it became the head (ms). Opened from disk: the oldest write it holds.
   std::atomic<int64_t> start_ms;
-  std::atomic<uint64_t> bytes{0};     // bytes written into it (keys + headers + values)
+  std::atomic<uint64_t> bytes{0};  // bytes written into it (keys + headers + values)
   std::atomic<bool> dropped{false};
 };
 

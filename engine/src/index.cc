@@ -26,7 +26,9 @@ Entry Entry::FromMeta(const format::MetaRecord& m) {
   return e;
 }
 
-uint64_t KeyHash(std::string_view key) { return format::Checksum(key); }
+uint64_t KeyHash(std::string_view key) {
+  return format::Checksum(key);
+}
 
 std::optional<Entry> Index::Find(uint64_t hash, std::string_view key) const {
   const Shard& s = shards_[ShardOf(hash)];
@@ -48,28 +50,12 @@ void Index::Upsert(uint64_t hash, std::string_view key, const Entry& e) {
 }
 
 bool Index::EraseIf(uint64_t hash, std::string_view key, uint64_t generation, uint64_t checksum) {
-  Shard& s = shards_[ShardOf(hash)];
-  std::lock_guard lock(s.mu);
-  auto it = s.map.find(Probe{hash, key});
-  if (it == s.map.end() || it->second.generation != generation ||
-      it->second.checksum != checksum) {
-    return false;
-  }
-  s.map.erase(it);
-  return true;
+  return WithVersion(hash, key, generation, checksum, [](Shard& s, auto it) { s.map.erase(it); });
 }
 
 bool Index::UpdateIf(uint64_t hash, std::string_view key, uint64_t generation, uint64_t checksum,
                      const std::function<void(Entry&)>& fn) {
-  Shard& s = shards_[ShardOf(hash)];
-  std::lock_guard lock(s.mu);
-  auto it = s.map.find(Probe{hash, key});
-  if (it == s.map.end() || it->second.generation != generation ||
-      it->second.checksum != checksum) {
-    return false;
-  }
-  fn(it->second);
-  return true;
+  return WithVersion(hash, key, generation, checksum, [&](Shard&, auto it) { fn(it->second); });
 }
 
 void Index::Clear() {

@@ -27,6 +27,11 @@ struct Entry {
   bool dirty = false;        // reuse fields changed since the MetaRecord was written
 
   bool ExpiredAt(int64_t now) const { return expire_at_ms != 0 && expire_at_ms <= now; }
+  // The same stored version of a key (an overwrite or a move changes one of these).
+  bool SameVersion(uint64_t gen, uint64_t sum) const {
+    return generation == gen && checksum == sum;
+  }
+  bool SameVersion(const Entry& o) const { return SameVersion(o.generation, o.checksum); }
   format::MetaRecord ToMeta() const;
   static Entry FromMeta(const format::MetaRecord& m);
 };
@@ -80,6 +85,17 @@ class Index {
     std::map<Key, Entry, Less> map;
   };
   static size_t ShardOf(uint64_t hash) { return hash >> (64 - kShardBits); }
+
+  // Calls fn(shard, iterator) under the shard lock if the key holds that version.
+  template <typename F>
+  bool WithVersion(uint64_t hash, std::string_view key, uint64_t gen, uint64_t sum, F&& fn) {
+    Shard& s = shards_[ShardOf(hash)];
+    std::lock_guard lock(s.mu);
+    auto it = s.map.find(Probe{hash, key});
+    if (it == s.map.end() || !it->second.SameVersion(gen, sum)) return false;
+    fn(s, it);
+    return true;
+  }
 
   Shard shards_[kShards];
 };

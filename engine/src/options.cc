@@ -4,10 +4,14 @@ namespace larder {
 
 const char* EvictionPolicyName(EvictionPolicy p) {
   switch (p) {
-    case EvictionPolicy::kLruReuse: return "lru-reuse";
-    case EvictionPolicy::kLru: return "lru";
-    case EvictionPolicy::kFifo: return "fifo";
-    case EvictionPolicy::kNone: return "none";
+    case EvictionPolicy::kLruReuse:
+      return "lru-reuse";
+    case EvictionPolicy::kLru:
+      return "lru";
+    case EvictionPolicy::kFifo:
+      return "fifo";
+    case EvictionPolicy::kNone:
+      return "none";
   }
   return "unknown";
 }

@@ -77,11 +77,7 @@ Status StoreImpl::Put(std::string_view key, std::string_view value, const PutOpt
   if (Status s = MakeRoom(stored); !s.ok()) return s;
 
   const uint64_t hash = KeyHash(key);
-  format::ValueHeader header;
-  header.value_size = value.size();
-  header.checksum = format::Checksum(value);  // computed outside every lock
-  char hbuf[format::ValueHeader::kSize];
-  header.EncodeTo(hbuf);
+  const uint64_t checksum = format::Checksum(value);  // computed outside every lock
 
   std::lock_guard stripe(Stripe(hash));
   std::optional<Entry> old = LiveEntry(hash, key, true);
@@ -91,38 +87,46 @@ Status StoreImpl::Put(std::string_view key, std::string_view value, const PutOpt
   const int64_t now = Now();
   Entry e;
   e.value_size = value.size();
-  e.checksum = header.checksum;
-  e.expire_at_ms = (opts.keep_ttl && old) ? old->expire_at_ms : opts.expire_at_ms;
+  e.checksum = checksum;
+  e.expire_at_ms = opts.keep_ttl ? (old ? old->expire_at_ms : 0) : opts.expire_at_ms;
   e.created_ms = e.last_access_ms = now;
-  if (opts.keep_ttl && !old) e.expire_at_ms = 0;
   if (e.expire_at_ms != 0 && e.expire_at_ms <= now) {  // already expired: the key goes away
     if (old) RemoveLocked(hash, key, *old);
     return Status::OK();
   }
-  GenerationPtr head;
-  {
-    std::shared_lock gl(gens_->write_lock());
-    head = gens_->HeadLocked();
-    e.generation = head->id;
-    rocksdb::WriteBatch batch(stored + 128);
-    rocksdb::Slice parts[2] = {rocksdb::Slice(hbuf, sizeof(hbuf)),
-                               rocksdb::Slice(value.data(), value.size())};
-    rocksdb::Slice key_slice(key.data(), key.size());
-    batch.Put(head->cf, rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(parts, 2));
-    batch.Put(meta_cf_, key_slice, e.ToMeta().Encode());
-    if (old && old->generation != head->id) {
-      if (GenerationPtr og = gens_->Find(old->generation); og) batch.Delete(og->cf, key_slice);
-    }
-    rocksdb::Status s = db_->Write(WriteOpts(), &batch);
-    if (!s.ok()) {
-      if (s.IsNoSpace()) return Status::NoSpace("disk full writing to " + dir_ + ": " + s.ToString());
-      return Status::IOError("write failed: " + s.ToString());
-    }
-  }
+  if (Status s = WriteToHead(key, value, &e, old); !s.ok()) return s;
   index_.Upsert(hash, key, e);
-  head->bytes += stored;
   counters_.bytes_written += value.size();
-  if (head->bytes >= generation_bytes_) MaybeRotate();
+  if (GenerationPtr head = gens_->Find(e.generation); head && head->bytes >= generation_bytes_) {
+    MaybeRotate();
+  }
+  return Status::OK();
+}
+
+Status StoreImpl::WriteToHead(std::string_view key, std::string_view value, Entry* e,
+                              const std::optional<Entry>& old) {
+  format::ValueHeader header;
+  header.value_size = value.size();
+  header.checksum = e->checksum;
+  char hbuf[format::ValueHeader::kSize];
+  header.EncodeTo(hbuf);
+  const uint64_t stored = key.size() + sizeof(hbuf) + value.size();
+  std::shared_lock gl(gens_->write_lock());
+  GenerationPtr head = gens_->HeadLocked();
+  e->generation = head->id;
+  rocksdb::WriteBatch batch(stored + 128);
+  rocksdb::Slice parts[2] = {rocksdb::Slice(hbuf, sizeof(hbuf)),
+                             rocksdb::Slice(value.data(), value.size())};
+  rocksdb::Slice key_slice(key.data(), key.size());
+  batch.Put(head->cf, rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(parts, 2));
+  batch.Put(meta_cf_, key_slice, e->ToMeta().Encode());
+  if (old && old->generation != head->id) {
+    if (GenerationPtr og = gens_->Find(old->generation); og) batch.Delete(og->cf, key_slice);
+  }
+  rocksdb::Status s = db_->Write(WriteOpts(), &batch);
+  if (s.IsNoSpace()) return Status::NoSpace("disk full writing to " + dir_ + ": " + s.ToString());
+  if (!s.ok()) return Status::IOError("write failed: " + s.ToString());
+  head->bytes += stored;
   return Status::OK();
 }
 
@@ -164,7 +168,7 @@ Result<Value> StoreImpl::ReadVerified(uint64_t hash, std::string_view key, const
     // current one. If not, an overwrite or delete raced with the read: not corruption.
     std::lock_guard lock(Stripe(hash));
     std::optional<Entry> cur = index_.Find(hash, key);
-    if (!cur || cur->generation != e.generation || cur->checksum != e.checksum) {
+    if (!cur || !cur->SameVersion(e)) {
       return Status::NotFound("changed during read");
     }
     counters_.corruptions++;

@@ -77,6 +77,11 @@ class StoreImpl final : public Store {
   Result<Value> ReadVerified(uint64_t hash, std::string_view key, const Entry& e,
                              bool count_corruption_and_remove);
   rocksdb::WriteOptions WriteOpts() const;
+  // Writes `value` (checksum already computed) as `e` into the head generation in one batch
+  // with its metadata and a tombstone for `old`'s copy in another generation. Sets
+  // e->generation; caller holds the key's stripe and updates the index after.
+  Status WriteToHead(std::string_view key, std::string_view value, Entry* e,
+                     const std::optional<Entry>& old);
   Status WriteMeta(std::string_view key, const Entry& e);
 
   // Disk bytes that count against the budget (SST + blob, WAL, unflushed memtables).
@@ -109,8 +114,8 @@ class StoreImpl final : public Store {
   std::mutex evict_mu_;
   std::mutex rotate_mu_;
   Counters counters_;
-  uint64_t open_orphans_ = 0;   // meta records without a generation, found at open
-  uint64_t open_corrupt_ = 0;   // undecodable meta records, found at open
+  uint64_t open_orphans_ = 0;  // meta records without a generation, found at open
+  uint64_t open_corrupt_ = 0;  // undecodable meta records, found at open
 
   std::thread maintenance_;
   std::mutex maint_mu_;

@@ -34,7 +34,8 @@ rocksdb::ColumnFamilyOptions ValueCfOptions(const Options& o, std::shared_ptr<ro
   cf.blob_file_size = 1ull << 30;
   cf.blob_compression_type = rocksdb::kNoCompression;  // bf16 tensors do not compress (LZ4 1.0x)
   cf.enable_blob_garbage_collection = false;           // space comes back by dropping generations
-  cf.write_buffer_size = std::max<uint64_t>(8 << 20, std::min<uint64_t>(256 << 20, o.memtable_bytes / 2));
+  cf.write_buffer_size =
+      std::max<uint64_t>(8 << 20, std::min<uint64_t>(256 << 20, o.memtable_bytes / 2));
   cf.max_write_buffer_number = 4;
   cf.compression = rocksdb::kLZ4Compression;
   cf.blob_cache = std::move(c);
@@ -78,7 +79,9 @@ StoreImpl::StoreImpl(const Options& options, std::string dir)
   if (!options_.clock) options_.clock = SystemClock();
 }
 
-StoreImpl::~StoreImpl() { Close(); }
+StoreImpl::~StoreImpl() {
+  Close();
+}
 
 Status StoreImpl::OpenDb() {
   if (options_.tune_allocator) TuneAllocatorOnce();
@@ -100,7 +103,7 @@ Status StoreImpl::OpenDb() {
   sfm_.reset(rocksdb::NewSstFileManager(rocksdb::Env::Default()));
   db.sst_file_manager = sfm_;
   wbm_ = std::make_shared<rocksdb::WriteBufferManager>(options_.memtable_bytes, nullptr,
-                                                      /*allow_stall=*/true);
+                                                       /*allow_stall=*/true);
   db.write_buffer_manager = wbm_;
   if (options_.blob_cache_bytes > 0) {
     blob_cache_ = rocksdb::NewLRUCache(options_.blob_cache_bytes);

@@ -54,13 +54,12 @@ size_t larder_value_size(const larder_value_t* v);
 void larder_value_free(larder_value_t* v);
 /* Copies the value into buf (one copy, no allocation beyond RocksDB's read). *vlen gets the
  * value size; LARDER_ERR_BUFFER_TOO_SMALL (nothing copied) if cap < size. */
-int larder_get_into(larder_t* db, const char* key, size_t klen, void* buf, size_t cap,
-                    size_t* vlen, char** errptr);
+int larder_get_into(larder_t* db, const char* key, size_t klen, void* buf, size_t cap, size_t* vlen,
+                    char** errptr);
 
 /* How many of the keys exist / how many leading keys exist. */
 uint64_t larder_exists(larder_t* db, size_t n, const char* const* keys, const size_t* klens);
-uint64_t larder_prefix_count(larder_t* db, size_t n, const char* const* keys,
-                             const size_t* klens);
+uint64_t larder_prefix_count(larder_t* db, size_t n, const char* const* keys, const size_t* klens);
 uint64_t larder_touch(larder_t* db, size_t n, const char* const* keys, const size_t* klens);
 
 int larder_delete(larder_t* db, const char* key, size_t klen, char** errptr);
@@ -75,9 +74,9 @@ uint64_t larder_scan(larder_t* db, uint64_t cursor, const char* pattern, size_t 
                      void (*fn)(const char* key, size_t klen, void* arg), void* arg);
 
 typedef struct larder_stats_t {
-  uint64_t keys, live_bytes, disk_bytes, pending_bytes, max_disk_bytes, generations, hits,
-      misses, reuses, evicted_keys, evicted_bytes, reinserted_keys, reinserted_bytes,
-      expired_keys, corruptions, bytes_read, bytes_written;
+  uint64_t keys, live_bytes, disk_bytes, pending_bytes, max_disk_bytes, generations, hits, misses,
+      reuses, evicted_keys, evicted_bytes, reinserted_keys, reinserted_bytes, expired_keys,
+      corruptions, bytes_read, bytes_written;
 } larder_stats_t;
 void larder_stats(larder_t* db, larder_stats_t* out);
 

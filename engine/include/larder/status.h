@@ -25,7 +25,9 @@ class Status {
   Status() = default;
   static Status OK() { return Status(); }
   static Status NotFound(std::string msg = "") { return {Code::kNotFound, std::move(msg)}; }
-  static Status InvalidArgument(std::string msg) { return {Code::kInvalidArgument, std::move(msg)}; }
+  static Status InvalidArgument(std::string msg) {
+    return {Code::kInvalidArgument, std::move(msg)};
+  }
   static Status NoSpace(std::string msg) { return {Code::kNoSpace, std::move(msg)}; }
   static Status Corruption(std::string msg) { return {Code::kCorruption, std::move(msg)}; }
   static Status IOError(std::string msg) { return {Code::kIOError, std::move(msg)}; }

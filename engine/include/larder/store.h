@@ -150,8 +150,8 @@ class Store {
 struct VerifyReport {
   uint64_t entries = 0;
   uint64_t ok = 0;
-  uint64_t corrupt = 0;        // value or metadata failed verification
-  uint64_t missing = 0;        // metadata without its value
+  uint64_t corrupt = 0;               // value or metadata failed verification
+  uint64_t missing = 0;               // metadata without its value
   std::vector<std::string> problems;  // one line per bad entry (first 1000)
 };
 Result<VerifyReport> Verify(const std::string& dir,
