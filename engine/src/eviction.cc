@@ -24,10 +24,17 @@ Status StoreImpl::MakeRoom(uint64_t incoming) {
                            ") reached and eviction-policy is none");
   }
   std::lock_guard lock(evict_mu_);
-  while (BudgetUsage() + incoming > budget_) {
-    if (!EvictOldest(options_.eviction_policy)) break;
-  }
+  EvictUntil(budget_, incoming, options_.eviction_policy);
   return Status::OK();
+}
+
+void StoreImpl::EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy policy) {
+  uint64_t estimate = BudgetUsage();
+  while (estimate + incoming > target) {
+    uint64_t freed = EvictOldest(policy);
+    if (freed == 0) break;
+    estimate = std::min(BudgetUsage(), estimate - std::min(estimate, freed));
+  }
 }
 
 Status StoreImpl::EvictTo(uint64_t target_bytes) {
@@ -35,9 +42,7 @@ Status StoreImpl::EvictTo(uint64_t target_bytes) {
   EvictionPolicy p = options_.eviction_policy;
   if (p == EvictionPolicy::kNone) p = EvictionPolicy::kFifo;
   std::lock_guard lock(evict_mu_);
-  while (BudgetUsage() > target_bytes) {
-    if (!EvictOldest(p)) break;
-  }
+  EvictUntil(target_bytes, 0, p);
   return Status::OK();
 }
 
@@ -67,12 +72,12 @@ bool StoreImpl::Reinsert(const std::string& key, const Entry& e) {
   return true;
 }
 
-bool StoreImpl::EvictOldest(EvictionPolicy policy) {
+uint64_t StoreImpl::EvictOldest(EvictionPolicy policy) {
   std::vector<GenerationPtr> all = gens_->All();
   if (all.size() == 1) {
-    if (all[0]->bytes == 0) return false;  // nothing but an empty head
+    if (all[0]->bytes == 0) return 0;  // nothing but an empty head
     std::lock_guard lock(rotate_mu_);
-    if (!gens_->Rotate(Now()).ok()) return false;
+    if (!gens_->Rotate(Now()).ok()) return 0;
     all = gens_->All();
   }
   GenerationPtr victim = all[0];
@@ -123,7 +128,9 @@ bool StoreImpl::EvictOldest(EvictionPolicy policy) {
     }
   }
   if (batch.Count() > 0) db_->Write(WriteOpts(), &batch);
-  return gens_->Drop(victim->id).ok();
+  if (!gens_->Drop(victim->id).ok()) return 0;
+  const uint64_t bytes = victim->bytes;
+  return std::max<uint64_t>(1, bytes - std::min(bytes, reinserted));
 }
 
 void StoreImpl::Maintain() {

@@ -88,8 +88,12 @@ class StoreImpl final : public Store {
   uint64_t BudgetUsage() const;
   // Evicts until `incoming` more bytes fit in the budget (or NoSpace with kNone).
   Status MakeRoom(uint64_t incoming);
-  // Evicts the oldest generation by `policy`; false if nothing is left to evict.
-  bool EvictOldest(EvictionPolicy policy);
+  // Evicts the oldest generation by `policy`. Returns the bytes it freed net of reinsertion
+  // (0 if nothing is left to evict), so callers need not wait for RocksDB's file and memtable
+  // accounting to catch up before deciding whether to evict again.
+  uint64_t EvictOldest(EvictionPolicy policy);
+  // Evicts until usage + incoming <= target (or nothing is left). Caller holds evict_mu_.
+  void EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy policy);
   // Re-writes a kept entry of a generation being evicted into the head.
   bool Reinsert(const std::string& key, const Entry& e);
   void MaybeRotate();

@@ -55,8 +55,10 @@ inline std::string MakeValue(const std::string& key, size_t size, uint64_t versi
 // Bytes of all regular files under `dir` (what the store really uses on disk).
 inline uint64_t DirBytes(const std::string& dir) {
   uint64_t n = 0;
-  for (auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file()) n += e.file_size();
+  std::error_code ec;
+  for (auto& e : std::filesystem::recursive_directory_iterator(dir, ec)) {
+    uint64_t size = e.file_size(ec);  // a file may be deleted while we walk: skip it
+    if (!ec && e.is_regular_file(ec)) n += size;
   }
   return n;
 }
