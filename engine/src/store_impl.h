@@ -56,6 +56,7 @@ class StoreImpl final : public Store {
   Stats GetStats() override;
   void ResetCounters() override;
   Status Flush() override;
+  Status Compact() override;
   Status Close() override;
 
   // Reads and checks every entry without repairing anything (larder::Verify).

@@ -248,6 +248,20 @@ Status StoreImpl::Flush() {
   return FromRocks(db_->Flush(fo, cfs), "flush");
 }
 
+Status StoreImpl::Compact() {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  PersistDirty();
+  rocksdb::CompactRangeOptions co;
+  std::vector<GenerationPtr> gens = gens_->All();  // held: a drop cannot free a handle in use
+  std::vector<rocksdb::ColumnFamilyHandle*> cfs{meta_cf_};
+  for (auto& g : gens) cfs.push_back(g->cf);
+  for (auto* cf : cfs) {
+    rocksdb::Status s = db_->CompactRange(co, cf, nullptr, nullptr);
+    if (!s.ok()) return FromRocks(s, "compacting");
+  }
+  return Status::OK();
+}
+
 void StoreImpl::PersistDirty() {
   rocksdb::WriteBatch batch;
   index_.ForEach([&](const std::string& key, Entry& e) {

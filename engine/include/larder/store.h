@@ -140,6 +140,10 @@ class Store {
   // Writes memtables to disk (blob files), so that a crash loses nothing written before.
   virtual Status Flush() = 0;
 
+  // Compacts the metadata and the generations' SSTs (tiny: keys and blob references). Never
+  // rewrites values: blob garbage collection is off, space comes back by dropping generations.
+  virtual Status Compact() = 0;
+
   // Flushes (when the WAL is off) and closes. Further calls return IOError. Also called by
   // the destructor.
   virtual Status Close() = 0;
