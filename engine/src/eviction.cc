@@ -84,10 +84,7 @@ uint64_t StoreImpl::EvictOldest(EvictionPolicy policy) {
   const int64_t next_start = all[1]->start_ms;
   const int64_t now = Now();
 
-  struct Member {
-    std::string key;
-    Entry e;
-  };
+  using Member = std::pair<std::string, Entry>;
   std::vector<Member> keep, drop;
   index_.ForEach([&](const std::string& k, Entry& e) {
     if (e.generation != victim->id) return;
@@ -97,40 +94,61 @@ uint64_t StoreImpl::EvictOldest(EvictionPolicy policy) {
       if (policy == EvictionPolicy::kLru)
         kept = e.last_access_ms >= next_start && e.reuse_count > 0;
     }
-    (kept ? keep : drop).push_back({k, e});
+    (kept ? keep : drop).emplace_back(k, e);
   });
 
   // Most recently used first, up to the reinsertion cap; the rest is dropped.
   std::sort(keep.begin(), keep.end(), [](const Member& a, const Member& b) {
-    return a.e.last_access_ms > b.e.last_access_ms;
+    return a.second.last_access_ms > b.second.last_access_ms;
   });
   const uint64_t cap = static_cast<uint64_t>(options_.max_reinsert_fraction * victim->bytes);
   uint64_t reinserted = 0;
   for (Member& m : keep) {
-    if (reinserted + m.e.value_size <= cap && Reinsert(m.key, m.e)) {
-      reinserted += m.e.value_size;
+    if (reinserted + m.second.value_size <= cap && Reinsert(m.first, m.second)) {
+      reinserted += m.second.value_size;
     } else {
       drop.push_back(std::move(m));
     }
   }
 
   rocksdb::WriteBatch batch;
-  for (const Member& m : drop) {
-    const uint64_t hash = KeyHash(m.key);
+  for (const auto& [key, e] : drop) {
+    const uint64_t hash = KeyHash(key);
     std::lock_guard stripe(Stripe(hash));
-    if (!index_.EraseIf(hash, m.key, victim->id, m.e.checksum)) continue;
-    batch.Delete(meta_cf_, m.key);
-    if (m.e.ExpiredAt(now)) {
+    if (!index_.EraseIf(hash, key, victim->id, e.checksum)) continue;
+    batch.Delete(meta_cf_, key);
+    if (e.ExpiredAt(now)) {
       counters_.expired_keys++;
     } else {
       counters_.evicted_keys++;
-      counters_.evicted_bytes += m.e.value_size;
+      counters_.evicted_bytes += e.value_size;
     }
   }
   if (batch.Count() > 0) db_->Write(WriteOpts(), &batch);
+  EvictCompanions(drop, victim->id);
   if (!gens_->Drop(victim->id).ok()) return 0;
   const uint64_t bytes = victim->bytes;
   return std::max<uint64_t>(1, bytes - std::min(bytes, reinserted));
+}
+
+void StoreImpl::EvictCompanions(const std::vector<std::pair<std::string, Entry>>& evicted,
+                                uint64_t victim_id) {
+  for (const auto& [key, e] : evicted) {
+    for (const auto& [first, second] : options_.evict_together) {
+      if (key.size() < first.size() ||
+          key.compare(key.size() - first.size(), first.size(), first) != 0) {
+        continue;
+      }
+      std::string companion = key.substr(0, key.size() - first.size()) + second;
+      const uint64_t hash = KeyHash(companion);
+      std::lock_guard stripe(Stripe(hash));
+      std::optional<Entry> c = index_.Find(hash, companion);
+      if (!c || c->generation == victim_id) continue;  // absent, or goes with the generation
+      RemoveLocked(hash, companion, *c);
+      counters_.evicted_keys++;
+      counters_.evicted_bytes += c->value_size;
+    }
+  }
 }
 
 void StoreImpl::Maintain() {

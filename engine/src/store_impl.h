@@ -95,6 +95,9 @@ class StoreImpl final : public Store {
   uint64_t EvictOldest(EvictionPolicy policy);
   // Evicts until usage + incoming <= target (or nothing is left). Caller holds evict_mu_.
   void EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy policy);
+  // Removes the Options::evict_together companions of evicted keys that live elsewhere.
+  void EvictCompanions(const std::vector<std::pair<std::string, Entry>>& evicted,
+                       uint64_t victim_id);
   // Re-writes a kept entry of a generation being evicted into the head.
   bool Reinsert(const std::string& key, const Entry& e);
   void MaybeRotate();

@@ -148,3 +148,48 @@ TEST(Eviction, EvictToGivesSpaceBackAtOnce) {
 
 }  // namespace
 }  // namespace larder
+
+namespace larder {
+namespace {
+
+TEST(Eviction, LmcacheMetadataGoesWithItsPayload) {
+  // Payload and metadata straddle a generation boundary: metadata lands in the newer one.
+  Fixture f(EvictionPolicy::kFifo, 16 * kMiB, 2 * kMiB);
+  for (int i = 0; i < 40; ++i) {
+    std::string stem = "model@" + std::to_string(i) + "@";
+    f.clock->Advance(10);
+    ASSERT_TRUE(f.store->Put(stem + "kv_bytes", MakeValue(stem, kMiB)).ok());
+    ASSERT_TRUE(f.store->Put(stem + "metadata", std::string(28, 'm')).ok());
+  }
+  int orphans = 0, pairs = 0;
+  for (int i = 0; i < 40; ++i) {
+    std::string stem = "model@" + std::to_string(i) + "@";
+    bool payload = f.store->Contains(stem + "kv_bytes");
+    bool meta = f.store->Contains(stem + "metadata");
+    orphans += meta && !payload;
+    pairs += meta && payload;
+  }
+  EXPECT_EQ(orphans, 0) << "metadata left readable after its payload was evicted";
+  EXPECT_GT(pairs, 5);
+}
+
+TEST(Eviction, BlobCacheServesExactBytes) {
+  test::TempDir dir;
+  Options o;
+  o.blob_cache_bytes = 64 * kMiB;
+  o.maintenance_interval_ms = 0;
+  o.max_disk_bytes = 1ull << 30;
+  auto r = Store::Open(o, dir.path());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto& s = *r;
+  ASSERT_TRUE(s->Put("hot", MakeValue("hot", 2 * kMiB)).ok());
+  ASSERT_TRUE(s->Flush().ok());
+  for (int i = 0; i < 3; ++i) {
+    auto v = s->Get("hot");
+    ASSERT_TRUE(v.ok());
+    EXPECT_EQ(v->view(), MakeValue("hot", 2 * kMiB));
+  }
+}
+
+}  // namespace
+}  // namespace larder

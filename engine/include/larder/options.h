@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "larder/clock.h"
 
@@ -45,6 +47,13 @@ struct Options {
   // At most this fraction of a generation's bytes is re-inserted when it is evicted; the most
   // recently reused entries win. Bounds write amplification to 1 + this. Default: 0.5.
   double max_reinsert_fraction = 0.5;
+
+  // Key suffix pairs evicted together: when a key ending in `first` is evicted, the key with
+  // the same stem ending in `second` is removed too, wherever it lives. The default pairs
+  // LMCache's redis:// layout (`<chunk>kv_bytes` + `<chunk>metadata`), so a chunk's metadata
+  // never claims a payload that eviction already dropped (LMCache's EXISTS probes metadata).
+  // Default: {{"kv_bytes", "metadata"}}.
+  std::vector<std::pair<std::string, std::string>> evict_together = {{"kv_bytes", "metadata"}};
 
   // Write-ahead log. Off: a crash loses writes not yet flushed (they read as misses, never as
   // wrong bytes); a clean Close() loses nothing. On: acknowledged writes survive a crash, and
