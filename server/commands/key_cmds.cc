@@ -1,0 +1,230 @@
+// Keyspace commands: DEL UNLINK EXISTS TYPE EXPIRE* TTL PTTL EXPIRETIME PEXPIRETIME PERSIST
+// TOUCH SCAN KEYS RANDOMKEY RENAME RENAMENX OBJECT MEMORY. Only strings exist.
+#include <random>
+
+#include "commands/command_table.h"
+#include "commands/util.h"
+
+namespace larder::server {
+namespace cmd {
+
+namespace {
+
+std::vector<std::string_view> KeysFrom(const Ctx& ctx, size_t first) {
+  return std::vector<std::string_view>(ctx.argv.begin() + static_cast<ptrdiff_t>(first),
+                                       ctx.argv.end());
+}
+
+// EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT key time [NX|XX|GT|LT]
+void GenericExpire(Ctx& ctx, int64_t unit_ms, bool absolute, std::string_view name) {
+  int64_t v;
+  if (!ArgInt64(ctx, ctx.argv[2], &v)) return;
+  bool nx = false, xx = false, gt = false, lt = false;
+  for (size_t i = 3; i < ctx.argc(); ++i) {
+    std::string opt = ToLower(ctx.argv[i]);
+    if (opt == "nx") nx = true;
+    else if (opt == "xx") xx = true;
+    else if (opt == "gt") gt = true;
+    else if (opt == "lt") lt = true;
+    else return ctx.w.Error("ERR Unsupported option " + ctx.argv[i]);
+  }
+  if (nx && (xx || gt || lt)) {
+    return ctx.w.Error("ERR NX and XX, GT or LT options at the same time are not compatible");
+  }
+  if (gt && lt) return ctx.w.Error("ERR GT and LT options at the same time are not compatible");
+  int64_t now = NowMs();
+  __int128 when = static_cast<__int128>(v) * unit_ms + (absolute ? 0 : now);
+  if (when > INT64_MAX || when < INT64_MIN) {
+    return ctx.w.Error("ERR invalid expire time in '" + std::string(name) + "' command");
+  }
+  auto info = ctx.store().Info(ctx.argv[1]);
+  if (!info.ok()) return ctx.w.Integer(0);
+  int64_t cur = info->expire_at_ms;  // 0 = none (infinite)
+  int64_t at = static_cast<int64_t>(when);
+  if (nx && cur != 0) return ctx.w.Integer(0);
+  if (xx && cur == 0) return ctx.w.Integer(0);
+  if (gt && (cur == 0 || at <= cur)) return ctx.w.Integer(0);
+  if (lt && cur != 0 && at >= cur) return ctx.w.Integer(0);
+  Status s = at <= now ? ctx.store().Delete(ctx.argv[1]) : ctx.store().SetExpiry(ctx.argv[1], at);
+  if (s.IsNotFound()) return ctx.w.Integer(0);
+  if (!s.ok()) return ReplyStatus(ctx, s);
+  ctx.w.Integer(1);
+}
+
+void GenericTtl(Ctx& ctx, bool ms) {
+  int64_t t = ctx.store().Ttl(ctx.argv[1]);
+  if (t < 0 || ms) return ctx.w.Integer(t);
+  ctx.w.Integer((t + 500) / 1000);
+}
+
+void GenericExpireTime(Ctx& ctx, bool ms) {
+  auto info = ctx.store().Info(ctx.argv[1]);
+  if (!info.ok()) return ctx.w.Integer(-2);
+  if (info->expire_at_ms == 0) return ctx.w.Integer(-1);
+  ctx.w.Integer(ms ? info->expire_at_ms : info->expire_at_ms / 1000);
+}
+
+bool ParseCursor(std::string_view s, uint64_t* out) {
+  if (s.empty() || s.size() > 20) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    uint64_t d = static_cast<uint64_t>(c - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return true;
+}
+
+void GenericRename(Ctx& ctx, bool nx) {
+  const std::string& src = ctx.argv[1];
+  const std::string& dst = ctx.argv[2];
+  auto info = ctx.store().Info(src);
+  if (!info.ok()) return ctx.w.Error("ERR no such key");
+  if (src == dst) return nx ? ctx.w.Integer(0) : ctx.w.SimpleString("OK");
+  if (nx && ctx.store().Contains(dst)) return ctx.w.Integer(0);
+  auto value = ctx.store().Get(src);
+  if (!value.ok()) {
+    if (value.status().IsNotFound()) return ctx.w.Error("ERR no such key");
+    return ReplyStatus(ctx, value.status());
+  }
+  PutOptions po;
+  po.expire_at_ms = info->expire_at_ms;
+  Status s = ctx.store().Put(dst, value->view(), po);
+  if (!s.ok()) return ReplyStatus(ctx, s);
+  s = ctx.store().Delete(src);
+  if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
+  if (nx) return ctx.w.Integer(1);
+  ctx.w.SimpleString("OK");
+}
+
+}  // namespace
+
+void Del(Ctx& ctx) {
+  int64_t n = 0;
+  for (size_t i = 1; i < ctx.argc(); ++i) {
+    Status s = ctx.store().Delete(ctx.argv[i]);
+    if (s.ok()) {
+      ++n;
+    } else if (!s.IsNotFound()) {
+      return ReplyStatus(ctx, s);
+    }
+  }
+  ctx.w.Integer(n);
+}
+
+void Exists(Ctx& ctx) {
+  ctx.w.Integer(static_cast<int64_t>(ctx.store().Exists(KeysFrom(ctx, 1))));
+}
+
+void Type(Ctx& ctx) { ctx.w.SimpleString(ctx.store().Contains(ctx.argv[1]) ? "string" : "none"); }
+
+void Expire(Ctx& ctx) { GenericExpire(ctx, 1000, false, "expire"); }
+void PExpire(Ctx& ctx) { GenericExpire(ctx, 1, false, "pexpire"); }
+void ExpireAt(Ctx& ctx) { GenericExpire(ctx, 1000, true, "expireat"); }
+void PExpireAt(Ctx& ctx) { GenericExpire(ctx, 1, true, "pexpireat"); }
+void Ttl(Ctx& ctx) { GenericTtl(ctx, false); }
+void PTtl(Ctx& ctx) { GenericTtl(ctx, true); }
+void ExpireTime(Ctx& ctx) { GenericExpireTime(ctx, false); }
+void PExpireTime(Ctx& ctx) { GenericExpireTime(ctx, true); }
+
+void Persist(Ctx& ctx) {
+  auto info = ctx.store().Info(ctx.argv[1]);
+  if (!info.ok() || info->expire_at_ms == 0) return ctx.w.Integer(0);
+  Status s = ctx.store().SetExpiry(ctx.argv[1], 0);
+  if (s.IsNotFound()) return ctx.w.Integer(0);
+  if (!s.ok()) return ReplyStatus(ctx, s);
+  ctx.w.Integer(1);
+}
+
+void Touch(Ctx& ctx) {
+  ctx.w.Integer(static_cast<int64_t>(ctx.store().Touch(KeysFrom(ctx, 1))));
+}
+
+// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+void Scan(Ctx& ctx) {
+  uint64_t cursor;
+  if (!ParseCursor(ctx.argv[1], &cursor)) return ctx.w.Error("ERR invalid cursor");
+  std::string pattern;
+  int64_t count = 10;
+  bool type_ok = true;
+  for (size_t i = 2; i < ctx.argc(); i += 2) {
+    if (i + 1 >= ctx.argc()) return ctx.w.Error(kErrSyntax);
+    std::string opt = ToLower(ctx.argv[i]);
+    if (opt == "match") {
+      pattern = ctx.argv[i + 1];
+    } else if (opt == "count") {
+      if (!ArgInt64(ctx, ctx.argv[i + 1], &count)) return;
+      if (count < 1) return ctx.w.Error(kErrSyntax);
+    } else if (opt == "type") {
+      type_ok = EqualsNoCase(ctx.argv[i + 1], "string");
+    } else {
+      return ctx.w.Error(kErrSyntax);
+    }
+  }
+  ScanPage page = ctx.store().Scan(cursor, pattern, static_cast<size_t>(count));
+  ctx.w.ArrayHeader(2);
+  ctx.w.BulkString(std::to_string(page.next_cursor));
+  if (!type_ok) page.keys.clear();
+  ctx.w.ArrayHeader(page.keys.size());
+  for (const std::string& k : page.keys) ctx.w.BulkString(k);
+}
+
+void Keys(Ctx& ctx) {
+  std::vector<std::string> all;
+  uint64_t cursor = 0;
+  do {
+    ScanPage page = ctx.store().Scan(cursor, ctx.argv[1], 1024);
+    for (std::string& k : page.keys) all.push_back(std::move(k));
+    cursor = page.next_cursor;
+  } while (cursor != 0);
+  ctx.w.ArrayHeader(all.size());
+  for (const std::string& k : all) ctx.w.BulkString(k);
+}
+
+// Not uniformly random: a random pick among the first keys of the scan order.
+void RandomKey(Ctx& ctx) {
+  ScanPage page = ctx.store().Scan(0, "", 64);
+  while (page.keys.empty() && page.next_cursor != 0) {
+    page = ctx.store().Scan(page.next_cursor, "", 64);
+  }
+  if (page.keys.empty()) return ctx.w.Null();
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  ctx.w.BulkString(page.keys[rng() % page.keys.size()]);
+}
+
+void Rename(Ctx& ctx) { GenericRename(ctx, false); }
+void RenameNx(Ctx& ctx) { GenericRename(ctx, true); }
+
+// OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT key
+void Object(Ctx& ctx) {
+  std::string sub = ToLower(ctx.argv[1]);
+  if (sub == "help") {
+    ctx.w.ArrayHeader(1);
+    return ctx.w.SimpleString("OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT <key>");
+  }
+  bool known = sub == "encoding" || sub == "freq" || sub == "idletime" || sub == "refcount";
+  if (!known) return ReplyUnknownSub(ctx, ctx.argv[1], "OBJECT");
+  if (ctx.argc() != 3) return ReplyArity(ctx, "object|" + sub);
+  auto info = ctx.store().Info(ctx.argv[2]);
+  if (!info.ok()) return ctx.w.Null();
+  if (sub == "encoding") return ctx.w.BulkString("raw");
+  if (sub == "freq") return ctx.w.Integer(info->reuse_count);
+  if (sub == "refcount") return ctx.w.Integer(1);
+  int64_t idle = (NowMs() - info->last_access_ms) / 1000;
+  ctx.w.Integer(idle < 0 ? 0 : idle);
+}
+
+// MEMORY USAGE key [SAMPLES n]: value + key bytes plus a fixed per-entry overhead.
+void Memory(Ctx& ctx) {
+  std::string sub = ToLower(ctx.argv[1]);
+  if (sub != "usage") return ReplyUnknownSub(ctx, ctx.argv[1], "MEMORY");
+  if (ctx.argc() != 3 && ctx.argc() != 5) return ReplyArity(ctx, "memory|usage");
+  auto info = ctx.store().Info(ctx.argv[2]);
+  if (!info.ok()) return ctx.w.Null();
+  ctx.w.Integer(static_cast<int64_t>(info->value_size + ctx.argv[2].size() + 100));
+}
+
+}  // namespace cmd
+}  // namespace larder::server

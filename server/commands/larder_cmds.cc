@@ -1,0 +1,16 @@
+// Larder's own commands.
+#include "commands/command_table.h"
+#include "commands/util.h"
+
+namespace larder::server {
+namespace cmd {
+
+// LARDER.PREFIX key [key ...] → how many leading keys exist (one round trip for LMCache's
+// prefix lookups). Index only, no disk I/O.
+void LarderPrefix(Ctx& ctx) {
+  std::vector<std::string_view> keys(ctx.argv.begin() + 1, ctx.argv.end());
+  ctx.w.Integer(static_cast<int64_t>(ctx.store().PrefixCount(keys)));
+}
+
+}  // namespace cmd
+}  // namespace larder::server

@@ -1,0 +1,276 @@
+// String commands: GET SET SETNX SETEX PSETEX GETEX GETDEL MGET MSET MSETNX STRLEN GETRANGE
+// APPEND SETRANGE INCR DECR INCRBY DECRBY. Values live in the engine; read-modify-write
+// commands (flag kRmw) run under the exclusive server lock, so they are atomic.
+#include "commands/command_table.h"
+#include "commands/util.h"
+
+namespace larder::server {
+namespace cmd {
+
+namespace {
+
+// Replies a value without copying it (the reply pins the engine's buffer).
+void ReplyValue(Ctx& ctx, Value value) {
+  auto pinned = std::make_shared<Value>(std::move(value));
+  ctx.w.BulkExternal(pinned->data(), pinned->size(), pinned);
+}
+
+// Reads `key` as a full string; false (and an error reply) on engine failure. A miss sets
+// *found = false.
+bool ReadString(Ctx& ctx, std::string_view key, std::string* out, bool* found) {
+  auto r = ctx.store().Get(key);
+  if (r.ok()) {
+    out->assign(r->data(), r->size());
+    *found = true;
+    return true;
+  }
+  *found = false;
+  out->clear();
+  if (r.status().IsNotFound()) return true;
+  ReplyStatus(ctx, r.status());
+  return false;
+}
+
+// Parses an expire argument of `cmd` into an absolute time; replies the error on failure.
+bool ParseExpire(Ctx& ctx, std::string_view arg, int64_t unit_ms, bool absolute,
+                 std::string_view cmd, int64_t* at) {
+  int64_t v;
+  if (!ArgInt64(ctx, arg, &v)) return false;
+  if (!ExpireToAbsMs(v, unit_ms, absolute, at)) {
+    ctx.w.Error("ERR invalid expire time in '" + std::string(cmd) + "' command");
+    return false;
+  }
+  return true;
+}
+
+void IncrDecr(Ctx& ctx, int64_t delta) {
+  std::string cur;
+  bool found;
+  if (!ReadString(ctx, ctx.argv[1], &cur, &found)) return;
+  int64_t v = 0;
+  if (found && !ParseInt64(cur, &v)) return ctx.w.Error(kErrNotInt);
+  if ((delta > 0 && v > INT64_MAX - delta) || (delta < 0 && v < INT64_MIN - delta)) {
+    return ctx.w.Error("ERR increment or decrement would overflow");
+  }
+  v += delta;
+  PutOptions po;
+  po.keep_ttl = true;
+  Status s = ctx.store().Put(ctx.argv[1], std::to_string(v), po);
+  if (!s.ok()) return ReplyStatus(ctx, s);
+  ctx.w.Integer(v);
+}
+
+}  // namespace
+
+void Get(Ctx& ctx) {
+  auto r = ctx.store().Get(ctx.argv[1]);
+  if (r.ok()) return ReplyValue(ctx, std::move(r.value()));
+  if (r.status().IsNotFound()) return ctx.w.Null();
+  ReplyStatus(ctx, r.status());
+}
+
+// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]
+void Set(Ctx& ctx) {
+  PutOptions po;
+  bool nx = false, xx = false, get = false, has_expire = false;
+  for (size_t i = 3; i < ctx.argc(); ++i) {
+    std::string opt = ToLower(ctx.argv[i]);
+    bool more = i + 1 < ctx.argc();
+    if (opt == "nx" && !xx) {
+      nx = true;
+    } else if (opt == "xx" && !nx) {
+      xx = true;
+    } else if (opt == "get") {
+      get = true;
+    } else if (opt == "keepttl" && !has_expire) {
+      po.keep_ttl = true;
+    } else if ((opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && more &&
+               !has_expire && !po.keep_ttl) {
+      has_expire = true;
+      int64_t unit = (opt == "ex" || opt == "exat") ? 1000 : 1;
+      bool absolute = opt == "exat" || opt == "pxat";
+      if (!ParseExpire(ctx, ctx.argv[++i], unit, absolute, "set", &po.expire_at_ms)) return;
+    } else {
+      return ctx.w.Error(kErrSyntax);
+    }
+  }
+  po.mode = nx ? PutMode::kIfAbsent : xx ? PutMode::kIfPresent : PutMode::kAlways;
+  std::optional<Result<Value>> old;
+  if (get) old.emplace(ctx.store().Get(ctx.argv[1]));
+  if (old && !old->ok() && !old->status().IsNotFound()) return ReplyStatus(ctx, old->status());
+  Status s = ctx.store().Put(ctx.argv[1], ctx.argv[2], po);
+  if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
+  if (get) {
+    if (old->ok()) return ReplyValue(ctx, std::move(old->value()));
+    return ctx.w.Null();
+  }
+  if (s.IsNotFound()) return ctx.w.Null();
+  ctx.w.SimpleString("OK");
+}
+
+void SetNx(Ctx& ctx) {
+  PutOptions po;
+  po.mode = PutMode::kIfAbsent;
+  Status s = ctx.store().Put(ctx.argv[1], ctx.argv[2], po);
+  if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
+  ctx.w.Integer(s.ok() ? 1 : 0);
+}
+
+static void SetWithExpire(Ctx& ctx, int64_t unit, std::string_view name) {
+  PutOptions po;
+  if (!ParseExpire(ctx, ctx.argv[2], unit, false, name, &po.expire_at_ms)) return;
+  Status s = ctx.store().Put(ctx.argv[1], ctx.argv[3], po);
+  if (!s.ok()) return ReplyStatus(ctx, s);
+  ctx.w.SimpleString("OK");
+}
+
+void SetEx(Ctx& ctx) { SetWithExpire(ctx, 1000, "setex"); }
+void PSetEx(Ctx& ctx) { SetWithExpire(ctx, 1, "psetex"); }
+
+// GETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST]
+void GetEx(Ctx& ctx) {
+  int64_t at = -1;  // -1 = leave the expiry alone, 0 = persist
+  for (size_t i = 2; i < ctx.argc(); ++i) {
+    std::string opt = ToLower(ctx.argv[i]);
+    bool more = i + 1 < ctx.argc();
+    if (opt == "persist" && at == -1) {
+      at = 0;
+    } else if ((opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && more &&
+               at == -1) {
+      int64_t unit = (opt == "ex" || opt == "exat") ? 1000 : 1;
+      bool absolute = opt == "exat" || opt == "pxat";
+      if (!ParseExpire(ctx, ctx.argv[++i], unit, absolute, "getex", &at)) return;
+    } else {
+      return ctx.w.Error(kErrSyntax);
+    }
+  }
+  auto r = ctx.store().Get(ctx.argv[1]);
+  if (!r.ok()) {
+    if (r.status().IsNotFound()) return ctx.w.Null();
+    return ReplyStatus(ctx, r.status());
+  }
+  if (at >= 0) {
+    Status s = ctx.store().SetExpiry(ctx.argv[1], at);
+    if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
+  }
+  ReplyValue(ctx, std::move(r.value()));
+}
+
+void GetDel(Ctx& ctx) {
+  auto r = ctx.store().Get(ctx.argv[1]);
+  if (!r.ok()) {
+    if (r.status().IsNotFound()) return ctx.w.Null();
+    return ReplyStatus(ctx, r.status());
+  }
+  Status s = ctx.store().Delete(ctx.argv[1]);
+  if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
+  ReplyValue(ctx, std::move(r.value()));
+}
+
+void MGet(Ctx& ctx) {
+  std::vector<std::string_view> keys(ctx.argv.begin() + 1, ctx.argv.end());
+  auto results = ctx.store().MultiGet(keys);
+  ctx.w.ArrayHeader(results.size());
+  for (auto& r : results) {
+    if (r.ok()) {
+      ReplyValue(ctx, std::move(r.value()));
+    } else {
+      ctx.w.Null();  // misses and failures alike, as Redis does for non-strings
+    }
+  }
+}
+
+void MSet(Ctx& ctx) {
+  if (ctx.argc() % 2 == 0) return ReplyArity(ctx, "mset");
+  for (size_t i = 1; i < ctx.argc(); i += 2) {
+    Status s = ctx.store().Put(ctx.argv[i], ctx.argv[i + 1], PutOptions{});
+    if (!s.ok()) return ReplyStatus(ctx, s);
+  }
+  ctx.w.SimpleString("OK");
+}
+
+void MSetNx(Ctx& ctx) {
+  if (ctx.argc() % 2 == 0) return ReplyArity(ctx, "msetnx");
+  for (size_t i = 1; i < ctx.argc(); i += 2) {
+    if (ctx.store().Contains(ctx.argv[i])) return ctx.w.Integer(0);
+  }
+  for (size_t i = 1; i < ctx.argc(); i += 2) {
+    Status s = ctx.store().Put(ctx.argv[i], ctx.argv[i + 1], PutOptions{});
+    if (!s.ok()) return ReplyStatus(ctx, s);
+  }
+  ctx.w.Integer(1);
+}
+
+void StrLen(Ctx& ctx) {
+  auto info = ctx.store().Info(ctx.argv[1]);
+  ctx.w.Integer(info.ok() ? static_cast<int64_t>(info->value_size) : 0);
+}
+
+void GetRange(Ctx& ctx) {
+  int64_t start, end;
+  if (!ArgInt64(ctx, ctx.argv[2], &start) || !ArgInt64(ctx, ctx.argv[3], &end)) return;
+  auto r = ctx.store().Get(ctx.argv[1]);
+  if (!r.ok() && !r.status().IsNotFound()) return ReplyStatus(ctx, r.status());
+  int64_t len = r.ok() ? static_cast<int64_t>(r->size()) : 0;
+  if (start < 0 && end < 0 && start > end) return ctx.w.BulkString("");
+  if (start < 0) start = len + start;
+  if (end < 0) end = len + end;
+  if (start < 0) start = 0;
+  if (end < 0) end = 0;
+  if (end >= len) end = len - 1;
+  if (len == 0 || start > end) return ctx.w.BulkString("");
+  ctx.w.BulkString(r->view().substr(static_cast<size_t>(start),
+                                    static_cast<size_t>(end - start + 1)));
+}
+
+void Append(Ctx& ctx) {
+  std::string cur;
+  bool found;
+  if (!ReadString(ctx, ctx.argv[1], &cur, &found)) return;
+  cur += ctx.argv[2];
+  PutOptions po;
+  po.keep_ttl = true;
+  Status s = ctx.store().Put(ctx.argv[1], cur, po);
+  if (!s.ok()) return ReplyStatus(ctx, s);
+  ctx.w.Integer(static_cast<int64_t>(cur.size()));
+}
+
+void SetRange(Ctx& ctx) {
+  int64_t offset;
+  if (!ArgInt64(ctx, ctx.argv[2], &offset)) return;
+  if (offset < 0) return ctx.w.Error("ERR offset is out of range");
+  const std::string& part = ctx.argv[3];
+  if (static_cast<uint64_t>(offset) + part.size() > ctx.core.cfg()->proto_max_bulk_len) {
+    return ctx.w.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+  }
+  std::string cur;
+  bool found;
+  if (!ReadString(ctx, ctx.argv[1], &cur, &found)) return;
+  if (part.empty()) return ctx.w.Integer(static_cast<int64_t>(cur.size()));
+  size_t need = static_cast<size_t>(offset) + part.size();
+  if (cur.size() < need) cur.resize(need, '\0');
+  cur.replace(static_cast<size_t>(offset), part.size(), part);
+  PutOptions po;
+  po.keep_ttl = true;
+  Status s = ctx.store().Put(ctx.argv[1], cur, po);
+  if (!s.ok()) return ReplyStatus(ctx, s);
+  ctx.w.Integer(static_cast<int64_t>(cur.size()));
+}
+
+void Incr(Ctx& ctx) { IncrDecr(ctx, 1); }
+void Decr(Ctx& ctx) { IncrDecr(ctx, -1); }
+
+void IncrBy(Ctx& ctx) {
+  int64_t d;
+  if (ArgInt64(ctx, ctx.argv[2], &d)) IncrDecr(ctx, d);
+}
+
+void DecrBy(Ctx& ctx) {
+  int64_t d;
+  if (!ArgInt64(ctx, ctx.argv[2], &d)) return;
+  if (d == INT64_MIN) return ctx.w.Error("ERR decrement would overflow");
+  IncrDecr(ctx, -d);
+}
+
+}  // namespace cmd
+}  // namespace larder::server

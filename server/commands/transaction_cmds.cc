@@ -1,0 +1,61 @@
+// Transactions: MULTI EXEC DISCARD (WATCH refused, UNWATCH a no-op: see Watch). Queued
+// commands were validated (lookup, arity, auth) when queued; EXEC runs them back to back
+// under the exclusive server lock, so no other client's command interleaves.
+#include <mutex>
+#include <shared_mutex>
+
+#include "commands/command_table.h"
+#include "commands/dispatch.h"
+#include "commands/util.h"
+
+namespace larder::server {
+namespace cmd {
+
+namespace {
+void EndMulti(ClientState& c) {
+  c.in_multi = false;
+  c.multi_error = false;
+  c.queued.clear();
+}
+}  // namespace
+
+void Multi(Ctx& ctx) {
+  if (ctx.client.in_multi) return ctx.w.Error("ERR MULTI calls can not be nested");
+  ctx.client.in_multi = true;
+  ctx.client.multi_error = false;
+  ctx.client.queued.clear();
+  ctx.w.SimpleString("OK");
+}
+
+void Exec(Ctx& ctx) {
+  ClientState& c = ctx.client;
+  if (!c.in_multi) return ctx.w.Error("ERR EXEC without MULTI");
+  if (c.multi_error) {
+    EndMulti(c);
+    return ctx.w.Error("EXECABORT Transaction discarded because of previous errors.");
+  }
+  std::vector<std::vector<std::string>> queued = std::move(c.queued);
+  EndMulti(c);
+  std::unique_lock<FairSharedMutex> lock(ctx.core.exec_lock());
+  ctx.w.ArrayHeader(queued.size());
+  for (auto& argv : queued) RunQueued(ctx.core, c, argv, ctx.w);
+}
+
+void Discard(Ctx& ctx) {
+  if (!ctx.client.in_multi) return ctx.w.Error("ERR DISCARD without MULTI");
+  EndMulti(ctx.client);
+  ctx.w.SimpleString("OK");
+}
+
+// WATCH is refused: Larder keeps no per-key versions to detect a concurrent change, and an
+// accepted WATCH that never aborts EXEC would silently break optimistic locking. (EXEC itself
+// is atomic.) UNWATCH has nothing to undo.
+void Watch(Ctx& ctx) {
+  if (ctx.client.in_multi) return ctx.w.Error("ERR WATCH inside MULTI is not allowed");
+  ctx.w.Error("ERR WATCH is not supported by Larder (EXEC is atomic; there are no key versions)");
+}
+
+void Unwatch(Ctx& ctx) { ctx.w.SimpleString("OK"); }
+
+}  // namespace cmd
+}  // namespace larder::server

@@ -1,0 +1,43 @@
+// Small helpers shared by the command families: Redis-exact integer parsing, error replies,
+// engine Status → reply mapping.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "commands/context.h"
+
+namespace larder::server {
+
+// Redis's exact error texts (without '-' and CRLF).
+inline constexpr std::string_view kErrSyntax = "ERR syntax error";
+inline constexpr std::string_view kErrNotInt = "ERR value is not an integer or out of range";
+inline constexpr std::string_view kErrOom =
+    "OOM command not allowed when used memory > 'maxmemory'.";
+
+// Parses a decimal int64 like Redis's string2ll: optional '-', no '+', no spaces, no leading
+// zeros (except "0"), no overflow.
+bool ParseInt64(std::string_view s, int64_t* out);
+// Parses like ParseInt64 and replies kErrNotInt on failure.
+bool ArgInt64(Ctx& ctx, std::string_view s, int64_t* out);
+
+// ASCII case-insensitive equality.
+bool EqualsNoCase(std::string_view a, std::string_view b);
+std::string ToLower(std::string_view s);
+
+// Milliseconds since the Unix epoch (the engine's clock).
+int64_t NowMs();
+
+// Replies the error for a failed engine call (NoSpace → OOM, others → ERR <message>).
+void ReplyStatus(Ctx& ctx, const Status& s);
+// "ERR wrong number of arguments for '<name>' command"
+void ReplyArity(Ctx& ctx, std::string_view name);
+// "ERR unknown subcommand '<sub>'. Try <CMD> HELP."
+void ReplyUnknownSub(Ctx& ctx, std::string_view sub, std::string_view cmd);
+
+// Converts a relative/absolute expire argument to an absolute Unix ms time. `unit_ms` is 1000
+// for seconds; `absolute` for EXAT/PXAT. Returns false if the value is not positive or overflows.
+bool ExpireToAbsMs(int64_t value, int64_t unit_ms, bool absolute, int64_t* out);
+
+}  // namespace larder::server

@@ -1,0 +1,55 @@
+#include "log.h"
+
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+
+namespace larder::server {
+namespace {
+std::atomic<int> g_level{static_cast<int>(LogLevel::kNotice)};
+std::mutex g_mu;
+FILE* g_file = nullptr;  // null = stderr
+}  // namespace
+
+LogLevel ParseLogLevel(std::string_view name) {
+  if (name == "debug") return LogLevel::kDebug;
+  if (name == "verbose") return LogLevel::kVerbose;
+  if (name == "warning") return LogLevel::kWarning;
+  return LogLevel::kNotice;
+}
+
+void SetLogLevel(LogLevel level) { g_level.store(static_cast<int>(level)); }
+
+bool SetLogFile(const std::string& path) {
+  if (path.empty()) return true;
+  FILE* f = std::fopen(path.c_str(), "a");
+  if (f == nullptr) return false;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_file != nullptr) std::fclose(g_file);
+  g_file = f;
+  return true;
+}
+
+void Log(LogLevel level, std::string_view message) {
+  if (static_cast<int>(level) < g_level.load(std::memory_order_relaxed)) return;
+  struct timeval tv;
+  gettimeofday(&tv, nullptr);
+  struct tm tm;
+  localtime_r(&tv.tv_sec, &tm);
+  char when[64];
+  size_t n = std::strftime(when, sizeof(when), "%d %b %Y %H:%M:%S", &tm);
+  std::snprintf(when + n, sizeof(when) - n, ".%03d", static_cast<int>(tv.tv_usec / 1000));
+  static constexpr char kMarks[] = {'.', '-', '*', '#'};
+  std::lock_guard<std::mutex> lock(g_mu);
+  FILE* out = g_file != nullptr ? g_file : stderr;
+  std::fprintf(out, "%d:M %s %c %.*s\n", static_cast<int>(getpid()), when,
+               kMarks[static_cast<int>(level)], static_cast<int>(message.size()),
+               message.data());
+  std::fflush(out);
+}
+
+}  // namespace larder::server

@@ -1,0 +1,140 @@
+// larder-server: the Larder store served over the Redis protocol.
+// Usage (like redis-server): larder-server [config-file] [--option value ...]
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands/context.h"
+#include "commands/util.h"
+#include "config/config.h"
+#include "larder/store.h"
+#include "log.h"
+#include "net/server.h"
+
+using larder::server::Log;
+using larder::server::LogLevel;
+
+namespace {
+
+// Maps the engine part of the server configuration onto larder::Options.
+larder::Options EngineOptions(const larder::config::ServerConfig& c) {
+  larder::Options o;
+  o.max_disk_bytes = c.max_disk_bytes;
+  larder::ParseEvictionPolicy(c.eviction_policy, &o.eviction_policy);  // validated by Config
+  o.max_reinsert_fraction = c.max_reinsert_fraction;
+  o.generation_bytes = c.generation_bytes;
+  o.wal = c.wal;
+  o.sync_writes = c.wal_sync;
+  o.blob_cache_bytes = c.blob_cache_bytes;
+  o.memtable_bytes = c.memtable_bytes;
+  o.maintenance_interval_ms = static_cast<uint32_t>(c.maintenance_interval_ms);
+  o.max_key_bytes = static_cast<uint32_t>(c.max_key_bytes);
+  o.max_value_bytes = std::max<uint64_t>(o.max_value_bytes, c.proto_max_bulk_len);
+  return o;
+}
+
+// Hooks for runtime-mutable options. Server-side ones are read from the config snapshot on
+// use, so they need no hook. The engine's budget and policy are fixed while it is open, so
+// the option table marks them startup-only (CONFIG SET answers "can't set immutable config").
+void RegisterApplyHooks(larder::config::Config* config) {
+  config->SetApplyFn("loglevel", [](const larder::config::ServerConfig& c)
+                                     -> std::optional<std::string> {
+    larder::server::SetLogLevel(larder::server::ParseLogLevel(c.loglevel));
+    return std::nullopt;
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
+    std::printf("Usage: larder-server [/path/to/larder.conf] [--option value ...]\n");
+    return 0;
+  }
+  if (!args.empty() && (args[0] == "-v" || args[0] == "--version")) {
+    std::printf("larder-server v=%s (redis_version 7.2.0 compatible)\n", LARDER_VERSION);
+    return 0;
+  }
+  larder::config::Config config;
+  if (!args.empty() && args[0].rfind("--", 0) != 0) {
+    if (auto err = config.LoadFile(args[0])) {
+      std::fprintf(stderr, "larder-server: %s\n", err->c_str());
+      return 1;
+    }
+    args.erase(args.begin());
+  }
+  if (auto err = config.ApplyArgs(args)) {
+    std::fprintf(stderr, "larder-server: %s\n", err->c_str());
+    return 1;
+  }
+  // A copy: CONFIG SET replaces config.values() while the server runs; main needs only the
+  // startup values (listeners, pidfile, dir), which cannot change at runtime anyway.
+  const larder::config::ServerConfig cfg = config.values();
+  larder::server::SetLogLevel(larder::server::ParseLogLevel(cfg.loglevel));
+  if (!larder::server::SetLogFile(cfg.logfile)) {
+    std::fprintf(stderr, "larder-server: can't open the log file: %s\n", cfg.logfile.c_str());
+    return 1;
+  }
+  if (cfg.daemonize && daemon(1, 0) != 0) {
+    std::fprintf(stderr, "larder-server: daemonize failed\n");
+    return 1;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  std::string where = config.file_path().empty() ? std::string(", no config file")
+                                                 : ", config " + config.file_path();
+  Log(LogLevel::kNotice, std::string("Larder ") + LARDER_VERSION + " starting, pid=" +
+                             std::to_string(getpid()) + where);
+
+  auto opened = larder::Store::Open(EngineOptions(cfg), cfg.dir);
+  if (!opened.ok()) {
+    Log(LogLevel::kWarning, "can't open the store in " + cfg.dir + ": " +
+                                opened.status().ToString());
+    return 1;
+  }
+  std::unique_ptr<larder::Store> store = std::move(opened.value());
+  larder::Stats st = store->GetStats();
+  Log(LogLevel::kNotice, "store open in " + cfg.dir + ": " + std::to_string(st.keys) +
+                             " keys, budget " + std::to_string(st.max_disk_bytes) + " bytes");
+
+  RegisterApplyHooks(&config);
+  int exit_code = 0;
+  {
+    larder::server::Core core(store.get(), &config, nullptr);
+    core.start_ms = larder::server::NowMs();
+    core.lastsave_s = core.start_ms / 1000;
+    core.tcp_port = static_cast<int>(cfg.port);
+    auto server = std::make_unique<larder::server::Server>(&core, cfg);
+    core.set_clients(server.get());
+    core.on_shutdown = [s = server.get()] { s->RequestStop(); };
+    if (auto err = server->Listen()) {
+      Log(LogLevel::kWarning, *err);
+      exit_code = 1;
+    } else {
+      if (!cfg.pidfile.empty()) std::ofstream(cfg.pidfile) << getpid() << "\n";
+      server->Start();
+      std::string unix_note =
+          cfg.unixsocket.empty() ? std::string() : " and unix socket " + cfg.unixsocket;
+      Log(LogLevel::kNotice,
+          "ready to accept connections on port " + std::to_string(cfg.port) + unix_note);
+      server->WaitForStopRequest();
+      Log(LogLevel::kNotice, "shutting down: finishing commands in flight");
+      server->Stop();
+    }
+    server.reset();  // every connection (and every pinned value) is gone before the store closes
+  }
+  larder::Status s = store->Close();
+  if (!s.ok()) {
+    Log(LogLevel::kWarning, "closing the store: " + s.ToString());
+    exit_code = 1;
+  }
+  if (!cfg.pidfile.empty()) ::unlink(cfg.pidfile.c_str());
+  Log(LogLevel::kNotice,
+      exit_code == 0 ? "Larder is now ready to exit, bye bye..." : "exiting on error");
+  return exit_code;
+}

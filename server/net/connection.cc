@@ -1,0 +1,287 @@
+#include "net/connection.h"
+
+#include "commands/dispatch.h"
+#include "commands/util.h"
+#include "log.h"
+#include "net/server.h"
+
+namespace larder::server {
+
+Connection::Connection(Server& server, Socket socket, std::shared_ptr<ClientState> state,
+                       resp::Limits limits)
+    : server_(server),
+      socket_(std::move(socket)),
+      state_(std::move(state)),
+      parser_(limits),
+      inbuf_(kReadBufferBytes) {
+  bufs_.reserve(kMaxIov);
+}
+
+void Connection::Start() {
+  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->Process(); });
+}
+
+void Connection::Kill() {
+  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
+}
+
+void Connection::Drain() {
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    if (self->closed_) return;
+    self->close_after_write_ = true;
+    if (!self->busy_) self->StartWrite();  // closes at once if nothing is pending
+  });
+}
+
+void Connection::Cron(int64_t now_ms) {
+  asio::post(socket_.get_executor(), [self = shared_from_this(), now_ms] {
+    if (self->closed_) return;
+    const config::ServerConfig& cfg = self->Cfg();
+    if (cfg.timeout > 0 && !self->busy_ &&
+        now_ms - self->state_->last_active_ms.load() >= cfg.timeout * 1000) {
+      Log(LogLevel::kVerbose, "closing idle client id=" + std::to_string(self->state_->id));
+      self->CloseNow();
+      return;
+    }
+    const auto& lim = cfg.client_output_buffer_limit;
+    if (lim.soft_bytes > 0 && self->pending_out_ > lim.soft_bytes) {
+      if (self->soft_since_ms_ == 0) {
+        self->soft_since_ms_ = now_ms;
+      } else if (now_ms - self->soft_since_ms_ >= lim.soft_seconds * 1000) {
+        Log(LogLevel::kNotice, "closing client id=" + std::to_string(self->state_->id) +
+                                   " over the soft output buffer limit");
+        self->CloseNow();
+      }
+    } else {
+      self->soft_since_ms_ = 0;
+    }
+  });
+}
+
+const config::ServerConfig& Connection::Cfg() {
+  uint64_t gen = server_.core().config_generation();
+  if (gen != cfg_gen_ || !cfg_) {
+    cfg_ = server_.core().cfg();
+    cfg_gen_ = gen;
+  }
+  return *cfg_;
+}
+
+// Parses and executes buffered requests until one goes to the pool, input runs out, or
+// output backs up; then reads and/or writes as needed.
+void Connection::Process() {
+  while (!closed_ && !busy_ && !close_after_write_ && pending_out_ < kPauseOutputBytes &&
+         !server_.stopping() && rpos_ < wpos_) {
+    size_t used = 0;
+    auto st = parser_.Feed(inbuf_.data() + rpos_, wpos_ - rpos_, &used);
+    rpos_ += used;
+    if (st == resp::RequestParser::State::kNeedMore) {
+      if (QueryLimitExceeded()) return;
+      continue;
+    }
+    if (st == resp::RequestParser::State::kError) {
+      Log(LogLevel::kVerbose, "client id=" + std::to_string(state_->id) + " " + parser_.error());
+      w_.set_protocol(state_->resp);
+      w_.Error(parser_.error());
+      AppendOutput(w_.queue());
+      close_after_write_ = true;
+      break;
+    }
+    Execute();
+  }
+  if (closed_) return;
+  if (!busy_ && !close_after_write_ && rpos_ == wpos_ && !reading_ &&
+      pending_out_ < kPauseOutputBytes && !server_.stopping()) {
+    StartRead();
+  }
+  StartWrite();
+}
+
+void Connection::Execute() {
+  std::vector<std::string>& argv = parser_.args();
+  state_->last_active_ms = NowMs();
+  if (RouteOf(*state_, argv) == Route::kInline) {
+    w_.set_protocol(state_->resp);
+    Dispatch(server_.core(), *state_, argv, w_);
+    AppendOutput(w_.queue());
+    AfterCommand();
+    return;
+  }
+  // Hand the connection's turn to the pool: until the completion runs here again, only the
+  // pool job touches the parser, the input buffer and the ClientState.
+  busy_ = true;
+  server_.inflight.fetch_add(1);
+  asio::post(server_.pool(), [self = shared_from_this(), rpos = rpos_, wpos = wpos_] {
+    resp::ReplyWriter w;
+    w.set_protocol(self->state_->resp);
+    bool close = false;
+    size_t new_rpos = self->RunBatch(w, rpos, wpos, &close);
+    asio::post(self->socket_.get_executor(),
+               [self, q = std::move(w.queue()), new_rpos, close]() mutable {
+                 self->busy_ = false;
+                 self->server_.inflight.fetch_sub(1);
+                 if (self->closed_) return;
+                 self->rpos_ = new_rpos;
+                 if (close) self->close_after_write_ = true;
+                 self->state_->last_active_ms = NowMs();
+                 self->AppendOutput(q);
+                 self->AfterCommand();
+                 self->Process();
+               });
+  });
+}
+
+size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close) {
+  Core& core = server_.core();
+  Dispatch(core, *state_, parser_.args(), w);
+  size_t done = 1;
+  while (rpos < wpos && done < kMaxBatchCommands && w.queue().bytes() < kMaxBatchBytes &&
+         !state_->close_after_reply && !server_.stopping()) {
+    size_t used = 0;
+    auto st = parser_.Feed(inbuf_.data() + rpos, wpos - rpos, &used);
+    rpos += used;
+    if (st == resp::RequestParser::State::kNeedMore) break;  // the io thread reads the rest
+    if (st == resp::RequestParser::State::kError) {
+      w.Error(parser_.error());
+      *close = true;
+      break;
+    }
+    Dispatch(core, *state_, parser_.args(), w);
+    ++done;
+  }
+  return rpos;
+}
+
+void Connection::AfterCommand() {
+  if (state_->close_after_reply) close_after_write_ = true;
+  uint64_t hard = Cfg().client_output_buffer_limit.hard_bytes;
+  if (hard > 0 && pending_out_ > hard) {
+    Log(LogLevel::kNotice, "closing client id=" + std::to_string(state_->id) +
+                               " that reached the output buffer limit");
+    CloseNow();
+  }
+}
+
+void Connection::AppendOutput(resp::OutputQueue& q) {
+  size_t n = q.bytes();
+  if (n == 0) return;
+  if (n < kCopyReplyBytes && !out_.empty()) {
+    // Copy small replies into the tail block (appending while a write is in flight is
+    // allowed); the source keeps any external bytes alive until copied.
+    struct iovec iov[16];
+    size_t done = 0;
+    while (done < n) {
+      size_t k = q.FillIov(iov, 16);
+      size_t got = 0;
+      for (size_t i = 0; i < k; ++i) {
+        out_.back().Append({static_cast<const char*>(iov[i].iov_base), iov[i].iov_len});
+        got += iov[i].iov_len;
+      }
+      q.Consume(got);
+      done += got;
+    }
+  } else {
+    out_.push_back(std::move(q));
+    q = resp::OutputQueue();
+  }
+  pending_out_ += n;
+  state_->output_bytes = pending_out_;
+}
+
+void Connection::StartRead() {
+  reading_ = true;
+  auto self = shared_from_this();
+  std::span<char> direct = parser_.DirectBuffer();
+  if (!direct.empty()) {
+    socket_.async_read_some(asio::buffer(direct.data(), direct.size()),
+                            [self](const asio::error_code& ec, size_t n) {
+                              self->OnRead(ec, n, true);
+                            });
+    return;
+  }
+  rpos_ = wpos_ = 0;
+  socket_.async_read_some(asio::buffer(inbuf_.data(), inbuf_.size()),
+                          [self](const asio::error_code& ec, size_t n) {
+                            self->OnRead(ec, n, false);
+                          });
+}
+
+void Connection::OnRead(const asio::error_code& ec, size_t n, bool direct) {
+  reading_ = false;
+  if (closed_) return;
+  if (ec) {
+    // A client gone mid-request leaves nothing behind: the partial command is dropped.
+    CloseNow();
+    return;
+  }
+  server_.core().net_input_bytes.fetch_add(n, std::memory_order_relaxed);
+  state_->last_active_ms = NowMs();
+  if (direct) {
+    parser_.CommitDirect(n);
+    if (QueryLimitExceeded()) return;
+  } else {
+    wpos_ = n;
+  }
+  Process();
+}
+
+bool Connection::QueryLimitExceeded() {
+  if (parser_.buffered_bytes() <= Cfg().client_query_buffer_limit) return false;
+  Log(LogLevel::kNotice, "closing client id=" + std::to_string(state_->id) +
+                             " that reached the max query buffer length");
+  CloseNow();
+  return true;
+}
+
+void Connection::StartWrite() {
+  if (writing_ || closed_) return;
+  if (pending_out_ == 0) {
+    if (close_after_write_) CloseNow();
+    return;
+  }
+  size_t n = 0;
+  for (const resp::OutputQueue& q : out_) {
+    n += q.FillIov(iov_ + n, kMaxIov - n);
+    if (n == kMaxIov) break;
+  }
+  bufs_.clear();
+  for (size_t i = 0; i < n; ++i) bufs_.emplace_back(iov_[i].iov_base, iov_[i].iov_len);
+  writing_ = true;
+  socket_.async_write_some(bufs_, [self = shared_from_this()](const asio::error_code& ec,
+                                                              size_t written) {
+    self->OnWrite(ec, written);
+  });
+}
+
+void Connection::OnWrite(const asio::error_code& ec, size_t n) {
+  writing_ = false;
+  if (closed_) return;
+  if (ec) {
+    CloseNow();
+    return;
+  }
+  server_.core().net_output_bytes.fetch_add(n, std::memory_order_relaxed);
+  pending_out_ -= n;
+  state_->output_bytes = pending_out_;
+  while (n > 0) {
+    size_t take = std::min(n, out_.front().bytes());
+    out_.front().Consume(take);
+    n -= take;
+    if (out_.front().empty() && out_.size() > 1) out_.pop_front();
+  }
+  if (out_.size() == 1 && out_.front().empty()) out_.front().ReleaseSpare();
+  Process();
+}
+
+void Connection::CloseNow() {
+  if (closed_) return;
+  closed_ = true;
+  asio::error_code ignored;
+  socket_.shutdown(asio::socket_base::shutdown_both, ignored);
+  socket_.close(ignored);
+  out_.clear();
+  pending_out_ = 0;
+  server_.Remove(state_->id);
+}
+
+}  // namespace larder::server

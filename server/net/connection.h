@@ -1,0 +1,101 @@
+// Connection: one client socket (TCP or unix). Reads requests into the RequestParser (large
+// bulks straight into the argument's storage), executes them one at a time in order —
+// cheap ones on this io thread, engine-bound ones on the engine pool with the reply posted
+// back — and writes replies with scatter/gather I/O.
+//
+// Threading: every member function except Start() and Kill() runs on the connection's
+// io_context thread. While a command runs on the pool (busy_), the io thread touches neither
+// the parser nor the ClientState.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <asio.hpp>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "commands/context.h"
+#include "resp/reply_writer.h"
+#include "resp/request_parser.h"
+
+namespace larder::server {
+
+class Server;
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  using Socket = asio::generic::stream_protocol::socket;
+
+  Connection(Server& server, Socket socket, std::shared_ptr<ClientState> state,
+             resp::Limits limits);
+
+  // Begins serving (from any thread).
+  void Start();
+  // Closes the connection as soon as its io thread gets to it (from any thread).
+  void Kill();
+  // Shutdown (from any thread): execute nothing more, close once pending replies are written.
+  void Drain();
+  // Once a second (from any thread): closes the connection if it has been idle (no command
+  // in flight, no activity) for `timeout` seconds, or its pending output has stayed above the
+  // soft client-output-buffer-limit for the soft seconds.
+  void Cron(int64_t now_ms);
+
+  const ClientState& state() const { return *state_; }
+
+ private:
+  static constexpr size_t kReadBufferBytes = 64 * 1024;
+  // Stop executing new commands while this much reply data is waiting to be written.
+  static constexpr size_t kPauseOutputBytes = 64ull << 20;
+  // Replies smaller than this are copied into the current output block rather than queued.
+  static constexpr size_t kCopyReplyBytes = 64 * 1024;
+  static constexpr size_t kMaxIov = 64;
+  // A pool job also runs the pipelined requests already buffered behind its own, up to
+  // these bounds, saving two thread hops per request.
+  static constexpr size_t kMaxBatchCommands = 256;
+  static constexpr size_t kMaxBatchBytes = 4ull << 20;
+
+  void Process();
+  void Execute();
+  // On the pool: runs the parsed request, then the complete ones buffered in
+  // inbuf_[rpos, wpos); returns the new read position. Sets *close on a protocol error.
+  size_t RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close);
+  void AfterCommand();
+  // The configuration in force, cached per connection (refreshed after CONFIG SET).
+  const config::ServerConfig& Cfg();
+  // Moves q's bytes to the end of out_ (small replies are copied, so q keeps its block for
+  // reuse); leaves q empty.
+  void AppendOutput(resp::OutputQueue& q);
+  void StartRead();
+  void OnRead(const asio::error_code& ec, size_t n, bool direct);
+  bool QueryLimitExceeded();
+  void StartWrite();
+  void OnWrite(const asio::error_code& ec, size_t n);
+  void CloseNow();
+
+  Server& server_;
+  Socket socket_;
+  std::shared_ptr<ClientState> state_;
+  resp::RequestParser parser_;
+  resp::ReplyWriter w_;  // replies of inline commands, moved to out_ after each
+
+  std::vector<char> inbuf_;
+  size_t rpos_ = 0, wpos_ = 0;
+
+  std::deque<resp::OutputQueue> out_;  // pending replies, in order
+  size_t pending_out_ = 0;
+  struct iovec iov_[kMaxIov];
+  std::vector<asio::const_buffer> bufs_;
+
+  std::shared_ptr<const config::ServerConfig> cfg_;
+  uint64_t cfg_gen_ = ~0ull;
+  int64_t soft_since_ms_ = 0;  // when pending output went above the soft limit; 0 = below
+
+  bool reading_ = false;
+  bool writing_ = false;
+  bool busy_ = false;               // a command is running on the engine pool
+  bool close_after_write_ = false;  // protocol error / QUIT: close once replies are out
+  bool closed_ = false;
+};
+
+}  // namespace larder::server

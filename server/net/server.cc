@@ -1,0 +1,316 @@
+#include "net/server.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+
+#include "commands/util.h"
+#include "log.h"
+#include "net/connection.h"
+
+namespace larder::server {
+
+namespace {
+
+constexpr std::string_view kDenied =
+    "-DENIED Redis is running in protected mode because protected mode is enabled and no "
+    "password is set for the default user. In this mode connections are only accepted from "
+    "the loopback interface. If you want to connect from external computers to Redis you may "
+    "adopt one of the following solutions: 1) Just disable protected mode sending the command "
+    "'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from "
+    "the same host the server is running, however MAKE SURE Redis is not publicly accessible "
+    "from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) "
+    "Alternatively you can just disable the protected mode by editing the Redis configuration "
+    "file, and setting the protected mode option to 'no', and then restarting the server. 3) "
+    "If you started the server manually just for testing, restart it with the "
+    "'--protected-mode no' option. 4) Set up an authentication password for the default "
+    "user. NOTE: You only need to do one of the above things in order for the server to start "
+    "accepting connections from the outside.\r\n";
+
+std::string EndpointText(const asio::ip::tcp::endpoint& ep) {
+  std::string a = ep.address().to_string();
+  if (ep.address().is_v6()) a = "[" + a + "]";  // unambiguous (Redis omits the brackets)
+  return a + ":" + std::to_string(ep.port());
+}
+
+bool IsLoopback(const asio::ip::address& a) {
+  if (a.is_loopback()) return true;
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()).is_loopback();
+  }
+  return false;
+}
+
+// Writes a final error line and closes (admission refusals).
+void Refuse(asio::generic::stream_protocol::socket& socket, std::string_view line) {
+  asio::error_code ignored;
+  asio::write(socket, asio::buffer(line.data(), line.size()), ignored);
+  socket.close(ignored);
+}
+
+}  // namespace
+
+Server::Server(Core* core, const config::ServerConfig& cfg)
+    : core_(core), boot_cfg_(cfg), pool_(static_cast<size_t>(cfg.engine_threads)) {
+  for (int64_t i = 0; i < cfg.io_threads; ++i) {
+    ios_.push_back(std::make_unique<asio::io_context>(1));
+    guards_.push_back(asio::make_work_guard(*ios_.back()));
+  }
+}
+
+Server::~Server() {
+  if (!threads_.empty()) Stop();
+}
+
+std::optional<std::string> Server::Listen() {
+  asio::io_context& io = *ios_[0];
+  if (boot_cfg_.port != 0) {
+    for (const std::string& host : boot_cfg_.bind) {
+      asio::error_code ec;
+      asio::ip::address addr = asio::ip::make_address(host, ec);
+      if (ec) return "bind: invalid address '" + host + "'";
+      asio::ip::tcp::endpoint ep(addr, static_cast<uint16_t>(boot_cfg_.port));
+      auto acc = std::make_unique<asio::ip::tcp::acceptor>(io);
+      acc->open(ep.protocol(), ec);
+      if (!ec) acc->set_option(asio::socket_base::reuse_address(true), ec);
+      if (!ec && addr.is_v6()) acc->set_option(asio::ip::v6_only(true), ec);
+      if (!ec) acc->bind(ep, ec);
+      if (!ec) acc->listen(static_cast<int>(boot_cfg_.tcp_backlog), ec);
+      if (ec) {
+        return "could not listen on " + host + ":" + std::to_string(boot_cfg_.port) + ": " +
+               ec.message();
+      }
+      tcp_.push_back(std::move(acc));
+    }
+  }
+  if (!boot_cfg_.unixsocket.empty()) {
+    const std::string& path = boot_cfg_.unixsocket;
+    ::unlink(path.c_str());
+    asio::error_code ec;
+    auto acc = std::make_unique<asio::local::stream_protocol::acceptor>(io);
+    asio::local::stream_protocol::endpoint ep(path);
+    acc->open(ep.protocol(), ec);
+    if (!ec) acc->bind(ep, ec);
+    if (!ec) acc->listen(static_cast<int>(boot_cfg_.tcp_backlog), ec);
+    if (ec) return "could not listen on unix socket " + path + ": " + ec.message();
+    if (boot_cfg_.unixsocketperm != 0 &&
+        ::chmod(path.c_str(), static_cast<mode_t>(boot_cfg_.unixsocketperm)) != 0) {
+      return "could not chmod unix socket " + path;
+    }
+    unix_ = std::move(acc);
+  }
+  if (tcp_.empty() && !unix_) return "nothing to listen on: port is 0 and no unixsocket";
+  return std::nullopt;
+}
+
+void Server::Start() {
+  signals_ = std::make_unique<asio::signal_set>(*ios_[0], SIGINT, SIGTERM);
+  signals_->async_wait([this](const asio::error_code& ec, int sig) {
+    if (ec) return;
+    Log(LogLevel::kWarning, std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+                                " scheduling shutdown...");
+    RequestStop();
+  });
+  for (size_t i = 0; i < tcp_.size(); ++i) AcceptTcp(i);
+  if (unix_) AcceptUnix();
+  cron_ = std::make_unique<asio::steady_timer>(*ios_[0]);
+  ScheduleCron();
+  for (auto& io : ios_) {
+    threads_.emplace_back([ctx = io.get()] { ctx->run(); });
+  }
+}
+
+asio::io_context& Server::NextIo() {
+  return *ios_[next_io_.fetch_add(1, std::memory_order_relaxed) % ios_.size()];
+}
+
+void Server::AcceptTcp(size_t i) {
+  tcp_[i]->async_accept(NextIo(), [this, i](const asio::error_code& ec,
+                                            asio::ip::tcp::socket socket) {
+    if (stopping()) return;
+    if (!ec) {
+      asio::error_code e2;
+      socket.set_option(asio::ip::tcp::no_delay(true), e2);
+      int64_t keepalive = core_->cfg()->tcp_keepalive;
+      if (keepalive > 0) {
+        socket.set_option(asio::socket_base::keep_alive(true), e2);
+        int secs = static_cast<int>(keepalive);
+        ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof(secs));
+        int intvl = std::max(1, secs / 3);
+        ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+      }
+      auto remote = socket.remote_endpoint(e2);
+      auto local = socket.local_endpoint(e2);
+      auto cfg = core_->cfg();
+      bool denied = !e2 && cfg->protected_mode && cfg->requirepass.empty() &&
+                    !IsLoopback(remote.address());
+      asio::generic::stream_protocol::socket gs(std::move(socket));
+      if (e2) {
+        asio::error_code ignored;
+        gs.close(ignored);
+      } else if (denied) {
+        core_->rejected_connections.fetch_add(1);
+        Log(LogLevel::kWarning, "refused connection from " + EndpointText(remote) +
+                                    " (protected mode)");
+        Refuse(gs, kDenied);
+      } else {
+        Admit(std::move(gs), false, EndpointText(remote), EndpointText(local));
+      }
+    } else if (ec == asio::error::operation_aborted) {
+      return;
+    } else {
+      Log(LogLevel::kWarning, "accept: " + ec.message());
+    }
+    AcceptTcp(i);
+  });
+}
+
+void Server::AcceptUnix() {
+  unix_->async_accept(NextIo(), [this](const asio::error_code& ec,
+                                       asio::local::stream_protocol::socket socket) {
+    if (stopping()) return;
+    if (!ec) {
+      asio::generic::stream_protocol::socket gs(std::move(socket));
+      Admit(std::move(gs), true, boot_cfg_.unixsocket + ":0", boot_cfg_.unixsocket);
+    } else if (ec == asio::error::operation_aborted) {
+      return;
+    } else {
+      Log(LogLevel::kWarning, "accept: " + ec.message());
+    }
+    AcceptUnix();
+  });
+}
+
+void Server::Admit(asio::generic::stream_protocol::socket socket, bool is_unix,
+                   std::string addr, std::string laddr) {
+  auto cfg = core_->cfg();
+  if (Count() >= static_cast<size_t>(cfg->maxclients)) {
+    core_->rejected_connections.fetch_add(1);
+    Refuse(socket, "-ERR max number of clients reached\r\n");
+    return;
+  }
+  core_->total_connections.fetch_add(1);
+  auto state = std::make_shared<ClientState>();
+  state->id = core_->next_client_id.fetch_add(1);
+  state->addr = std::move(addr);
+  state->laddr = std::move(laddr);
+  state->fd = socket.native_handle();
+  state->unix_socket = is_unix;
+  state->created_ms = NowMs();
+  state->last_active_ms = state->created_ms;
+  state->authenticated = cfg->requirepass.empty();
+  resp::Limits limits;
+  limits.max_bulk_len = cfg->proto_max_bulk_len;
+  auto conn = std::make_shared<Connection>(*this, std::move(socket), state, limits);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    conns_[state->id] = conn;
+  }
+  Log(LogLevel::kVerbose, "accepted " + state->addr + " id=" + std::to_string(state->id));
+  conn->Start();
+}
+
+void Server::ScheduleCron() {
+  cron_->expires_after(std::chrono::seconds(1));
+  cron_->async_wait([this](const asio::error_code& ec) {
+    if (ec || stopping()) return;
+    int64_t now = NowMs();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [id, weak] : conns_) {
+        if (auto c = weak.lock()) c->Cron(now);
+      }
+    }
+    ScheduleCron();
+  });
+}
+
+void Server::RequestStop() {
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  stop_requested_ = true;
+  stop_cv_.notify_all();
+}
+
+void Server::WaitForStopRequest() {
+  std::unique_lock<std::mutex> lock(stop_mu_);
+  stop_cv_.wait(lock, [this] { return stop_requested_; });
+}
+
+void Server::Stop() {
+  if (threads_.empty()) return;
+  stopping_ = true;
+  // Stop accepting (on the acceptors' thread).
+  std::promise<void> closed;
+  asio::post(*ios_[0], [this, &closed] {
+    asio::error_code ignored;
+    for (auto& acc : tcp_) acc->close(ignored);
+    if (unix_) unix_->close(ignored);
+    if (cron_) cron_->cancel();
+    if (signals_) signals_->cancel(ignored);
+    closed.set_value();
+  });
+  closed.get_future().wait();
+  if (!boot_cfg_.unixsocket.empty()) ::unlink(boot_cfg_.unixsocket.c_str());
+  // Let commands in flight finish (their replies are still delivered), then close clients.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (inflight.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // Deliver the replies already produced (bounded), then close whoever is left.
+  {
+    std::vector<std::shared_ptr<Connection>> all;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [id, weak] : conns_) {
+        if (auto c = weak.lock()) all.push_back(std::move(c));
+      }
+    }
+    for (auto& c : all) c->Drain();
+  }
+  auto drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (Count() > 0 && std::chrono::steady_clock::now() < drain_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  Kill([](const ClientState&) { return true; });
+  pool_.join();
+  for (auto& g : guards_) g.reset();
+  for (auto& io : ios_) io->stop();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+size_t Server::Count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return conns_.size();
+}
+
+void Server::ForEach(const std::function<void(const ClientState&)>& fn) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, weak] : conns_) {
+    if (auto c = weak.lock()) fn(c->state());
+  }
+}
+
+size_t Server::Kill(const std::function<bool(const ClientState&)>& match) {
+  std::vector<std::shared_ptr<Connection>> victims;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, weak] : conns_) {
+      auto c = weak.lock();
+      if (c && match(c->state())) victims.push_back(std::move(c));
+    }
+  }
+  for (auto& c : victims) c->Kill();
+  return victims.size();
+}
+
+void Server::Remove(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  conns_.erase(id);
+}
+
+}  // namespace larder::server

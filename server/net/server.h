@@ -1,0 +1,80 @@
+// Server: listeners (TCP on every `bind` address, optional unix socket), `io-threads`
+// io_contexts serving connections round-robin, the `engine-threads` pool for blocking engine
+// calls, the client registry (maxclients, CLIENT LIST/KILL, idle timeout) and graceful stop.
+#pragma once
+
+#include <asio.hpp>
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "commands/context.h"
+
+namespace larder::server {
+
+class Connection;
+
+class Server : public ClientRegistry {
+ public:
+  Server(Core* core, const config::ServerConfig& cfg);
+  ~Server() override;
+
+  // Binds every listener; returns the error text (naming the address) on failure.
+  std::optional<std::string> Listen();
+  // Starts the io threads and accepting; handles SIGINT/SIGTERM by requesting a stop.
+  void Start();
+  // Blocks until a stop is requested (signal or SHUTDOWN).
+  void WaitForStopRequest();
+  void RequestStop();
+  // Graceful stop: stop accepting, let commands in flight finish, close clients, join threads.
+  void Stop();
+
+  // ClientRegistry.
+  size_t Count() const override;
+  void ForEach(const std::function<void(const ClientState&)>& fn) const override;
+  size_t Kill(const std::function<bool(const ClientState&)>& match) override;
+
+  // For connections.
+  Core& core() { return *core_; }
+  asio::thread_pool& pool() { return pool_; }
+  bool stopping() const { return stopping_.load(std::memory_order_relaxed); }
+  void Remove(uint64_t id);
+  std::atomic<int64_t> inflight{0};
+
+ private:
+  void AcceptTcp(size_t i);
+  void AcceptUnix();
+  // Admission checks, then registers and starts the connection.
+  void Admit(asio::generic::stream_protocol::socket socket, bool is_unix, std::string addr,
+             std::string laddr);
+  void ScheduleCron();
+  asio::io_context& NextIo();
+
+  Core* core_;
+  config::ServerConfig boot_cfg_;  // startup values (listeners, threads)
+  std::vector<std::unique_ptr<asio::io_context>> ios_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
+  std::vector<std::thread> threads_;
+  asio::thread_pool pool_;
+  std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> tcp_;
+  std::unique_ptr<asio::local::stream_protocol::acceptor> unix_;
+  std::unique_ptr<asio::steady_timer> cron_;
+  std::unique_ptr<asio::signal_set> signals_;
+  std::atomic<size_t> next_io_{0};
+  std::atomic<bool> stopping_{false};
+
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, std::weak_ptr<Connection>> conns_;
+
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_requested_ = false;
+};
+
+}  // namespace larder::server

@@ -1,0 +1,370 @@
+"""larder-server under bad input, limits, AUTH, protected mode and disk pressure."""
+import os
+import socket
+import subprocess
+import time
+import unittest
+
+from server_harness import ServerProcess, encode
+
+
+class BadInputTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = ServerProcess(["--proto-max-bulk-len", "4mb"]).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.cleanup()
+
+    def assertServerFine(self):
+        rc = self.srv.raw()
+        self.assertEqual(rc.call("PING"), b"+PONG\r\n")
+        rc.close()
+
+    def test_malformed_frame(self):
+        rc = self.srv.raw()
+        rc.send(b"*1\r\n$x\r\n")
+        self.assertEqual(rc.reply(), b"-ERR Protocol error: invalid bulk length\r\n")
+        self.assertTrue(rc.closed_by_server())
+        rc.close()
+        self.assertServerFine()
+
+    def test_bulk_over_limit(self):
+        rc = self.srv.raw()
+        rc.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n" % (5 << 20))
+        self.assertEqual(rc.reply(), b"-ERR Protocol error: invalid bulk length\r\n")
+        self.assertTrue(rc.closed_by_server())
+        rc.close()
+        self.assertServerFine()
+
+    def test_huge_header_then_disconnect(self):
+        srv = ServerProcess().start()  # default proto-max-bulk-len 512mb: header accepted
+        try:
+            other = srv.raw()
+            self.assertEqual(other.call("SET", "k", "v"), b"+OK\r\n")
+            rc = srv.raw()
+            rc.send(b"*3\r\n$3\r\nSET\r\n$4\r\nhuge\r\n$1000000000\r\n")
+            rc.send(b"x" * 1000)
+            time.sleep(0.2)
+            rc.close()
+            self.assertEqual(other.call("GET", "k"), b"$1\r\nv\r\n")
+            self.assertEqual(other.call("EXISTS", "huge"), b":0\r\n")
+            rc2 = srv.raw()  # the same over the 512mb limit is refused
+            rc2.send(b"*3\r\n$3\r\nSET\r\n$4\r\nhuge\r\n$1000000000\r\n")
+            self.assertTrue(rc2.reply().startswith(b"-ERR Protocol error"))
+            rc2.close()
+            other.close()
+        finally:
+            srv.cleanup()
+
+    def test_disconnect_mid_value(self):
+        rc = self.srv.raw()
+        rc.send(b"*3\r\n$3\r\nSET\r\n$4\r\nhalf\r\n$%d\r\n" % (3 << 20) + b"z" * (1 << 20))
+        time.sleep(0.1)
+        rc.close()
+        time.sleep(0.1)
+        rc = self.srv.raw()
+        self.assertEqual(rc.call("EXISTS", "half"), b":0\r\n")
+        rc.close()
+
+    def test_unknown_and_arity_keep_connection(self):
+        rc = self.srv.raw()
+        self.assertTrue(rc.call("NOPE").startswith(b"-ERR unknown command 'NOPE'"))
+        self.assertEqual(rc.call("EXPIRE", "k"),
+                         b"-ERR wrong number of arguments for 'expire' command\r\n")
+        self.assertEqual(rc.call("SET", "ttl", "v", "EX", "1.5"),
+                         b"-ERR value is not an integer or out of range\r\n")
+        self.assertEqual(rc.call("PING"), b"+PONG\r\n")
+        rc.close()
+
+    def test_pipelined_batch_with_protocol_switch_and_error(self):
+        rc = self.srv.raw()
+        rc.send(encode("SET", "pb", "1") + encode("GET", "pb") + encode("HELLO", "3") +
+                encode("GET", "pb-missing") + encode("EXISTS", "pb") + b"*1\r\n$x\r\n")
+        self.assertEqual(rc.reply(), b"+OK\r\n")
+        self.assertEqual(rc.reply(), b"$1\r\n1\r\n")
+        self.assertTrue(rc.reply().startswith(b"%7\r\n"))
+        self.assertEqual(rc.reply(), b"_\r\n")
+        self.assertEqual(rc.reply(), b":1\r\n")
+        self.assertEqual(rc.reply(), b"-ERR Protocol error: invalid bulk length\r\n")
+        self.assertTrue(rc.closed_by_server())
+        rc.close()
+
+    def test_inline_commands(self):
+        rc = self.srv.raw()
+        rc.send(b"PING\r\nSET inl \"a b\"\r\nGET inl\r\n")
+        self.assertEqual(rc.reply(), b"+PONG\r\n")
+        self.assertEqual(rc.reply(), b"+OK\r\n")
+        self.assertEqual(rc.reply(), b"$3\r\na b\r\n")
+        rc.close()
+
+
+class LimitsTest(unittest.TestCase):
+    def test_maxclients(self):
+        srv = ServerProcess(["--maxclients", "2"]).start()
+        try:
+            a, b = srv.raw(), srv.raw()
+            self.assertEqual(a.call("PING"), b"+PONG\r\n")
+            self.assertEqual(b.call("PING"), b"+PONG\r\n")
+            c = srv.raw()
+            self.assertEqual(c.reply(), b"-ERR max number of clients reached\r\n")
+            self.assertTrue(c.closed_by_server())
+            for x in (a, b, c):
+                x.close()
+        finally:
+            srv.cleanup()
+
+    def test_query_buffer_limit(self):
+        srv = ServerProcess(["--client-query-buffer-limit", "1mb"]).start()
+        try:
+            rc = srv.raw()
+            rc.send(b"*3\r\n$3\r\nSET\r\n$1\r\nq\r\n$%d\r\n" % (3 << 20))
+            try:
+                rc.send(b"q" * (2 << 20))
+            except OSError:
+                pass  # the server may close while we are still sending
+            self.assertTrue(rc.closed_by_server())
+            rc.close()
+            ok = srv.raw()
+            self.assertEqual(ok.call("EXISTS", "q"), b":0\r\n")
+            ok.close()
+        finally:
+            srv.cleanup()
+
+    def test_timeout_and_output_limit(self):
+        srv = ServerProcess().start()
+        try:
+            r = srv.client()
+            r.config_set("timeout", "1")
+            idle = srv.raw()
+            self.assertEqual(idle.call("PING"), b"+PONG\r\n")
+            self.assertTrue(idle.closed_by_server(timeout=5))
+            idle.close()
+            r = srv.client()  # reconnects
+            r.config_set("timeout", "0")
+            r.set("big", b"x" * (2 << 20))
+            r.execute_command("CONFIG", "SET", "client-output-buffer-limit", "normal 1mb 0 0")
+            rc = srv.raw()
+            rc.send(encode("GET", "big"))
+            self.assertTrue(rc.closed_by_server())
+            self.assertLess(len(rc.buf), 2 << 20)
+            rc.close()
+            r.set("huge", b"h" * (32 << 20))
+            r.execute_command("CONFIG", "SET", "client-output-buffer-limit", "normal 0 1mb 1")
+            slow = srv.raw()
+            slow.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+            slow.send(encode("GET", "huge"))
+            time.sleep(4)  # never reads: pending output stays above 1mb for > 1 s
+            self.assertTrue(slow.closed_by_server())
+            self.assertLess(len(slow.buf), 32 << 20)
+            slow.close()
+            r.execute_command("CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0")
+            self.assertEqual(len(r.get("big")), 2 << 20)
+            self.assertEqual(len(r.get("huge")), 32 << 20)
+            r.close()
+        finally:
+            srv.cleanup()
+
+
+class AuthTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = ServerProcess(["--requirepass", "s3cret"]).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.cleanup()
+
+    def test_noauth_wrongpass(self):
+        rc = self.srv.raw()
+        self.assertEqual(rc.call("GET", "k"), b"-NOAUTH Authentication required.\r\n")
+        self.assertEqual(rc.call("PING"), b"-NOAUTH Authentication required.\r\n")
+        self.assertEqual(rc.call("AUTH", "bad"),
+                         b"-WRONGPASS invalid username-password pair or user is disabled.\r\n")
+        self.assertEqual(rc.call("AUTH", "other", "s3cret"),
+                         b"-WRONGPASS invalid username-password pair or user is disabled.\r\n")
+        self.assertTrue(rc.call("HELLO", "3").startswith(b"-NOAUTH"))
+        self.assertEqual(rc.call("AUTH", "s3cret"), b"+OK\r\n")
+        self.assertEqual(rc.call("SET", "k", "v"), b"+OK\r\n")
+        rc.close()
+        rc = self.srv.raw()
+        self.assertEqual(rc.call("AUTH", "default", "s3cret"), b"+OK\r\n")
+        self.assertEqual(rc.call("GET", "k"), b"$1\r\nv\r\n")
+        rc.close()
+        rc = self.srv.raw()
+        self.assertTrue(rc.call("HELLO", "3", "AUTH", "default", "s3cret").startswith(b"%7"))
+        self.assertEqual(rc.call("GET", "k"), b"$1\r\nv\r\n")
+        rc.close()
+
+    def test_redis_py_password(self):
+        r = self.srv.client(password="s3cret")
+        self.assertTrue(r.set("py", "1"))
+        self.assertEqual(r.get("py"), b"1")
+        r.close()
+
+    def test_noauth_inside_multi(self):
+        rc = self.srv.raw()
+        self.assertEqual(rc.call("MULTI"), b"-NOAUTH Authentication required.\r\n")
+        rc.close()
+
+
+class ConcurrencyTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = ServerProcess(["--io-threads", "2", "--engine-threads", "4"]).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.cleanup()
+
+    def test_native_workers_in_parallel(self):
+        """8 connections, each a sequential SET/EXISTS/GET/DEL loop on 4 MiB values."""
+        import threading
+        errors = []
+
+        def worker(w):
+            try:
+                rc = self.srv.raw()
+                for i in range(6):
+                    key = "w%d:%d" % (w, i)
+                    value = bytes([w * 16 + i]) * (4 << 20)
+                    assert rc.call("SET", key, value) == b"+OK\r\n"
+                    assert rc.call("EXISTS", key) == b":1\r\n"
+                    assert rc.call("GET", key) == b"$%d\r\n" % len(value) + value + b"\r\n"
+                    assert rc.call("DEL", key) == b":1\r\n"
+                rc.close()
+            except Exception as e:  # noqa: BLE001 (reported below)
+                errors.append("worker %d: %r" % (w, e))
+
+        threads = [threading.Thread(target=worker, args=(w,)) for w in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        self.assertEqual(errors, [])
+
+    def test_150_clients(self):
+        import threading
+        import redis
+        errors = []
+        pool = redis.ConnectionPool(host="127.0.0.1", port=self.srv.port, max_connections=150)
+
+        def worker(w):
+            try:
+                r = redis.Redis(connection_pool=pool)
+                for i in range(10):
+                    r.set("c%d:%d" % (w, i), "v%d" % i)
+                    assert r.get("c%d:%d" % (w, i)) == b"v%d" % i
+                    assert r.exists("c%d:%d" % (w, i)) == 1
+            except Exception as e:  # noqa: BLE001
+                errors.append("client %d: %r" % (w, e))
+
+        threads = [threading.Thread(target=worker, args=(w,)) for w in range(150)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(errors, [])
+        rc = self.srv.raw()
+        clients = int(rc.call("INFO", "clients").split(b"connected_clients:")[1]
+                      .split(b"\r\n")[0])
+        rc.close()
+        self.assertGreater(clients, 10)
+        pool.disconnect()
+
+    def test_resp3_shapes(self):
+        rc = self.srv.raw()
+        rc.call("HELLO", "3")
+        rc.call("SET", "r3", "x")
+        self.assertEqual(rc.call("MGET", "r3", "r3-missing"), b"*2\r\n$1\r\nx\r\n_\r\n")
+        self.assertEqual(rc.call("MULTI"), b"+OK\r\n")
+        rc.call("GET", "r3-missing")
+        rc.call("EXISTS", "r3")
+        self.assertEqual(rc.call("EXEC"), b"*2\r\n_\r\n:1\r\n")
+        self.assertTrue(rc.call("INFO", "replication").startswith(b"="))
+        self.assertTrue(rc.call("COMMAND", "DOCS", "get").startswith(b"%1\r\n$3\r\nget\r\n%0"))
+        rc.close()
+
+
+def non_loopback_ip():
+    try:
+        out = subprocess.run(["hostname", "-I"], capture_output=True, timeout=5).stdout.split()
+    except OSError:
+        return None
+    for ip in out:
+        ip = ip.decode()
+        if "." in ip and not ip.startswith("127."):
+            return ip
+    return None
+
+
+class ProtectedModeTest(unittest.TestCase):
+    def test_denied_from_non_loopback(self):
+        ip = non_loopback_ip()
+        if ip is None:
+            self.skipTest("no non-loopback IPv4 address")
+        srv = ServerProcess(["--bind", "127.0.0.1", ip]).start()
+        try:
+            s = socket.create_connection((ip, srv.port), timeout=5)
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            s.close()
+            self.assertTrue(data.startswith(b"-DENIED Redis is running in protected mode"), data)
+            rc = srv.raw()  # loopback still fine
+            self.assertEqual(rc.call("PING"), b"+PONG\r\n")
+            rc.close()
+        finally:
+            srv.cleanup()
+
+
+class EvictionTest(unittest.TestCase):
+    def test_write_three_times_the_budget(self):
+        srv = ServerProcess(["--generation-bytes", "64mb"]).start()
+        try:
+            r = srv.client()
+            value_size = 8 << 20
+            n = (3 * (256 << 20)) // value_size
+            values = {}
+            for i in range(n):
+                v = (b"%06d" % i) * (value_size // 6) + b"x" * (value_size % 6)
+                values[i] = v
+                self.assertTrue(r.set("ev:%d" % i, v))
+                if i % 8 == 0 and i >= 8:
+                    r.get("ev:%d" % (i - 8))  # some reuse
+            present = 0
+            for i in range(n):
+                got = r.get("ev:%d" % i)
+                if got is not None:
+                    present += 1
+                    self.assertTrue(got == values[i], "ev:%d differs" % i)
+            self.assertGreater(present, 0)
+            self.assertLess(present, n)
+            info = r.info("larder")
+            self.assertGreater(info["evicted_keys"], 0)
+            self.assertLessEqual(info["disk_bytes"], (256 + 64 + 64) << 20)
+            r.close()
+        finally:
+            srv.cleanup()
+
+    def test_no_eviction_gives_oom(self):
+        srv = ServerProcess(["--eviction-policy", "none", "--max-disk-bytes", "128mb",
+                             "--generation-bytes", "64mb"]).start()
+        try:
+            rc = srv.raw()
+            v = b"y" * (8 << 20)
+            replies = [rc.call("SET", "oom:%d" % i, v) for i in range(40)]
+            self.assertIn(b"-OOM command not allowed when used memory > 'maxmemory'.\r\n",
+                          replies)
+            self.assertEqual(replies[0], b"+OK\r\n")
+            rc.close()
+        finally:
+            srv.cleanup()
+
+
+if __name__ == "__main__":
+    unittest.main()
