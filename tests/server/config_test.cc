@@ -100,9 +100,13 @@ TEST(OptionTableTest, RuntimeMutability) {
                            "unixsocketperm", "io-threads", "engine-threads", "databases"}) {
     EXPECT_FALSE(FindOption(name)->runtime_mutable) << name;
   }
-  for (const char* name : {"maxclients", "timeout", "requirepass", "eviction-policy",
-                           "max-disk-bytes", "loglevel", "client-output-buffer-limit"}) {
+  for (const char* name : {"maxclients", "timeout", "requirepass", "loglevel",
+                           "client-output-buffer-limit"}) {
     EXPECT_TRUE(FindOption(name)->runtime_mutable) << name;
+  }
+  // The engine fixes its budget and policy when it opens.
+  for (const char* name : {"max-disk-bytes", "eviction-policy", "max-reinsert-fraction"}) {
+    EXPECT_FALSE(FindOption(name)->runtime_mutable) << name;
   }
 }
 
@@ -342,8 +346,8 @@ TEST_F(ConfigTest, SetRefusesImmutableUnknownAndBadValues) {
             Failed("maxclients", "'0' is not an integer in [1, 1000000]"));
   EXPECT_EQ(c.Set("maxclients", "1 2"),
             Failed("maxclients", "'1 2' is not an integer in [1, 1000000]"));
-  EXPECT_EQ(c.Set("max-reinsert-fraction", "nan"),
-            Failed("max-reinsert-fraction", "'nan' is not a number in [0, 1]"));
+  EXPECT_EQ(c.Set("max-reinsert-fraction", "0.1"), Immutable("max-reinsert-fraction"));
+  EXPECT_EQ(c.Set("eviction-policy", "fifo"), Immutable("eviction-policy"));
   EXPECT_EQ(c.Set("requirepass", "a\r\nb"),
             Failed("requirepass", "password contains control characters"));
   EXPECT_EQ(c.Set("requirepass", std::string(513, 'x')),
@@ -356,12 +360,12 @@ TEST_F(ConfigTest, SetRefusesImmutableUnknownAndBadValues) {
 
   EXPECT_EQ(c.Set("requirepass", std::string(512, 'x')), std::nullopt);
   EXPECT_EQ(c.Set("MAXCLIENTS", "5"), std::nullopt);
-  EXPECT_EQ(c.Set("eviction-policy", "NONE"), std::nullopt);
-  EXPECT_EQ(c.Set("max-disk-bytes", "2gb"), std::nullopt);
+  EXPECT_EQ(c.Set("loglevel", "WARNING"), std::nullopt);
+  EXPECT_EQ(c.Set("proto-max-bulk-len", "2gb"), std::nullopt);
   EXPECT_EQ(c.Set("client-output-buffer-limit", " normal  1mb 2mb  3 "), std::nullopt);
   EXPECT_EQ(c.values().maxclients, 5);
-  EXPECT_EQ(c.values().eviction_policy, "none");
-  EXPECT_EQ(c.values().max_disk_bytes, 2ull << 30);
+  EXPECT_EQ(c.values().loglevel, "warning");
+  EXPECT_EQ(c.values().proto_max_bulk_len, 2ull << 30);
   EXPECT_EQ(c.values().client_output_buffer_limit.soft_bytes, 2u << 20);
   EXPECT_EQ(c.values().client_output_buffer_limit.soft_seconds, 3);
 }
@@ -459,11 +463,11 @@ TEST_F(ConfigTest, RewriteRoundTripKeepsCommentsAndOrder) {
                         {"timeout", "0"},  // the default, but in the file: stays in the file
                         {"tcp-keepalive", "60"},
                         {"requirepass", "p w"},
-                        {"max-disk-bytes", "100gb"},
                         {"loglevel", "warning"},
                         {"protected-mode", "yes"}}),  // default, not in the file: not added
             std::nullopt);
-  ASSERT_EQ(c.ApplyArgs({"--client-output-buffer-limit", "normal", "1048576", "0", "30"}),
+  ASSERT_EQ(c.ApplyArgs({"--client-output-buffer-limit", "normal", "1048576", "0", "30",
+                         "--max-disk-bytes", "100gb"}),
             std::nullopt);
   ASSERT_EQ(c.Rewrite(), std::nullopt);
   EXPECT_EQ(ReadAll(path),
@@ -494,8 +498,8 @@ TEST_F(ConfigTest, RewriteRoundTripKeepsCommentsAndOrder) {
   std::string once = ReadAll(path);
   ASSERT_EQ(c.Rewrite(), std::nullopt);
   EXPECT_EQ(ReadAll(path), once);
-  ASSERT_EQ(c.Set(Pairs{{"tcp-keepalive", "300"}, {"max-reinsert-fraction", "0.25"}}),
-            std::nullopt);
+  ASSERT_EQ(c.Set(Pairs{{"tcp-keepalive", "300"}}), std::nullopt);
+  ASSERT_EQ(c.ApplyArgs({"--max-reinsert-fraction", "0.25"}), std::nullopt);
   ASSERT_EQ(c.Rewrite(), std::nullopt);
   std::string twice = ReadAll(path);
   EXPECT_NE(twice.find("tcp-keepalive 300\n"), std::string::npos);
