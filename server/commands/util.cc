@@ -6,40 +6,6 @@
 
 namespace larder::server {
 
-bool ParseInt64(std::string_view s, int64_t* out) {
-  if (s.empty() || s.size() > 20) return false;
-  size_t i = 0;
-  bool neg = false;
-  if (s[0] == '-') {
-    neg = true;
-    i = 1;
-    if (s.size() == 1) return false;
-  }
-  if (s[i] == '0') {
-    if (s.size() == 1) {
-      *out = 0;
-      return true;
-    }
-    return false;
-  }
-  uint64_t v = 0;
-  for (; i < s.size(); ++i) {
-    char c = s[i];
-    if (c < '0' || c > '9') return false;
-    uint64_t d = static_cast<uint64_t>(c - '0');
-    if (v > (UINT64_MAX - d) / 10) return false;
-    v = v * 10 + d;
-  }
-  if (neg) {
-    if (v > static_cast<uint64_t>(INT64_MAX) + 1) return false;
-    *out = v == static_cast<uint64_t>(INT64_MAX) + 1 ? INT64_MIN : -static_cast<int64_t>(v);
-  } else {
-    if (v > static_cast<uint64_t>(INT64_MAX)) return false;
-    *out = static_cast<int64_t>(v);
-  }
-  return true;
-}
-
 bool ArgInt64(Ctx& ctx, std::string_view s, int64_t* out) {
   if (ParseInt64(s, out)) return true;
   ctx.w.Error(kErrNotInt);

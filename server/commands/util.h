@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "commands/context.h"
+#include "resp/request_parser.h"
 
 namespace larder::server {
 
@@ -16,9 +17,7 @@ inline constexpr std::string_view kErrNotInt = "ERR value is not an integer or o
 inline constexpr std::string_view kErrOom =
     "OOM command not allowed when used memory > 'maxmemory'.";
 
-// Parses a decimal int64 like Redis's string2ll: optional '-', no '+', no spaces, no leading
-// zeros (except "0"), no overflow.
-bool ParseInt64(std::string_view s, int64_t* out);
+using resp::ParseInt64;  // Redis's string2ll, shared with the protocol parser
 // Parses like ParseInt64 and replies kErrNotInt on failure.
 bool ArgInt64(Ctx& ctx, std::string_view s, int64_t* out);
 

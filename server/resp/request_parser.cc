@@ -22,8 +22,20 @@ constexpr size_t kLineRetain = 4096;       // largest line buffer kept by Reset
 constexpr uint64_t kGrowthFactor = 8;      // big-bulk growth step
 constexpr uint64_t kFinalJumpFactor = 16;  // grow straight to the declared length within this
 
-// Redis's string2ll: optional '-', then "0" or a digit 1-9 followed by digits; no '+', no
-// leading zeros, no "-0", no blanks; must fit int64.
+// isspace() in the C locale.
+bool IsBlank(unsigned char c) {
+  return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+int HexValue(unsigned char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
 bool ParseInt64(std::string_view s, int64_t* out) {
   if (s.size() == 1 && s[0] == '0') {
     *out = 0;
@@ -49,20 +61,6 @@ bool ParseInt64(std::string_view s, int64_t* out) {
   }
   return true;
 }
-
-// isspace() in the C locale.
-bool IsBlank(unsigned char c) {
-  return c == ' ' || (c >= '\t' && c <= '\r');
-}
-
-int HexValue(unsigned char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-}  // namespace
 
 RequestParser::RequestParser(Limits limits) : limits_(limits) {}
 

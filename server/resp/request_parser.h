@@ -54,6 +54,11 @@ struct Limits {
 //                                                       parser.CommitDirect(n); continue; }
 //     n = recv(fd, buf, ...); feed buf[0..n) until consumed, handling each kComplete.
 //   }
+// Redis's string2ll, used for protocol counts and for integer arguments alike: an optional
+// '-', then "0" or a digit 1-9 followed by digits; no '+', no leading zeros, no "-0", no
+// blanks; must fit in int64.
+bool ParseInt64(std::string_view s, int64_t* out);
+
 class RequestParser {
  public:
   enum class State { kNeedMore, kComplete, kError };
