@@ -22,7 +22,9 @@ LogLevel ParseLogLevel(std::string_view name) {
   return LogLevel::kNotice;
 }
 
-void SetLogLevel(LogLevel level) { g_level.store(static_cast<int>(level)); }
+void SetLogLevel(LogLevel level) {
+  g_level.store(static_cast<int>(level));
+}
 
 bool SetLogFile(const std::string& path) {
   if (path.empty()) return true;
@@ -47,8 +49,7 @@ void Log(LogLevel level, std::string_view message) {
   std::lock_guard<std::mutex> lock(g_mu);
   FILE* out = g_file != nullptr ? g_file : stderr;
   std::fprintf(out, "%d:M %s %c %.*s\n", static_cast<int>(getpid()), when,
-               kMarks[static_cast<int>(level)], static_cast<int>(message.size()),
-               message.data());
+               kMarks[static_cast<int>(level)], static_cast<int>(message.size()), message.data());
   std::fflush(out);
 }
 

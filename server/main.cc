@@ -42,11 +42,11 @@ larder::Options EngineOptions(const larder::config::ServerConfig& c) {
 // use, so they need no hook. The engine's budget and policy are fixed while it is open, so
 // the option table marks them startup-only (CONFIG SET answers "can't set immutable config").
 void RegisterApplyHooks(larder::config::Config* config) {
-  config->SetApplyFn("loglevel", [](const larder::config::ServerConfig& c)
-                                     -> std::optional<std::string> {
-    larder::server::SetLogLevel(larder::server::ParseLogLevel(c.loglevel));
-    return std::nullopt;
-  });
+  config->SetApplyFn("loglevel",
+                     [](const larder::config::ServerConfig& c) -> std::optional<std::string> {
+                       larder::server::SetLogLevel(larder::server::ParseLogLevel(c.loglevel));
+                       return std::nullopt;
+                     });
 }
 
 }  // namespace
@@ -88,13 +88,13 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   std::string where = config.file_path().empty() ? std::string(", no config file")
                                                  : ", config " + config.file_path();
-  Log(LogLevel::kNotice, std::string("Larder ") + LARDER_VERSION + " starting, pid=" +
-                             std::to_string(getpid()) + where);
+  Log(LogLevel::kNotice, std::string("Larder ") + LARDER_VERSION +
+                             " starting, pid=" + std::to_string(getpid()) + where);
 
   auto opened = larder::Store::Open(EngineOptions(cfg), cfg.dir);
   if (!opened.ok()) {
-    Log(LogLevel::kWarning, "can't open the store in " + cfg.dir + ": " +
-                                opened.status().ToString());
+    Log(LogLevel::kWarning,
+        "can't open the store in " + cfg.dir + ": " + opened.status().ToString());
     return 1;
   }
   std::unique_ptr<larder::Store> store = std::move(opened.value());

@@ -46,25 +46,72 @@ inline bool ArityOk(const CommandSpec& spec, size_t argc) {
 // Handlers, one file per family.
 namespace cmd {
 // connection_cmds.cc
-void Ping(Ctx&); void Echo(Ctx&); void Hello(Ctx&); void Auth(Ctx&); void Select(Ctx&);
-void Quit(Ctx&); void Reset(Ctx&); void Client(Ctx&);
+void Ping(Ctx&);
+void Echo(Ctx&);
+void Hello(Ctx&);
+void Auth(Ctx&);
+void Select(Ctx&);
+void Quit(Ctx&);
+void Reset(Ctx&);
+void Client(Ctx&);
 // string_cmds.cc
-void Get(Ctx&); void Set(Ctx&); void SetNx(Ctx&); void SetEx(Ctx&); void PSetEx(Ctx&);
-void GetEx(Ctx&); void GetDel(Ctx&); void MGet(Ctx&); void MSet(Ctx&); void MSetNx(Ctx&);
-void StrLen(Ctx&); void GetRange(Ctx&); void Append(Ctx&); void SetRange(Ctx&);
-void Incr(Ctx&); void Decr(Ctx&); void IncrBy(Ctx&); void DecrBy(Ctx&);
+void Get(Ctx&);
+void Set(Ctx&);
+void SetNx(Ctx&);
+void SetEx(Ctx&);
+void PSetEx(Ctx&);
+void GetEx(Ctx&);
+void GetDel(Ctx&);
+void MGet(Ctx&);
+void MSet(Ctx&);
+void MSetNx(Ctx&);
+void StrLen(Ctx&);
+void GetRange(Ctx&);
+void Append(Ctx&);
+void SetRange(Ctx&);
+void Incr(Ctx&);
+void Decr(Ctx&);
+void IncrBy(Ctx&);
+void DecrBy(Ctx&);
 // key_cmds.cc
-void Del(Ctx&); void Exists(Ctx&); void Type(Ctx&); void Expire(Ctx&); void PExpire(Ctx&);
-void ExpireAt(Ctx&); void PExpireAt(Ctx&); void Ttl(Ctx&); void PTtl(Ctx&);
-void ExpireTime(Ctx&); void PExpireTime(Ctx&); void Persist(Ctx&); void Touch(Ctx&);
-void Scan(Ctx&); void Keys(Ctx&); void RandomKey(Ctx&); void Rename(Ctx&); void RenameNx(Ctx&);
-void Object(Ctx&); void Memory(Ctx&);
+void Del(Ctx&);
+void Exists(Ctx&);
+void Type(Ctx&);
+void Expire(Ctx&);
+void PExpire(Ctx&);
+void ExpireAt(Ctx&);
+void PExpireAt(Ctx&);
+void Ttl(Ctx&);
+void PTtl(Ctx&);
+void ExpireTime(Ctx&);
+void PExpireTime(Ctx&);
+void Persist(Ctx&);
+void Touch(Ctx&);
+void Scan(Ctx&);
+void Keys(Ctx&);
+void RandomKey(Ctx&);
+void Rename(Ctx&);
+void RenameNx(Ctx&);
+void Object(Ctx&);
+void Memory(Ctx&);
 // server_cmds.cc
-void Info(Ctx&); void Config(Ctx&); void DbSize(Ctx&); void FlushAll(Ctx&); void Time(Ctx&);
-void LastSave(Ctx&); void Save(Ctx&); void BgSave(Ctx&); void Shutdown(Ctx&); void Wait(Ctx&);
+void Info(Ctx&);
+void Config(Ctx&);
+void DbSize(Ctx&);
+void FlushAll(Ctx&);
+void Time(Ctx&);
+void LastSave(Ctx&);
+void Save(Ctx&);
+void BgSave(Ctx&);
+void Shutdown(Ctx&);
+void Wait(Ctx&);
 void Command(Ctx&);
 // transaction_cmds.cc
-void Multi(Ctx&); void Exec(Ctx&); void Discard(Ctx&); void Watch(Ctx&); void Unwatch(Ctx&);
+void Multi(Ctx&);
+void Exec(Ctx&);
+void Discard(Ctx&);
+void Watch(Ctx&);
+void Unwatch(Ctx&);
 // larder_cmds.cc
 void LarderPrefix(Ctx&);
 }  // namespace cmd

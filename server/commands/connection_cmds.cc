@@ -24,10 +24,10 @@ std::string ClientInfoLine(const ClientState& c, int64_t now_ms) {
          " idle=" + std::to_string(idle < 0 ? 0 : idle) + " flags=" + flags +
          " db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0"
          " rbp=0 obl=0 oll=0 omem=" +
-         std::to_string(c.output_bytes.load()) + " tot-mem=0 events=r cmd=" +
-         (last.empty() ? "NULL" : last) + " user=default redir=-1 resp=" +
-         std::to_string(c.resp.load()) + " lib-name=" + lib_name + " lib-ver=" + lib_ver +
-         "\n";
+         std::to_string(c.output_bytes.load()) +
+         " tot-mem=0 events=r cmd=" + (last.empty() ? "NULL" : last) +
+         " user=default redir=-1 resp=" + std::to_string(c.resp.load()) + " lib-name=" + lib_name +
+         " lib-ver=" + lib_ver + "\n";
 }
 
 namespace cmd {
@@ -65,7 +65,9 @@ void Ping(Ctx& ctx) {
   ctx.w.SimpleString("PONG");
 }
 
-void Echo(Ctx& ctx) { ctx.w.BulkString(ctx.argv[1]); }
+void Echo(Ctx& ctx) {
+  ctx.w.BulkString(ctx.argv[1]);
+}
 
 void Hello(Ctx& ctx) {
   int64_t proto = ctx.client.resp;
@@ -243,11 +245,10 @@ void Client(Ctx& ctx) {
   }
   if (sub == "help") {
     ctx.w.ArrayHeader(1);
-    return ctx.w.SimpleString(
-        "CLIENT ID|SETNAME|GETNAME|SETINFO|INFO|LIST|KILL|NO-EVICT|NO-TOUCH");
+    return ctx.w.SimpleString("CLIENT ID|SETNAME|GETNAME|SETINFO|INFO|LIST|KILL|NO-EVICT|NO-TOUCH");
   }
-  if (sub == "id" || sub == "setname" || sub == "getname" || sub == "setinfo" ||
-      sub == "info" || sub == "kill" || sub == "no-evict" || sub == "no-touch") {
+  if (sub == "id" || sub == "setname" || sub == "getname" || sub == "setinfo" || sub == "info" ||
+      sub == "kill" || sub == "no-evict" || sub == "no-touch") {
     return ReplyArity(ctx, "client|" + sub);
   }
   ReplyUnknownSub(ctx, ctx.argv[1], "CLIENT");

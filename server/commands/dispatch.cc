@@ -17,8 +17,7 @@ std::string UnknownCommandError(const std::vector<std::string>& argv) {
     size_t room = 128 - args.size();
     args += "'" + argv[i].substr(0, room) + "' ";
   }
-  return "ERR unknown command '" + argv[0].substr(0, 128) + "', with args beginning with: " +
-         args;
+  return "ERR unknown command '" + argv[0].substr(0, 128) + "', with args beginning with: " + args;
 }
 
 }  // namespace

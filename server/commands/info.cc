@@ -41,9 +41,8 @@ uint64_t RssBytes() {
 }  // namespace
 
 void Info(Ctx& ctx) {
-  static const std::vector<std::string> kDefault = {"server",      "clients", "memory",
-                                                    "persistence", "stats",   "replication",
-                                                    "keyspace",    "larder"};
+  static const std::vector<std::string> kDefault = {
+      "server", "clients", "memory", "persistence", "stats", "replication", "keyspace", "larder"};
   std::set<std::string> want;
   for (size_t i = 1; i < ctx.argc(); ++i) {
     std::string s = ToLower(ctx.argv[i]);

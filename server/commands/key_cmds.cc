@@ -22,11 +22,16 @@ void GenericExpire(Ctx& ctx, int64_t unit_ms, bool absolute, std::string_view na
   bool nx = false, xx = false, gt = false, lt = false;
   for (size_t i = 3; i < ctx.argc(); ++i) {
     std::string opt = ToLower(ctx.argv[i]);
-    if (opt == "nx") nx = true;
-    else if (opt == "xx") xx = true;
-    else if (opt == "gt") gt = true;
-    else if (opt == "lt") lt = true;
-    else return ctx.w.Error("ERR Unsupported option " + ctx.argv[i]);
+    if (opt == "nx")
+      nx = true;
+    else if (opt == "xx")
+      xx = true;
+    else if (opt == "gt")
+      gt = true;
+    else if (opt == "lt")
+      lt = true;
+    else
+      return ctx.w.Error("ERR Unsupported option " + ctx.argv[i]);
   }
   if (nx && (xx || gt || lt)) {
     return ctx.w.Error("ERR NX and XX, GT or LT options at the same time are not compatible");
@@ -118,16 +123,34 @@ void Exists(Ctx& ctx) {
   ctx.w.Integer(static_cast<int64_t>(ctx.store().Exists(KeysFrom(ctx, 1))));
 }
 
-void Type(Ctx& ctx) { ctx.w.SimpleString(ctx.store().Contains(ctx.argv[1]) ? "string" : "none"); }
+void Type(Ctx& ctx) {
+  ctx.w.SimpleString(ctx.store().Contains(ctx.argv[1]) ? "string" : "none");
+}
 
-void Expire(Ctx& ctx) { GenericExpire(ctx, 1000, false, "expire"); }
-void PExpire(Ctx& ctx) { GenericExpire(ctx, 1, false, "pexpire"); }
-void ExpireAt(Ctx& ctx) { GenericExpire(ctx, 1000, true, "expireat"); }
-void PExpireAt(Ctx& ctx) { GenericExpire(ctx, 1, true, "pexpireat"); }
-void Ttl(Ctx& ctx) { GenericTtl(ctx, false); }
-void PTtl(Ctx& ctx) { GenericTtl(ctx, true); }
-void ExpireTime(Ctx& ctx) { GenericExpireTime(ctx, false); }
-void PExpireTime(Ctx& ctx) { GenericExpireTime(ctx, true); }
+void Expire(Ctx& ctx) {
+  GenericExpire(ctx, 1000, false, "expire");
+}
+void PExpire(Ctx& ctx) {
+  GenericExpire(ctx, 1, false, "pexpire");
+}
+void ExpireAt(Ctx& ctx) {
+  GenericExpire(ctx, 1000, true, "expireat");
+}
+void PExpireAt(Ctx& ctx) {
+  GenericExpire(ctx, 1, true, "pexpireat");
+}
+void Ttl(Ctx& ctx) {
+  GenericTtl(ctx, false);
+}
+void PTtl(Ctx& ctx) {
+  GenericTtl(ctx, true);
+}
+void ExpireTime(Ctx& ctx) {
+  GenericExpireTime(ctx, false);
+}
+void PExpireTime(Ctx& ctx) {
+  GenericExpireTime(ctx, true);
+}
 
 void Persist(Ctx& ctx) {
   auto info = ctx.store().Info(ctx.argv[1]);
@@ -194,8 +217,12 @@ void RandomKey(Ctx& ctx) {
   ctx.w.BulkString(page.keys[rng() % page.keys.size()]);
 }
 
-void Rename(Ctx& ctx) { GenericRename(ctx, false); }
-void RenameNx(Ctx& ctx) { GenericRename(ctx, true); }
+void Rename(Ctx& ctx) {
+  GenericRename(ctx, false);
+}
+void RenameNx(Ctx& ctx) {
+  GenericRename(ctx, true);
+}
 
 // OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT key
 void Object(Ctx& ctx) {

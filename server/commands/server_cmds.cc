@@ -86,13 +86,14 @@ void Config(Ctx& ctx) {
   ReplyUnknownSub(ctx, ctx.argv[1], "CONFIG");
 }
 
-void DbSize(Ctx& ctx) { ctx.w.Integer(static_cast<int64_t>(ctx.store().GetStats().keys)); }
+void DbSize(Ctx& ctx) {
+  ctx.w.Integer(static_cast<int64_t>(ctx.store().GetStats().keys));
+}
 
 // FLUSHDB / FLUSHALL [ASYNC|SYNC]
 void FlushAll(Ctx& ctx) {
-  if (ctx.argc() > 2 ||
-      (ctx.argc() == 2 && !EqualsNoCase(ctx.argv[1], "async") &&
-       !EqualsNoCase(ctx.argv[1], "sync"))) {
+  if (ctx.argc() > 2 || (ctx.argc() == 2 && !EqualsNoCase(ctx.argv[1], "async") &&
+                         !EqualsNoCase(ctx.argv[1], "sync"))) {
     return ctx.w.Error(kErrSyntax);
   }
   Status s = ctx.store().Clear();
@@ -108,7 +109,9 @@ void Time(Ctx& ctx) {
   ctx.w.BulkString(std::to_string(tv.tv_usec));
 }
 
-void LastSave(Ctx& ctx) { ctx.w.Integer(ctx.core.lastsave_s.load()); }
+void LastSave(Ctx& ctx) {
+  ctx.w.Integer(ctx.core.lastsave_s.load());
+}
 
 void Save(Ctx& ctx) {
   Status s = ctx.store().Flush();

@@ -124,8 +124,12 @@ static void SetWithExpire(Ctx& ctx, int64_t unit, std::string_view name) {
   ctx.w.SimpleString("OK");
 }
 
-void SetEx(Ctx& ctx) { SetWithExpire(ctx, 1000, "setex"); }
-void PSetEx(Ctx& ctx) { SetWithExpire(ctx, 1, "psetex"); }
+void SetEx(Ctx& ctx) {
+  SetWithExpire(ctx, 1000, "setex");
+}
+void PSetEx(Ctx& ctx) {
+  SetWithExpire(ctx, 1, "psetex");
+}
 
 // GETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST]
 void GetEx(Ctx& ctx) {
@@ -135,8 +139,7 @@ void GetEx(Ctx& ctx) {
     bool more = i + 1 < ctx.argc();
     if (opt == "persist" && at == -1) {
       at = 0;
-    } else if ((opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && more &&
-               at == -1) {
+    } else if ((opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && more && at == -1) {
       int64_t unit = (opt == "ex" || opt == "exat") ? 1000 : 1;
       bool absolute = opt == "exat" || opt == "pxat";
       if (!ParseExpire(ctx, ctx.argv[++i], unit, absolute, "getex", &at)) return;
@@ -219,8 +222,8 @@ void GetRange(Ctx& ctx) {
   if (end < 0) end = 0;
   if (end >= len) end = len - 1;
   if (len == 0 || start > end) return ctx.w.BulkString("");
-  ctx.w.BulkString(r->view().substr(static_cast<size_t>(start),
-                                    static_cast<size_t>(end - start + 1)));
+  ctx.w.BulkString(
+      r->view().substr(static_cast<size_t>(start), static_cast<size_t>(end - start + 1)));
 }
 
 void Append(Ctx& ctx) {
@@ -257,8 +260,12 @@ void SetRange(Ctx& ctx) {
   ctx.w.Integer(static_cast<int64_t>(cur.size()));
 }
 
-void Incr(Ctx& ctx) { IncrDecr(ctx, 1); }
-void Decr(Ctx& ctx) { IncrDecr(ctx, -1); }
+void Incr(Ctx& ctx) {
+  IncrDecr(ctx, 1);
+}
+void Decr(Ctx& ctx) {
+  IncrDecr(ctx, -1);
+}
 
 void IncrBy(Ctx& ctx) {
   int64_t d;

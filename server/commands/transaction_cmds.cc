@@ -55,7 +55,9 @@ void Watch(Ctx& ctx) {
   ctx.w.Error("ERR WATCH is not supported by Larder (EXEC is atomic; there are no key versions)");
 }
 
-void Unwatch(Ctx& ctx) { ctx.w.SimpleString("OK"); }
+void Unwatch(Ctx& ctx) {
+  ctx.w.SimpleString("OK");
+}
 
 }  // namespace cmd
 }  // namespace larder::server

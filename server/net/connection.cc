@@ -193,17 +193,15 @@ void Connection::StartRead() {
   auto self = shared_from_this();
   std::span<char> direct = parser_.DirectBuffer();
   if (!direct.empty()) {
-    socket_.async_read_some(asio::buffer(direct.data(), direct.size()),
-                            [self](const asio::error_code& ec, size_t n) {
-                              self->OnRead(ec, n, true);
-                            });
+    socket_.async_read_some(
+        asio::buffer(direct.data(), direct.size()),
+        [self](const asio::error_code& ec, size_t n) { self->OnRead(ec, n, true); });
     return;
   }
   rpos_ = wpos_ = 0;
-  socket_.async_read_some(asio::buffer(inbuf_.data(), inbuf_.size()),
-                          [self](const asio::error_code& ec, size_t n) {
-                            self->OnRead(ec, n, false);
-                          });
+  socket_.async_read_some(
+      asio::buffer(inbuf_.data(), inbuf_.size()),
+      [self](const asio::error_code& ec, size_t n) { self->OnRead(ec, n, false); });
 }
 
 void Connection::OnRead(const asio::error_code& ec, size_t n, bool direct) {
@@ -247,10 +245,10 @@ void Connection::StartWrite() {
   bufs_.clear();
   for (size_t i = 0; i < n; ++i) bufs_.emplace_back(iov_[i].iov_base, iov_[i].iov_len);
   writing_ = true;
-  socket_.async_write_some(bufs_, [self = shared_from_this()](const asio::error_code& ec,
-                                                              size_t written) {
-    self->OnWrite(ec, written);
-  });
+  socket_.async_write_some(bufs_,
+                           [self = shared_from_this()](const asio::error_code& ec, size_t written) {
+                             self->OnWrite(ec, written);
+                           });
 }
 
 void Connection::OnWrite(const asio::error_code& ec, size_t n) {

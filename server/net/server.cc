@@ -129,64 +129,64 @@ asio::io_context& Server::NextIo() {
 }
 
 void Server::AcceptTcp(size_t i) {
-  tcp_[i]->async_accept(NextIo(), [this, i](const asio::error_code& ec,
-                                            asio::ip::tcp::socket socket) {
-    if (stopping()) return;
-    if (!ec) {
-      asio::error_code e2;
-      socket.set_option(asio::ip::tcp::no_delay(true), e2);
-      int64_t keepalive = core_->cfg()->tcp_keepalive;
-      if (keepalive > 0) {
-        socket.set_option(asio::socket_base::keep_alive(true), e2);
-        int secs = static_cast<int>(keepalive);
-        ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof(secs));
-        int intvl = std::max(1, secs / 3);
-        ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-      }
-      auto remote = socket.remote_endpoint(e2);
-      auto local = socket.local_endpoint(e2);
-      auto cfg = core_->cfg();
-      bool denied = !e2 && cfg->protected_mode && cfg->requirepass.empty() &&
-                    !IsLoopback(remote.address());
-      asio::generic::stream_protocol::socket gs(std::move(socket));
-      if (e2) {
-        asio::error_code ignored;
-        gs.close(ignored);
-      } else if (denied) {
-        core_->rejected_connections.fetch_add(1);
-        Log(LogLevel::kWarning, "refused connection from " + EndpointText(remote) +
-                                    " (protected mode)");
-        Refuse(gs, kDenied);
-      } else {
-        Admit(std::move(gs), false, EndpointText(remote), EndpointText(local));
-      }
-    } else if (ec == asio::error::operation_aborted) {
-      return;
-    } else {
-      Log(LogLevel::kWarning, "accept: " + ec.message());
-    }
-    AcceptTcp(i);
-  });
+  tcp_[i]->async_accept(
+      NextIo(), [this, i](const asio::error_code& ec, asio::ip::tcp::socket socket) {
+        if (stopping()) return;
+        if (!ec) {
+          asio::error_code e2;
+          socket.set_option(asio::ip::tcp::no_delay(true), e2);
+          int64_t keepalive = core_->cfg()->tcp_keepalive;
+          if (keepalive > 0) {
+            socket.set_option(asio::socket_base::keep_alive(true), e2);
+            int secs = static_cast<int>(keepalive);
+            ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof(secs));
+            int intvl = std::max(1, secs / 3);
+            ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+          }
+          auto remote = socket.remote_endpoint(e2);
+          auto local = socket.local_endpoint(e2);
+          auto cfg = core_->cfg();
+          bool denied = !e2 && cfg->protected_mode && cfg->requirepass.empty() &&
+                        !IsLoopback(remote.address());
+          asio::generic::stream_protocol::socket gs(std::move(socket));
+          if (e2) {
+            asio::error_code ignored;
+            gs.close(ignored);
+          } else if (denied) {
+            core_->rejected_connections.fetch_add(1);
+            Log(LogLevel::kWarning,
+                "refused connection from " + EndpointText(remote) + " (protected mode)");
+            Refuse(gs, kDenied);
+          } else {
+            Admit(std::move(gs), false, EndpointText(remote), EndpointText(local));
+          }
+        } else if (ec == asio::error::operation_aborted) {
+          return;
+        } else {
+          Log(LogLevel::kWarning, "accept: " + ec.message());
+        }
+        AcceptTcp(i);
+      });
 }
 
 void Server::AcceptUnix() {
-  unix_->async_accept(NextIo(), [this](const asio::error_code& ec,
-                                       asio::local::stream_protocol::socket socket) {
-    if (stopping()) return;
-    if (!ec) {
-      asio::generic::stream_protocol::socket gs(std::move(socket));
-      Admit(std::move(gs), true, boot_cfg_.unixsocket + ":0", boot_cfg_.unixsocket);
-    } else if (ec == asio::error::operation_aborted) {
-      return;
-    } else {
-      Log(LogLevel::kWarning, "accept: " + ec.message());
-    }
-    AcceptUnix();
-  });
+  unix_->async_accept(
+      NextIo(), [this](const asio::error_code& ec, asio::local::stream_protocol::socket socket) {
+        if (stopping()) return;
+        if (!ec) {
+          asio::generic::stream_protocol::socket gs(std::move(socket));
+          Admit(std::move(gs), true, boot_cfg_.unixsocket + ":0", boot_cfg_.unixsocket);
+        } else if (ec == asio::error::operation_aborted) {
+          return;
+        } else {
+          Log(LogLevel::kWarning, "accept: " + ec.message());
+        }
+        AcceptUnix();
+      });
 }
 
-void Server::Admit(asio::generic::stream_protocol::socket socket, bool is_unix,
-                   std::string addr, std::string laddr) {
+void Server::Admit(asio::generic::stream_protocol::socket socket, bool is_unix, std::string addr,
+                   std::string laddr) {
   auto cfg = core_->cfg();
   if (Count() >= static_cast<size_t>(cfg->maxclients)) {
     core_->rejected_connections.fetch_add(1);
