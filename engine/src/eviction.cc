@@ -154,31 +154,27 @@ void StoreImpl::EvictCompanions(const std::vector<std::pair<std::string, Entry>>
 void StoreImpl::Maintain() {
   if (closed_) return;
   const int64_t now = Now();
-  std::vector<std::pair<std::string, Entry>> expired;
+  std::vector<std::string> expired;
+  std::vector<std::pair<std::string, Entry>> dirty;
   std::map<uint64_t, uint64_t> live;
   index_.ForEach([&](const std::string& k, Entry& e) {
     if (e.ExpiredAt(now)) {
-      expired.emplace_back(k, e);
-    } else {
-      live[e.generation]++;
+      expired.push_back(k);
+      return;
     }
+    live[e.generation]++;
+    if (e.dirty) dirty.emplace_back(k, e);
   });
-  for (auto& [k, e] : expired) {
-    const uint64_t hash = KeyHash(k);
-    std::lock_guard stripe(Stripe(hash));
-    std::optional<Entry> cur = index_.Find(hash, k);
-    if (cur && cur->SameVersion(e) && cur->ExpiredAt(now)) {
-      RemoveLocked(hash, k, *cur);
-      counters_.expired_keys++;
+  for (const std::string& k : expired) LiveEntry(KeyHash(k), k);  // removes it if still expired
+  // Generations with nothing live left (expired, overwritten, deleted) go now, whole.
+  {
+    std::lock_guard lock(evict_mu_);
+    std::vector<GenerationPtr> all = gens_->All();
+    for (size_t i = 0; i + 1 < all.size(); ++i) {
+      if (live.count(all[i]->id) == 0) gens_->Drop(all[i]->id);
     }
   }
-  // Generations with nothing live left (expired, overwritten, deleted) go now, whole.
-  std::lock_guard lock(evict_mu_);
-  std::vector<GenerationPtr> all = gens_->All();
-  for (size_t i = 0; i + 1 < all.size(); ++i) {
-    if (live.count(all[i]->id) == 0) gens_->Drop(all[i]->id);
-  }
-  PersistDirty();
+  PersistEntries(dirty);
 }
 
 void StoreImpl::MaintenanceLoop() {

@@ -101,7 +101,9 @@ class StoreImpl final : public Store {
   // Re-writes a kept entry of a generation being evicted into the head.
   bool Reinsert(const std::string& key, const Entry& e);
   void MaybeRotate();
+  // Writes the reuse fields of entries marked dirty to their metadata records.
   void PersistDirty();
+  void PersistEntries(const std::vector<std::pair<std::string, Entry>>& dirty);
   void MaintenanceLoop();
 
   Options options_;

@@ -263,13 +263,27 @@ Status StoreImpl::Compact() {
 }
 
 void StoreImpl::PersistDirty() {
-  rocksdb::WriteBatch batch;
+  std::vector<std::pair<std::string, Entry>> dirty;
   index_.ForEach([&](const std::string& key, Entry& e) {
-    if (!e.dirty) return;
-    batch.Put(meta_cf_, key, e.ToMeta().Encode());
-    e.dirty = false;
+    if (e.dirty) dirty.emplace_back(key, e);
   });
-  if (batch.Count() > 0) db_->Write(WriteOpts(), &batch);
+  PersistEntries(dirty);
+}
+
+void StoreImpl::PersistEntries(const std::vector<std::pair<std::string, Entry>>& dirty) {
+  for (const auto& [key, e] : dirty) {
+    // Under the key's stripe no writer can delete or replace this version between the
+    // snapshot and the write, so a deleted key's record is never written back.
+    const uint64_t hash = KeyHash(key);
+    std::lock_guard stripe(Stripe(hash));
+    std::optional<Entry> snapshot;
+    index_.UpdateIf(hash, key, e.generation, e.checksum, [&](Entry& x) {
+      if (!x.dirty) return;
+      snapshot = x;
+      x.dirty = false;  // a hit after this point marks it dirty again for the next pass
+    });
+    if (snapshot) WriteMeta(key, *snapshot);
+  }
 }
 
 rocksdb::WriteOptions StoreImpl::WriteOpts() const {

@@ -100,8 +100,8 @@ TEST(OptionTableTest, RuntimeMutability) {
                            "unixsocketperm", "io-threads", "engine-threads", "databases"}) {
     EXPECT_FALSE(FindOption(name)->runtime_mutable) << name;
   }
-  for (const char* name : {"maxclients", "timeout", "requirepass", "loglevel",
-                           "client-output-buffer-limit"}) {
+  for (const char* name :
+       {"maxclients", "timeout", "requirepass", "loglevel", "client-output-buffer-limit"}) {
     EXPECT_TRUE(FindOption(name)->runtime_mutable) << name;
   }
   // The engine fixes its budget and policy when it opens.
