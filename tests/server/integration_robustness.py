@@ -259,7 +259,10 @@ class ConcurrencyTest(unittest.TestCase):
         setup.close()
         data = os.path.join(self.srv.tmp, "data")
         for name in os.listdir(data):
-            fd = os.open(os.path.join(data, name), os.O_RDONLY)
+            try:
+                fd = os.open(os.path.join(data, name), os.O_RDONLY)
+            except FileNotFoundError:  # compacted away since the listing
+                continue
             try:
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             finally:
