@@ -65,7 +65,8 @@ bool StoreImpl::Reinsert(const std::string& key, const Entry& e) {
   Entry moved = *cur;
   moved.reuse_count = 0;  // it must be reused again to be kept again
   moved.dirty = false;
-  if (!WriteToHead(key, v->view(), &moved, cur).ok()) return false;
+  // No `old`: the copy left behind goes with its generation, so no tombstone is written.
+  if (!WriteToHead(key, v->view(), &moved, std::nullopt).ok()) return false;
   index_.Upsert(hash, key, moved);
   counters_.reinserted_keys++;
   counters_.reinserted_bytes += v->size();
@@ -271,7 +272,7 @@ VerifyReport StoreImpl::VerifyAll(void (*progress)(uint64_t, uint64_t, void*), v
     if (v.ok()) {
       r.ok++;
     } else {
-      (v.status().message() == "value missing" ? r.missing : r.corrupt)++;
+      (v.status().message() == kValueMissing ? r.missing : r.corrupt)++;
       if (r.problems.size() < 1000) {
         r.problems.push_back("generation " + std::to_string(e.generation) + " key '" + k +
                              "': " + v.status().message());

@@ -42,6 +42,11 @@ struct ValueHeader {
   static std::optional<ValueHeader> Decode(std::string_view record);
 };
 
+// Bytes one value occupies in its generation: key, header, value.
+inline uint64_t StoredBytes(size_t key_size, uint64_t value_size) {
+  return key_size + ValueHeader::kSize + value_size;
+}
+
 // The durable metadata of one key.
 struct MetaRecord {
   static constexpr uint8_t kVersion = 1;

@@ -73,8 +73,7 @@ Status StoreImpl::Put(std::string_view key, std::string_view value, const PutOpt
                                    " bytes exceeds max-value-bytes (" +
                                    std::to_string(options_.max_value_bytes) + ")");
   }
-  const uint64_t stored = key.size() + format::ValueHeader::kSize + value.size();
-  if (Status s = MakeRoom(stored); !s.ok()) return s;
+  if (Status s = MakeRoom(format::StoredBytes(key.size(), value.size())); !s.ok()) return s;
 
   const uint64_t hash = KeyHash(key);
   const uint64_t checksum = format::Checksum(value);  // computed outside every lock
@@ -110,7 +109,7 @@ Status StoreImpl::WriteToHead(std::string_view key, std::string_view value, Entr
   header.checksum = e->checksum;
   char hbuf[format::ValueHeader::kSize];
   header.EncodeTo(hbuf);
-  const uint64_t stored = key.size() + sizeof(hbuf) + value.size();
+  const uint64_t stored = format::StoredBytes(key.size(), value.size());
   std::shared_lock gl(gens_->write_lock());
   GenerationPtr head = gens_->HeadLocked();
   e->generation = head->id;
@@ -140,7 +139,7 @@ Result<Value> StoreImpl::ReadVerified(uint64_t hash, std::string_view key, const
   rocksdb::Status s = db_->Get(ro, g->cf, rocksdb::Slice(key.data(), key.size()), &pin->slice);
   std::string problem;
   if (s.IsNotFound()) {
-    problem = "value missing";
+    problem = kValueMissing;
   } else if (!s.ok()) {
     problem = s.ToString();
   } else {
@@ -169,7 +168,7 @@ Result<Value> StoreImpl::ReadVerified(uint64_t hash, std::string_view key, const
     std::lock_guard lock(Stripe(hash));
     std::optional<Entry> cur = index_.Find(hash, key);
     if (!cur || !cur->SameVersion(e)) {
-      return Status::NotFound("changed during read");
+      return Status::NotFound(kChangedDuringRead);
     }
     counters_.corruptions++;
     RemoveLocked(hash, key, e);
@@ -188,7 +187,7 @@ Result<Value> StoreImpl::Get(std::string_view key) {
     e = LiveEntry(hash, key);
     if (!e) break;
     v = ReadVerified(hash, key, *e, /*count_and_remove=*/true);
-    if (v.ok() || v.status().message() != "changed during read") break;
+    if (v.ok() || v.status().message() != kChangedDuringRead) break;
   }
   if (!v.ok()) {
     counters_.misses++;

@@ -27,6 +27,11 @@ struct Counters {
       bytes_written{0};
 };
 
+// ReadVerified's messages that callers act on: the metadata's value is absent (Verify counts it
+// as missing, not corrupt), and the version was replaced while being read (Get reads again).
+inline constexpr char kValueMissing[] = "value missing";
+inline constexpr char kChangedDuringRead[] = "changed during read";
+
 struct Value::Pin {
   rocksdb::PinnableSlice slice;
 };

@@ -186,7 +186,7 @@ Status StoreImpl::OpenDb() {
     }
     std::string_view key = it->key().ToStringView();
     index_.Upsert(KeyHash(key), key, e);
-    g->bytes += e.value_size + key.size() + format::ValueHeader::kSize;
+    g->bytes += format::StoredBytes(key.size(), e.value_size);
     if (g->start_ms == 0 || e.created_ms < g->start_ms) g->start_ms = e.created_ms;
   }
   s = FromRocks(it->status(), "reading metadata");
