@@ -4,101 +4,17 @@
 // Run: LARDER_SERVER=build/bin/larder-server node --test   (or ./run in this folder)
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, openSync, closeSync, readFileSync } from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { Redis } from 'ioredis';
 import { createClient, RESP_TYPES } from 'redis';
 import { Batch, Decoder, GlideClient, Logger, TimeUnit } from '@valkey/valkey-glide';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const SERVER = process.env.LARDER_SERVER ||
-  path.resolve(HERE, '..', '..', '..', 'build', 'bin', 'larder-server');
-const HOST = '127.0.0.1';
+import { HOST, startServer, stopServer, within } from './servers.mjs';
+
 const PASSWORD = 'secret';
 const SMALL = randomBytes(1024);
 const BIG = randomBytes(16 * 1024 * 1024);
-
-// --- server harness ---
-const live = new Set(); // every started server, killed on process exit as a last resort
-process.on('exit', () => { for (const s of live) s.proc.kill('SIGKILL'); });
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, HOST, () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function canConnect(port) {
-  return new Promise((resolve) => {
-    const sock = net.connect({ host: HOST, port }, () => { sock.destroy(); resolve(true); });
-    sock.once('error', () => { sock.destroy(); resolve(false); });
-  });
-}
-
-async function startServer(extraArgs = []) {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'larder-node-'));
-  const logPath = path.join(tmp, 'server.log');
-  const s = { tmp, logPath, port: 0, proc: null };
-  try {
-    s.port = await freePort();
-    const log = openSync(logPath, 'a');
-    s.proc = spawn(SERVER, ['--port', String(s.port), '--dir', path.join(tmp, 'data'),
-      '--unixsocket', '', '--max-disk-bytes', '256mb', '--memtable-bytes', '64mb',
-      ...extraArgs], { stdio: ['ignore', log, log] });
-    closeSync(log);
-    live.add(s);
-    let exited = null;
-    s.proc.once('exit', (code, sig) => { exited = `code ${code} signal ${sig}`; });
-    const deadline = Date.now() + 20000;
-    while (Date.now() < deadline) {
-      if (exited) throw new Error(`larder-server exited (${exited}): ${readLog(s)}`);
-      if (await canConnect(s.port)) return s;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`larder-server did not start: ${readLog(s)}`);
-  } catch (e) {
-    await stopServer(s);
-    throw e;
-  }
-}
-
-function readLog(s) {
-  try { return readFileSync(s.logPath, 'utf8'); } catch { return '(no log)'; }
-}
-
-async function stopServer(s) {
-  if (!s) return;
-  const p = s.proc;
-  if (p && p.exitCode === null && p.signalCode === null) {
-    const gone = new Promise((r) => p.once('exit', r));
-    p.kill('SIGTERM');
-    const t = setTimeout(() => p.kill('SIGKILL'), 10000);
-    await gone;
-    clearTimeout(t);
-  }
-  live.delete(s);
-  rmSync(s.tmp, { recursive: true, force: true });
-}
-
-// Rejects if `promise` does not settle within ms (so a hanging client fails, not stalls).
-function within(ms, promise, what) {
-  let t;
-  const timeout = new Promise((_, rej) => {
-    t = setTimeout(() => rej(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(t));
-}
 
 let srv; // no password
 let authSrv; // --requirepass secret
