@@ -1,0 +1,321 @@
+// larder_native: liblarder in-process for Python, over the C API (larder_c.h).
+//
+// Contract: every call that touches the disk releases the GIL; values go in and out through
+// the buffer protocol, so put() reads the caller's memory in place and get_into() writes the
+// verified value straight into a caller's writable buffer (one memcpy, no Python object).
+// Failures raise larder_native.Error (or its NoSpaceError / CorruptionError subclasses)
+// carrying the engine's message; a closed store raises ValueError.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "larder/larder_c.h"
+
+namespace py = pybind11;
+
+namespace {
+
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct NoSpaceError : Error {
+  using Error::Error;
+};
+struct CorruptionError : Error {
+  using Error::Error;
+};
+
+// Throws the exception matching a negative C API code, with the engine's message.
+void Raise(int code, char* err) {
+  std::string msg = err ? err : "larder error";
+  larder_free(err);
+  if (code == LARDER_ERR_NO_SPACE) throw NoSpaceError(msg);
+  if (code == LARDER_ERR_CORRUPTION) throw CorruptionError(msg);
+  throw Error(msg);
+}
+
+// A key from str (UTF-8) or any bytes-like object; valid while the source object lives.
+class Key {
+ public:
+  explicit Key(const py::object& o) {
+    if (py::isinstance<py::str>(o)) {
+      is_str_ = true;
+      owned_ = o.cast<std::string>();
+      size_ = owned_.size();
+      return;
+    }
+    info_ = py::buffer(o).request();
+    data_ = static_cast<const char*>(info_.ptr);
+    size_ = static_cast<size_t>(info_.size * info_.itemsize);
+  }
+  Key(Key&&) = default;
+  // Computed on each call: moving a Key moves a short string's bytes to a new address.
+  const char* data() const { return is_str_ ? owned_.data() : data_; }
+  size_t size() const { return size_; }
+
+ private:
+  bool is_str_ = false;
+  std::string owned_;
+  py::buffer_info info_;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+class KeyList {
+ public:
+  explicit KeyList(const py::iterable& keys) {
+    for (const py::handle& k : keys) owned_.emplace_back(py::reinterpret_borrow<py::object>(k));
+    for (const Key& k : owned_) {
+      ptrs_.push_back(k.data());
+      lens_.push_back(k.size());
+    }
+  }
+  size_t size() const { return ptrs_.size(); }
+  const char* const* ptrs() const { return ptrs_.data(); }
+  const size_t* lens() const { return lens_.data(); }
+
+ private:
+  std::vector<Key> owned_;
+  std::vector<const char*> ptrs_;
+  std::vector<size_t> lens_;
+};
+
+class Store {
+ public:
+  Store(const std::string& path, uint64_t max_disk_bytes, uint64_t generation_bytes,
+        const std::string& eviction_policy, bool wal, uint64_t blob_cache_bytes,
+        uint64_t memtable_bytes) {
+    std::unique_ptr<larder_options_t, void (*)(larder_options_t*)> o(larder_options_create(),
+                                                                     larder_options_destroy);
+    larder_options_set_max_disk_bytes(o.get(), max_disk_bytes);
+    larder_options_set_generation_bytes(o.get(), generation_bytes);
+    if (larder_options_set_eviction_policy(o.get(), eviction_policy.c_str()) != LARDER_OK) {
+      throw py::value_error("eviction_policy must be lru-reuse, lru, fifo or none, not '" +
+                            eviction_policy + "'");
+    }
+    larder_options_set_wal(o.get(), wal ? 1 : 0);
+    larder_options_set_blob_cache_bytes(o.get(), blob_cache_bytes);
+    if (memtable_bytes) larder_options_set_memtable_bytes(o.get(), memtable_bytes);
+    char* err = nullptr;
+    {
+      py::gil_scoped_release nogil;
+      db_ = larder_open(o.get(), path.c_str(), &err);
+    }
+    if (!db_) Raise(LARDER_ERR_OTHER, err);
+  }
+  ~Store() {
+    if (db_) larder_close(db_, nullptr);
+  }
+
+  void Put(const py::object& key, const py::buffer& value, int64_t ttl_ms) {
+    Key k(key);
+    py::buffer_info v = value.request();
+    if (ttl_ms < 0) throw py::value_error("ttl_ms must be >= 0 (0 = no expiry)");
+    Call([&](larder_t* db, char** err) {
+      return larder_put(db, k.data(), k.size(), static_cast<const char*>(v.ptr),
+                        static_cast<size_t>(v.size * v.itemsize), ttl_ms, err);
+    });
+  }
+
+  py::object Get(const py::object& key) {
+    Key k(key);
+    larder_value_t* raw = nullptr;
+    int rc = Call(
+        [&](larder_t* db, char** err) { return larder_get(db, k.data(), k.size(), &raw, err); });
+    if (rc == LARDER_NOT_FOUND) return py::none();
+    std::unique_ptr<larder_value_t, void (*)(larder_value_t*)> val(raw, larder_value_free);
+    return py::bytes(larder_value_data(val.get()), larder_value_size(val.get()));
+  }
+
+  // The value's size, or None on a miss; raises ValueError if `buffer` is too small.
+  py::object GetInto(const py::object& key, const py::buffer& buffer) {
+    Key k(key);
+    py::buffer_info b = buffer.request(/*writable=*/true);
+    if (b.readonly) throw py::type_error("get_into needs a writable buffer");
+    size_t cap = static_cast<size_t>(b.size * b.itemsize), n = 0;
+    int rc = Call(
+        [&](larder_t* db, char** err) {
+          return larder_get_into(db, k.data(), k.size(), b.ptr, cap, &n, err);
+        },
+        LARDER_ERR_BUFFER_TOO_SMALL);
+    if (rc == LARDER_NOT_FOUND) return py::none();
+    if (rc == LARDER_ERR_BUFFER_TOO_SMALL) {
+      throw py::value_error("buffer of " + std::to_string(cap) + " bytes is too small for a " +
+                            std::to_string(n) + "-byte value");
+    }
+    return py::int_(n);
+  }
+
+  uint64_t Exists(const py::iterable& keys) { return Count(keys, larder_exists); }
+  uint64_t PrefixCount(const py::iterable& keys) { return Count(keys, larder_prefix_count); }
+  uint64_t Touch(const py::iterable& keys) { return Count(keys, larder_touch); }
+
+  bool Delete(const py::object& key) {
+    Key k(key);
+    return Call([&](larder_t* db, char** err) {
+             return larder_delete(db, k.data(), k.size(), err);
+           }) == LARDER_OK;
+  }
+
+  bool Expire(const py::object& key, int64_t ttl_ms) {
+    Key k(key);
+    return Call([&](larder_t* db, char** err) {
+             return larder_expire(db, k.data(), k.size(), ttl_ms, err);
+           }) == LARDER_OK;
+  }
+
+  int64_t Ttl(const py::object& key) {
+    Key k(key);
+    std::shared_lock lock(mu_);
+    return larder_ttl(Open(), k.data(), k.size());
+  }
+
+  py::tuple Scan(uint64_t cursor, const std::string& match, size_t count) {
+    std::vector<std::string> keys;
+    uint64_t next;
+    {
+      std::shared_lock lock(mu_);
+      larder_t* db = Open();
+      py::gil_scoped_release nogil;
+      next = larder_scan(
+          db, cursor, match.c_str(), count,
+          [](const char* k, size_t n, void* arg) {
+            static_cast<std::vector<std::string>*>(arg)->emplace_back(k, n);
+          },
+          &keys);
+    }
+    py::list out;
+    for (const std::string& k : keys) out.append(py::bytes(k));
+    return py::make_tuple(next, out);
+  }
+
+  py::dict Stats() {
+    larder_stats_t s{};
+    {
+      std::shared_lock lock(mu_);
+      larder_stats(Open(), &s);
+    }
+    py::dict d;
+#define LARDER_STAT(f) d[#f] = s.f
+    LARDER_STAT(keys);
+    LARDER_STAT(live_bytes);
+    LARDER_STAT(disk_bytes);
+    LARDER_STAT(pending_bytes);
+    LARDER_STAT(max_disk_bytes);
+    LARDER_STAT(generations);
+    LARDER_STAT(hits);
+    LARDER_STAT(misses);
+    LARDER_STAT(reuses);
+    LARDER_STAT(evicted_keys);
+    LARDER_STAT(evicted_bytes);
+    LARDER_STAT(reinserted_keys);
+    LARDER_STAT(reinserted_bytes);
+    LARDER_STAT(expired_keys);
+    LARDER_STAT(corruptions);
+    LARDER_STAT(bytes_read);
+    LARDER_STAT(bytes_written);
+#undef LARDER_STAT
+    return d;
+  }
+
+  void Flush() {
+    Call([](larder_t* db, char** err) { return larder_flush(db, err); });
+  }
+
+  void Close() {
+    larder_t* db;
+    {
+      py::gil_scoped_release nogil;
+      std::unique_lock lock(mu_);  // waits for calls in flight
+      db = db_;
+      db_ = nullptr;
+    }
+    if (!db) return;
+    char* err = nullptr;
+    int rc;
+    {
+      py::gil_scoped_release nogil;
+      rc = larder_close(db, &err);
+    }
+    if (rc < 0) Raise(rc, err);
+  }
+
+ private:
+  larder_t* Open() const {
+    if (!db_) throw py::value_error("the store is closed");
+    return db_;
+  }
+
+  // Runs fn(db, &err) without the GIL; raises on a negative code other than `expected_error`,
+  // returns the others.
+  template <typename Fn>
+  int Call(Fn&& fn, int expected_error = LARDER_OK) {
+    char* err = nullptr;
+    int rc;
+    {
+      std::shared_lock lock(mu_);
+      larder_t* db = Open();
+      py::gil_scoped_release nogil;
+      rc = fn(db, &err);
+    }
+    if (rc < 0 && rc != expected_error) Raise(rc, err);
+    larder_free(err);
+    return rc;
+  }
+
+  uint64_t Count(const py::iterable& keys,
+                 uint64_t (*fn)(larder_t*, size_t, const char* const*, const size_t*)) {
+    KeyList list(keys);
+    std::shared_lock lock(mu_);
+    larder_t* db = Open();
+    py::gil_scoped_release nogil;
+    return fn(db, list.size(), list.ptrs(), list.lens());
+  }
+
+  std::shared_mutex mu_;  // shared by calls, exclusive by Close
+  larder_t* db_ = nullptr;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(larder_native, m) {
+  m.doc() = "liblarder in-process: a KV-cache block store on local disk (see connectors/python)";
+  auto error = py::register_exception<Error>(m, "Error");
+  py::register_exception<NoSpaceError>(m, "NoSpaceError", error.ptr());
+  py::register_exception<CorruptionError>(m, "CorruptionError", error.ptr());
+
+  py::class_<Store>(m, "Store")
+      .def(py::init<const std::string&, uint64_t, uint64_t, const std::string&, bool, uint64_t,
+                    uint64_t>(),
+           py::arg("path"), py::arg("max_disk_bytes") = 0, py::arg("generation_bytes") = 0,
+           py::arg("eviction_policy") = "lru-reuse", py::arg("wal") = false,
+           py::arg("blob_cache_bytes") = 0, py::arg("memtable_bytes") = 0,
+           "Opens (creating if needed) the store in `path`; 0 = the engine's default.")
+      .def("put", &Store::Put, py::arg("key"), py::arg("value"), py::arg("ttl_ms") = 0,
+           "Stores value (any bytes-like object, read in place); ttl_ms 0 = no expiry.")
+      .def("get", &Store::Get, py::arg("key"), "The verified value as bytes, or None.")
+      .def("get_into", &Store::GetInto, py::arg("key"), py::arg("buffer"),
+           "Copies the verified value into a writable buffer; returns its size, or None.")
+      .def("exists", &Store::Exists, py::arg("keys"), "How many of the keys exist.")
+      .def("prefix_count", &Store::PrefixCount, py::arg("keys"),
+           "How many leading keys exist (a prefix lookup).")
+      .def("touch", &Store::Touch, py::arg("keys"), "Marks keys reused; returns how many exist.")
+      .def("delete", &Store::Delete, py::arg("key"), "True if the key existed.")
+      .def("expire", &Store::Expire, py::arg("key"), py::arg("ttl_ms"),
+           "Sets a TTL (<= 0 deletes); True if the key exists.")
+      .def("ttl", &Store::Ttl, py::arg("key"), "Remaining ms, -1 no expiry, -2 no key.")
+      .def("scan", &Store::Scan, py::arg("cursor") = 0, py::arg("match") = "*",
+           py::arg("count") = 100, "One page: (next cursor, [keys]); cursor 0 = done.")
+      .def("stats", &Store::Stats, "Counters, as in INFO larder.")
+      .def("flush", &Store::Flush, "Writes memtables to blob files.")
+      .def("close", &Store::Close, "Flushes and closes; further calls raise ValueError.")
+      .def("__enter__", [](Store& s) -> Store& { return s; })
+      .def("__exit__", [](Store& s, const py::args&) { s.Close(); });
+}

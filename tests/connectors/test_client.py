@@ -1,0 +1,124 @@
+"""larder.Client / larder.AsyncClient against a live larder-server and, for the prefix-lookup
+fallback, against Redis 7 (which has no LARDER.PREFIX)."""
+import asyncio
+import os
+import unittest
+
+import helpers
+import redis
+from helpers import SERVERS, MiB
+from larder import AsyncClient, Client, parse_url
+
+
+class ParseUrlTest(unittest.TestCase):
+    def test_schemes_map_to_redis_py_urls(self):
+        self.assertEqual(parse_url("larder://127.0.0.1:7000"), ("redis://127.0.0.1:7000", None))
+        self.assertEqual(parse_url("larder://:pw@h:1/0?ttl=30"), ("redis://:pw@h:1/0", 30))
+        self.assertEqual(parse_url("larder+unix:///run/l.sock?password=x&ttl=5"),
+                         ("unix:///run/l.sock?password=x", 5))
+        self.assertEqual(parse_url("redis://h:2"), ("redis://h:2", None))
+
+    def test_bad_urls_name_the_problem(self):
+        with self.assertRaisesRegex(ValueError, "unsupported URL scheme"):
+            parse_url("http://h:1")
+        for bad in ("0", "-3", "abc", ""):
+            with self.assertRaisesRegex(ValueError, "ttl must be a positive number"):
+                parse_url(f"larder://h:1?ttl={bad}")
+
+
+class ClientOn:
+    """The same checks on each server; prefix_count must agree whichever way it is answered."""
+    server = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = SERVERS[cls.server](budget=512 * MiB).start()
+        cls.url = f"larder://127.0.0.1:{cls.srv.port}"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.cleanup()
+
+    def setUp(self):
+        self.c = Client(self.url)
+        self.c.redis.flushall()
+
+    def tearDown(self):
+        self.c.close()
+
+    def test_put_get_exact_and_get_into(self):
+        v = os.urandom(2 * MiB)
+        self.c.put(b"k", v)
+        self.assertEqual(self.c.get(b"k"), v)
+        buf = bytearray(2 * MiB + 10)
+        self.assertEqual(self.c.get_into(b"k", buf), len(v))
+        self.assertEqual(bytes(buf[:len(v)]), v)
+        with self.assertRaisesRegex(ValueError, "too small"):
+            self.c.get_into(b"k", bytearray(10))
+        self.assertIsNone(self.c.get_into(b"none", buf))
+
+    def test_batches_are_exact_and_in_order(self):
+        items = {f"b{i}".encode(): os.urandom(300_000 + i) for i in range(12)}
+        self.c.put_many(items)
+        keys = list(items) + [b"none"]
+        self.assertEqual(self.c.get_many(keys), list(items.values()) + [None])
+        self.assertEqual(self.c.exists_many(keys), [True] * 12 + [False])
+
+    def test_prefix_count_stops_at_the_first_miss(self):
+        self.c.put_many({b"p0": b"x", b"p1": b"x", b"p3": b"x"})
+        self.assertEqual(self.c.prefix_count([b"p0", b"p1", b"p2", b"p3"]), 2)
+        self.assertEqual(self.c.prefix_count([b"p2", b"p0"]), 0)
+        self.assertEqual(self.c.prefix_count([]), 0)
+
+    def test_default_ttl_from_the_url(self):
+        with Client(self.url + "?ttl=100") as c:
+            c.put(b"t", b"v")
+            self.assertTrue(0 < c.redis.ttl(b"t") <= 100)
+        self.c.put(b"n", b"v")
+        self.assertEqual(self.c.redis.ttl(b"n"), -1)
+
+    def test_async_client_same_answers(self):
+        async def run():
+            async with AsyncClient(self.url) as c:
+                await c.put_many([(b"a0", b"1"), (b"a1", b"2")])
+                self.assertEqual(await c.get_many([b"a0", b"a1", b"zz"]), [b"1", b"2", None])
+                self.assertEqual(await c.prefix_count([b"a0", b"a1", b"a2"]), 2)
+                self.assertTrue(await c.exists(b"a0"))
+                self.assertEqual(await c.delete(b"a0"), 1)
+                self.assertEqual(sorted(await c.scan_keys()), [b"a1"])
+        asyncio.run(run())
+
+
+class ClientOnLarder(ClientOn, unittest.TestCase):
+    server = "larder"
+
+    def test_prefix_count_is_one_larder_prefix_command(self):
+        self.c.put(b"q0", b"x")
+        sent = []
+        real = self.c.redis.execute_command
+
+        def spy(*args, **kw):
+            sent.append(args[0])
+            return real(*args, **kw)
+        self.c.redis.execute_command = spy
+        self.c.exists_many = None  # the pipeline fallback must not be used
+        self.assertEqual(self.c.prefix_count([b"q0", b"q1"]), 1)
+        self.assertEqual(sent, ["LARDER.PREFIX"])
+
+    def test_a_refused_put_raises_with_the_servers_message(self):
+        with self.assertRaises(redis.ResponseError):
+            self.c.put_many([(b"ok", b"v"), (b"", b"v")])  # empty key: refused by the server
+        self.assertEqual(self.c.get(b"ok"), b"v")
+
+
+class ClientOnRedis(ClientOn, unittest.TestCase):
+    server = "redis"
+
+    def test_prefix_count_falls_back_to_exists_on_unknown_command(self):
+        self.c.put(b"q0", b"x")
+        self.assertEqual(self.c.prefix_count([b"q0", b"q1"]), 1)
+        self.assertFalse(self.c._has_prefix)  # learnt once, not retried on every lookup
+
+
+if __name__ == "__main__":
+    unittest.main()

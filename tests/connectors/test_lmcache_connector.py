@@ -1,0 +1,192 @@
+"""larder.lmcache_connector against a live larder-server (and Redis 7 for the fallbacks), with
+stand-ins for LMCache's CacheEngineKey, MemoryObj and local CPU backend that behave as LMCache's
+do (to_string(), byte_array, get_shape/get_dtype/get_memory_format, allocate). The real LMCache
+base classes are used only where lmcache is importable; it is not installable here."""
+import asyncio
+import logging
+import math
+import os
+import threading
+import unittest
+
+import helpers
+from helpers import SERVERS, MiB
+from larder import chunk_format
+from larder.lmcache_connector import HAVE_LMCACHE, LarderConnector, LarderConnectorAdapter
+
+logging.getLogger("larder.lmcache").setLevel(logging.ERROR)  # bad values are logged by design
+ITEM = {"bfloat16": 2, "float32": 4, "uint8": 1}
+
+
+class Key:
+    def __init__(self, name):
+        self.name = name
+
+    def to_string(self):
+        return f"vllm@model@1@0@{self.name}"
+
+
+class MemoryObj:
+    def __init__(self, shape, dtype="bfloat16", fmt=1, data=None):
+        self.shape, self.dtype, self.fmt = list(shape), dtype, fmt
+        n = math.prod(shape) * ITEM[dtype]
+        self.byte_array = bytearray(data if data is not None else n)
+
+    def get_shape(self):
+        return self.shape
+
+    def get_dtype(self):
+        return self.dtype
+
+    def get_memory_format(self):
+        return self.fmt
+
+
+class CpuBackend:
+    def __init__(self, fail=False):
+        self.fail, self.allocations = fail, 0
+
+    def allocate(self, shape, dtype, fmt):
+        self.allocations += 1
+        return None if self.fail else MemoryObj(shape, dtype, fmt)
+
+
+def chunk(shape, dtype="bfloat16"):
+    return MemoryObj(shape, dtype, 1, os.urandom(math.prod(shape) * ITEM[dtype]))
+
+
+class ConnectorOn:
+    server = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = SERVERS[cls.server](budget=512 * MiB).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.cleanup()
+
+    def setUp(self):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.backend = CpuBackend()
+        self.conn = self.make(f"larder://127.0.0.1:{self.srv.port}")
+        self.wait(self.conn.client.redis.flushall())
+
+    def make(self, url, config=None):
+        async def create():  # redis.asyncio objects belong to the loop they are made on
+            return LarderConnector(url, self.loop, self.backend, config=config)
+        return self.wait(create())
+
+    def tearDown(self):
+        self.wait(self.conn.close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+
+    def wait(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(60)
+
+    def test_put_get_round_trip_keeps_shape_dtype_format_and_bytes(self):
+        m = chunk([2, 32, 256, 8, 128])  # 2 MiB of bfloat16, LMCache's KV_2LTD-like shape
+        self.wait(self.conn.put(Key("c0"), m))
+        got = self.wait(self.conn.get(Key("c0")))
+        self.assertEqual((got.shape, got.dtype, got.fmt), (m.shape, m.dtype, m.fmt))
+        self.assertEqual(bytes(got.byte_array), bytes(m.byte_array))
+        self.assertTrue(self.wait(self.conn.exists(Key("c0"))))
+        self.assertTrue(self.conn.exists_sync(Key("c0")))
+        self.assertFalse(self.conn.exists_sync(Key("c1")))
+
+    def test_an_unfull_last_chunk_keeps_its_real_shape(self):
+        m = chunk([2, 32, 77, 8, 128])  # 77 of 256 tokens
+        self.wait(self.conn.put(Key("tail"), m))
+        got = self.wait(self.conn.get(Key("tail")))
+        self.assertEqual(got.shape, [2, 32, 77, 8, 128])
+        self.assertEqual(bytes(got.byte_array), bytes(m.byte_array))
+
+    def test_a_value_that_is_not_a_chunk_is_a_miss_never_a_tensor(self):
+        good = chunk([4, 64])
+        value = self.conn._encode(good)
+        bad = {"short": b"LKV1", "magic": b"XXXX" + bytes(value[4:]),
+               "truncated": bytes(value[:-1]), "longer": bytes(value) + b"\0",
+               "foreign": os.urandom(4096)}
+        for name, v in bad.items():
+            self.wait(self.conn.client.redis.set(Key(name).to_string(), v))
+        allocations = self.backend.allocations
+        for name in bad:
+            self.assertIsNone(self.wait(self.conn.get(Key(name))), name)
+        self.assertEqual(self.conn.format_errors, len(bad))
+        self.assertEqual(self.backend.allocations, allocations)  # nothing allocated for them
+
+    def test_no_cpu_memory_is_a_miss(self):
+        self.wait(self.conn.put(Key("m"), chunk([8, 8])))
+        self.backend.fail = True
+        self.assertIsNone(self.wait(self.conn.get(Key("m"))))
+
+    def test_batched_contains_is_the_leading_run_of_hits(self):
+        keys = [Key(f"p{i}") for i in range(8)]
+        self.wait(self.conn.batched_put(keys[:5] + keys[6:], [chunk([16, 16]) for _ in range(7)]))
+        self.assertEqual(self.wait(self.conn.batched_async_contains("req", keys)), 5)
+        objs = self.wait(self.conn.batched_get(keys))
+        self.assertEqual([o is not None for o in objs], [True] * 5 + [False] + [True] * 2)
+        self.assertEqual(len(self.wait(self.conn.batched_get_non_blocking("req", keys))), 5)
+
+    def test_remove_list_ping_and_ttl(self):
+        self.wait(self.conn.put(Key("r"), chunk([4])))
+        self.assertIn(Key("r").to_string(), self.wait(self.conn.list()))
+        self.assertTrue(self.conn.remove_sync(Key("r")))
+        self.assertFalse(self.conn.remove_sync(Key("r")))
+        self.assertEqual(self.wait(self.conn.ping()), 0)
+
+        class Config:
+            extra_config = {"larder.ttl_seconds": 120}
+        timed = self.make(f"larder://127.0.0.1:{self.srv.port}", Config())
+        self.wait(timed.put(Key("t"), chunk([4])))
+        self.assertTrue(0 < self.wait(timed.client.redis.ttl(Key("t").to_string())) <= 120)
+        self.wait(timed.close())
+
+    def test_ping_reports_an_unreachable_server_as_an_error_code(self):
+        dead = self.make(f"larder://127.0.0.1:{helpers.SERVERS and _closed_port()}")
+        self.assertEqual(self.wait(dead.ping()), 1)
+        self.wait(dead.close())
+
+
+def _closed_port():
+    import server_harness
+    return server_harness.free_port()
+
+
+class ConnectorOnLarder(ConnectorOn, unittest.TestCase):
+    server = "larder"
+
+
+class ConnectorOnRedis(ConnectorOn, unittest.TestCase):
+    """The same connector works against any RESP server (prefix lookup by EXISTS pipeline)."""
+    server = "redis"
+
+
+class AdapterTest(unittest.TestCase):
+    def test_claims_larder_urls_only(self):
+        a = LarderConnectorAdapter()
+        self.assertTrue(a.can_parse("larder://127.0.0.1:6379"))
+        self.assertTrue(a.can_parse("larder+unix:///run/larder.sock"))
+        self.assertFalse(a.can_parse("redis://127.0.0.1:6379"))
+        self.assertFalse(a.can_parse("lm://h:1"))
+
+    def test_chunk_header_round_trip(self):
+        h = chunk_format.encode_header((2, 3), "float32", 7)
+        shape, dtype, fmt, payload = chunk_format.decode(h + bytes(24))
+        self.assertEqual((shape, dtype, fmt, len(payload)), ((2, 3), "float32", 7, 24))
+        with self.assertRaisesRegex(ValueError, "unsupported dtype"):
+            chunk_format.encode_header((2,), "complex64", 0)
+
+    @unittest.skipUnless(HAVE_LMCACHE, "lmcache is not installed (pip-only; not on Debian): "
+                         "the connector ran against its stand-in base classes")
+    def test_real_lmcache_base_classes(self):
+        from lmcache.v1.storage_backend.connector.base_connector import RemoteConnector
+        self.assertTrue(issubclass(LarderConnector, RemoteConnector))
+
+
+if __name__ == "__main__":
+    unittest.main()
