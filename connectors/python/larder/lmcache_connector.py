@@ -127,6 +127,8 @@ class LarderConnector(RemoteConnector):
         if len(view) < len(payload):
             logger.warning("larder: allocated %d bytes for a %d-byte chunk %s", len(view),
                            len(payload), key_str)
+            if hasattr(memory_obj, "ref_count_down"):
+                memory_obj.ref_count_down()  # back to LMCache's allocator
             return None
         view[:len(payload)] = payload
         return memory_obj
