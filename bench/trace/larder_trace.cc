@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -118,7 +119,14 @@ void ReplayLarder(const Trace& t, const std::string& dir, const std::string& pol
     std::exit(2);
   }
   auto store = std::move(opened).value();
-  std::string value(FLAGS_value_bytes, 'v');
+  // Incompressible bytes, as KV-cache tensors are: a compressible value would shrink in
+  // RocksDB's SST files (values under 64 KiB) and escape the disk budget.
+  std::string value(FLAGS_value_bytes, '\0');
+  std::mt19937_64 rng(FLAGS_value_bytes);
+  for (size_t p = 0; p + 8 <= value.size(); p += 8) {
+    uint64_t x = rng();
+    std::memcpy(&value[p], &x, 8);
+  }
   uint64_t hit = 0, prompt = 0, w0 = WriteBytes();
   auto t0 = std::chrono::steady_clock::now();
   for (const auto& r : t.requests) {
