@@ -42,7 +42,9 @@ def server_tables(raw, fio):
            "×Redis = this peer's GB/s over Redis's in the same run, same size and connections; "
            "cold = SAVE, page cache of the data files dropped, then each key read once "
            "(×fio: over `fio` direct sequential read at the same block size, 1 job); device "
-           "B/value B = the server's `/proc/PID/io` write_bytes over SET + SAVE per value byte.",
+           "B/value B = the server's `/proc/PID/io` write_bytes over SET + SAVE per value byte. "
+           "resp-load hashes every GET reply (XXH3-64, as the bytes arrive) and compares it "
+           "with the value SET: the same client-side cost for every server.",
            "",
            "| value | conns | peer | SET GB/s | SET p50/p99 | ×Redis | GET GB/s | GET p50/p99 "
            "| ×Redis | cold GET GB/s | cold p50/p99 | ×fio | device B/value B |",
@@ -96,7 +98,9 @@ def inproc_table(raw, fio):
            "default Options (WAL on, no blob files); `rocksdb-nowal` the same with "
            "disableWAL; `files` = one file per chunk, no fsync (syncfs at the end). device "
            "B/value B = /proc/self/io write_bytes (flushes and compactions included) per value "
-           "byte. ×larder = this peer over liblarder, same case.", "",
+           "byte. ×larder = this peer over liblarder, same case. The bench hashes every value read "
+           "(XXH3-64) for every peer alike; liblarder also verifies its own stored checksum "
+           "inside Get, which is part of its cost.", "",
            "| value | threads | peer | Put GB/s | ×larder | warm GET GB/s | ×larder | cold GET "
            "GB/s | ×larder | cold ×fio | cold p50/p99 ms | device B/value B |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -270,6 +274,10 @@ def write(raw, out_dir):
           "Shared machine: expect ±25%% between runs." % (
               raw["command"], m.get("commit"), raw["seconds"], m.get("cpu"), m.get("cores"),
               m.get("ram_gib"), m.get("kernel"), m.get("redis"), m.get("fio")), ""]
+    if raw.get("part_seconds"):
+        md += ["Time per part (s): " + ", ".join("%s %.0f" % kv
+                                                  for kv in raw["part_seconds"].items()) + ".",
+               ""]
     if raw["errors"]:
         md += ["**Errors in this run** (a wrong value read back counts as one):", ""]
         md += ["- " + e for e in raw["errors"]] + [""]

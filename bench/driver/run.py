@@ -24,11 +24,11 @@ MiB = 1 << 20
 
 FULL = dict(sizes=["256k", "1m", "4m", "16m", "32m"], conns=[1, 4, 16],
             server_bytes=512 * MiB, peers_bytes=512 * MiB, peer_threads="1,2",
-            fio_bytes=1024 * MiB, bench_sizes=["1m", "4m", "16m"], bench_n=400,
+            fio_bytes=1024 * MiB, bench_sizes=["1m", "4m", "16m"], bench_bytes=512 * MiB,
             trace_turns=2000, trace_users=400, trace_caps="0.1,0.25,0.5,1.0")
 QUICK = dict(sizes=["1m", "4m", "32m"], conns=[1, 4], server_bytes=128 * MiB,
              peers_bytes=128 * MiB, peer_threads="1", fio_bytes=256 * MiB,
-             bench_sizes=["4m"], bench_n=100, trace_turns=600, trace_users=150,
+             bench_sizes=["4m"], bench_bytes=256 * MiB, trace_turns=600, trace_users=150,
              trace_caps="0.25,0.5,1.0")
 
 
@@ -159,8 +159,10 @@ def server_runs(bins, work, cfg, errors):
             if name != "larder-wal":
                 for s in cfg["bench_sizes"]:
                     srv.command("FLUSHALL")
+                    # The same value bytes per size: -n shrinks as the value grows.
+                    n = max(16, cfg["bench_bytes"] // size_bytes(s))
                     p = subprocess.run(["redis-benchmark", "-p", str(srv.port), "-t", "set,get",
-                                        "-d", str(size_bytes(s)), "-n", str(cfg["bench_n"]),
+                                        "-d", str(size_bytes(s)), "-n", str(n),
                                         "-c", "4", "--csv"], capture_output=True, text=True)
                     for line in p.stdout.splitlines():
                         f = [x.strip('"') for x in line.split(",")]
@@ -216,18 +218,27 @@ def main():
     raw = {"quick": args.quick, "machine": machine(), "config": cfg, "errors": [],
            "command": "bench/run" + (" --quick" if args.quick else "")}
     errors = raw["errors"]
+    raw["part_seconds"] = {}
+
+    def done(part, since):
+        raw["part_seconds"][part] = round(time.time() - since, 1)
+        return time.time()
     try:
+        tp = time.time()
         if "fio" in parts:
             log("fio direct sequential reads")
             raw["fio"] = fio_reads(work, cfg, errors)
+            tp = done("fio", tp)
         if "servers" in parts:
             raw["servers"], raw["redis_benchmark"] = server_runs(bins, work, cfg, errors)
+            tp = done("servers", tp)
         if "inproc" in parts:
             log("in-process peers")
             raw["inproc"] = run_checked(
                 [bins["larder-peers"], "--sizes", ",".join(cfg["sizes"]), "--threads",
                  cfg["peer_threads"], "--bytes_per_case", str(cfg["peers_bytes"]), "--dir", work],
                 "larder-peers", errors)
+            tp = done("inproc", tp)
         if "trace" in parts:
             log("chat trace replay")
             # Hit ratios do not depend on the device, and every generation rotation costs
@@ -243,6 +254,7 @@ def main():
             raw["trace_dir_fs"] = shm
             raw["trace"] = out[0]["trace"] if out else {}
             raw["hit"] = out[1:]
+            tp = done("trace", tp)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     raw["seconds"] = round(time.time() - t0, 1)
