@@ -42,13 +42,16 @@ def server_tables(raw, fio):
            "×Redis = this peer's GB/s over Redis's in the same run, same size and connections; "
            "cold = SAVE, page cache of the data files dropped, then each key read once "
            "(×fio: over `fio` direct sequential read at the same block size, 1 job); device "
-           "B/value B = the server's `/proc/PID/io` write_bytes over SET + SAVE per value byte. "
+           "B/value B = the server's `/proc/PID/io` write_bytes over SET + SAVE per value byte; "
+           "cold read B/value B = its read_bytes over the cold reads per value byte (above 1: "
+           "kernel readahead fetched more than was asked for). "
            "resp-load hashes every GET reply (XXH3-64, as the bytes arrive) and compares it "
            "with the value SET: the same client-side cost for every server.",
            "",
            "| value | conns | peer | SET GB/s | SET p50/p99 | ×Redis | GET GB/s | GET p50/p99 "
-           "| ×Redis | cold GET GB/s | cold p50/p99 | ×fio | device B/value B |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| ×Redis | cold GET GB/s | cold p50/p99 | ×fio | cold read B/value B "
+           "| device B/value B |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for size in sizes:
         fio_gbs = val(fio, "gbs", size=size)
         for c in conns:
@@ -61,7 +64,7 @@ def server_tables(raw, fio):
                 if not st or not gt:
                     continue
                 out.append("| %s | %d | %s | %.2f | %.1f/%.1f | %s | %.2f | %.1f/%.1f | %s | %s | "
-                           "%s | %s | %s |" % (
+                           "%s | %s | %s | %s |" % (
                                human(size), c, peer, st["gbs"], st["p50_ms"], st["p99_ms"],
                                f2(ratio(st["gbs"], red_set)) if peer != "redis" else "1",
                                gt["gbs"], gt["p50_ms"], gt["p99_ms"],
@@ -69,6 +72,7 @@ def server_tables(raw, fio):
                                f2(cd["gbs"]) if cd else "—",
                                "%.1f/%.1f" % (cd["p50_ms"], cd["p99_ms"]) if cd else "—",
                                f2(ratio(cd["gbs"], fio_gbs)) if cd else "—",
+                               f2(cd.get("read_per_value_byte")) if cd else "—",
                                f2(st["device_per_value_byte"])))
     out += ["", "EXISTS on one connection, one key per request (µs):", "",
             "| peer | value size of the keys | p50 µs | p99 µs |", "|---|---|---|---|"]
@@ -98,23 +102,25 @@ def inproc_table(raw, fio):
            "default Options (WAL on, no blob files); `rocksdb-nowal` the same with "
            "disableWAL; `files` = one file per chunk, no fsync (syncfs at the end). device "
            "B/value B = /proc/self/io write_bytes (flushes and compactions included) per value "
-           "byte. ×larder = this peer over liblarder, same case. The bench hashes every value read "
+           "byte; cold read B/value B = /proc/self/io read_bytes over the cold pass per value byte. "
+           "×larder = this peer over liblarder, same case. The bench hashes every value read "
            "(XXH3-64) for every peer alike; liblarder also verifies its own stored checksum "
            "inside Get, which is part of its cost.", "",
            "| value | threads | peer | Put GB/s | ×larder | warm GET GB/s | ×larder | cold GET "
-           "GB/s | ×larder | cold ×fio | cold p50/p99 ms | device B/value B |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "GB/s | ×larder | cold ×fio | cold p50/p99 ms | cold read B/value B | device B/value B |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         base = find(rows, peer="larder", size=r["size"], threads=r["threads"])
         fio_gbs = val(fio, "gbs", size=r["size"])
         me = r["peer"] == "larder"
-        out.append("| %s | %d | %s | %.2f | %s | %.2f | %s | %.2f | %s | %s | %.1f/%.1f | %.2f |" % (
+        out.append("| %s | %d | %s | %.2f | %s | %.2f | %s | %.2f | %s | %s | %.1f/%.1f | %s "
+                   "| %.2f |" % (
             human(r["size"]), r["threads"], r["peer"], r["put_gbs"],
             "1" if me else f2(ratio(r["put_gbs"], base and base["put_gbs"])), r["warm_gbs"],
             "1" if me else f2(ratio(r["warm_gbs"], base and base["warm_gbs"])), r["cold_gbs"],
             "1" if me else f2(ratio(r["cold_gbs"], base and base["cold_gbs"])),
             f2(ratio(r["cold_gbs"], fio_gbs)), r["cold_p50_ms"], r["cold_p99_ms"],
-            r["device_per_value_byte"]))
+            f2(r.get("cold_read_per_value_byte")), r["device_per_value_byte"]))
     out += ["", "`fio --rw=read --direct=1 --ioengine=psync --numjobs=1 --bs=SIZE` on the same "
             "filesystem (the disk's sequential read limit):", "",
             "| block | GB/s | p50 ms | p99 ms |", "|---|---|---|---|"]
@@ -137,9 +143,15 @@ def hit_tables(raw):
            "fraction of the working set. Hit ratio = prompt tokens served from the store / "
            "all prompt tokens. `belady` and `lru-exact` are per-chunk simulations from the "
            "trace; the others replay the trace into liblarder (generations, reinsertion). "
-           "written / WS = value bytes written (reinsertions included) per working-set byte."
+           "written / WS = value bytes written (reinsertions included) per working-set byte. "
+           "%s"
            % (t["requests"], t["users"], t["zipf_s"], t["concurrency"], t["mean_prompt_tokens"],
-              t["unique_chunks"], t["value_bytes"] >> 10, t["working_set_bytes"] / (1 << 30)),
+              t["unique_chunks"], t["value_bytes"] >> 10, t["working_set_bytes"] / (1 << 30),
+              "%d of the %d chunks (%.0f%%) occur in one request only: no policy can hit them, "
+              "an online policy must still write them, Belady need not." % (
+                  t["single_use_chunks"], t["unique_chunks"],
+                  100.0 * t["single_use_chunks"] / t["unique_chunks"])
+              if "single_use_chunks" in t else ""),
            "", "| capacity | policy | hit ratio | ×belady | written / WS | reinserted / WS | "
            "replay s |", "|---|---|---|---|---|---|---|"]
     ws = t["working_set_bytes"]
@@ -178,7 +190,7 @@ def goals(raw, fio):
         worst = min(cases, key=lambda c: c[1])
         out.append("| %s | %.3f (%s) | %s |" % (name, worst[1], worst[0],
                                                 "yes" if worst[1] >= want else
-                                                "no: %.1f%% short" % ((1 - worst[1] / want) * 100)))
+                                                "no: %.2f%% short" % ((1 - worst[1] / want) * 100)))
 
     for op, want in (("get", 1.2), ("set", 1.0)):
         cases = []

@@ -5,6 +5,8 @@
 //   warm_gbs   every key read once, shuffled, page cache hot (after one untimed pass)
 //   cold_gbs   the same after fdatasync + fadvise(DONTNEED) on every file of the peer
 //   *_p50_ms / *_p99_ms   per-operation latency
+//   cold_read_per_value_byte  /proc/self/io read_bytes over the cold pass per value byte
+//                         (above 1: the kernel's readahead fetched bytes nobody asked for)
 //   device_per_value_byte /proc/self/io write_bytes from the first Put to the end of the cold
 //                         pass (background flushes and compactions included) per value byte
 //
@@ -62,14 +64,19 @@ uint64_t ParseSize(const std::string& s) {
   return n;
 }
 
-uint64_t WriteBytes() {
+// /proc/self/io `field` ("write_bytes:" or "read_bytes:"): bytes this process caused to be
+// written to / fetched from the device (readahead it triggered included).
+uint64_t IoBytes(const char* field) {
   std::ifstream f("/proc/self/io");
   std::string name;
   uint64_t v;
   while (f >> name >> v) {
-    if (name == "write_bytes:") return v;
+    if (name == field) return v;
   }
   return 0;
+}
+uint64_t WriteBytes() {
+  return IoBytes("write_bytes:");
 }
 
 void DropPageCache(const std::string& dir) {
@@ -169,7 +176,9 @@ void RunCase(const std::string& base, const std::string& peer, uint64_t size, in
   RunPass(threads, shuffled, get);  // warms the page cache
   Pass warm = RunPass(threads, shuffled, get);
   DropPageCache(dir);
+  const uint64_t r0 = IoBytes("read_bytes:");
   Pass cold = RunPass(threads, shuffled, get);
+  const uint64_t cold_read = IoBytes("read_bytes:") - r0;
   uint64_t written = WriteBytes() - w0;
   db.reset();
   fs::remove_all(dir);
@@ -178,11 +187,11 @@ void RunCase(const std::string& base, const std::string& peer, uint64_t size, in
       "{\"peer\":\"%s\",\"size\":%llu,\"threads\":%d,\"values\":%llu,\"put_gbs\":%.4f,"
       "\"warm_gbs\":%.4f,\"cold_gbs\":%.4f,\"put_p50_ms\":%.4f,\"put_p99_ms\":%.4f,"
       "\"warm_p50_ms\":%.4f,\"warm_p99_ms\":%.4f,\"cold_p50_ms\":%.4f,\"cold_p99_ms\":%.4f,"
-      "\"device_per_value_byte\":%.4f,\"bad\":%llu}\n",
+      "\"device_per_value_byte\":%.4f,\"cold_read_per_value_byte\":%.4f,\"bad\":%llu}\n",
       peer.c_str(), (unsigned long long)size, threads, (unsigned long long)n,
       bytes / put.seconds / 1e9, bytes / warm.seconds / 1e9, bytes / cold.seconds / 1e9,
       Pct(put.lat_ms, 0.5), Pct(put.lat_ms, 0.99), Pct(warm.lat_ms, 0.5), Pct(warm.lat_ms, 0.99),
-      Pct(cold.lat_ms, 0.5), Pct(cold.lat_ms, 0.99), written / bytes,
+      Pct(cold.lat_ms, 0.5), Pct(cold.lat_ms, 0.99), written / bytes, cold_read / bytes,
       (unsigned long long)(g_bad.load() - bad0));
   std::fflush(stdout);
 }

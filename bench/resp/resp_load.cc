@@ -5,7 +5,8 @@
 // drops the page cache of every file under --cold_dir and reads each key again, `exists`
 // times single-key EXISTS on one connection. Each phase prints one JSON object on a line:
 // GB/s (1e9 value bytes per second), per-request latency p50/p99 in ms, the server's device
-// bytes written (/proc/<--server_pid>/io) and the count of wrong replies.
+// bytes written and read per value byte (/proc/<--server_pid>/io) and the count of wrong
+// replies.
 //
 // A GET reply counts as right only if its XXH3 equals that of the value SET for the key (each
 // value is distinct: the key index is stamped into it). Exit status 1 if any reply was wrong.
@@ -74,15 +75,20 @@ void Stamp(std::string* v, uint64_t i) {
   std::memcpy(v->data() + v->size() - 8, &i, 8);
 }
 
-uint64_t ServerWriteBytes() {
+// The server's /proc/<pid>/io `field` ("write_bytes:" / "read_bytes:"): bytes it caused to be
+// written to / fetched from the device (readahead included); 0 without --server_pid.
+uint64_t ServerIo(const char* field) {
   if (FLAGS_server_pid <= 0) return 0;
   std::ifstream f("/proc/" + std::to_string(FLAGS_server_pid) + "/io");
   std::string name;
   uint64_t v;
   while (f >> name >> v) {
-    if (name == "write_bytes:") return v;
+    if (name == field) return v;
   }
   return 0;
+}
+uint64_t ServerWriteBytes() {
+  return ServerIo("write_bytes:");
 }
 
 void DropPageCache(const std::string& dir) {
@@ -118,6 +124,7 @@ struct PhaseResult {
   double seconds = 0;
   std::vector<double> lat_ms;
   uint64_t device_bytes = 0;
+  uint64_t device_read_bytes = 0;
 };
 
 void Print(PhaseResult& r) {
@@ -125,12 +132,14 @@ void Print(PhaseResult& r) {
   std::printf(
       "{\"label\":\"%s\",\"phase\":\"%s\",\"size\":%llu,\"conns\":%d,\"pipeline\":%d,"
       "\"ops\":%llu,\"seconds\":%.6f,\"gbs\":%.4f,\"ops_per_s\":%.1f,\"p50_ms\":%.4f,"
-      "\"p99_ms\":%.4f,\"device_bytes\":%llu,\"device_per_value_byte\":%.4f,\"bad\":%llu}\n",
+      "\"p99_ms\":%.4f,\"device_bytes\":%llu,\"device_per_value_byte\":%.4f,"
+      "\"read_per_value_byte\":%.4f,\"bad\":%llu}\n",
       FLAGS_label.c_str(), r.phase.c_str(), (unsigned long long)FLAGS_size, FLAGS_conns,
       FLAGS_pipeline, (unsigned long long)r.ops, r.seconds,
       r.seconds > 0 ? r.bytes / r.seconds / 1e9 : 0, r.seconds > 0 ? r.ops / r.seconds : 0, p50,
       p99, (unsigned long long)r.device_bytes,
-      r.bytes ? static_cast<double>(r.device_bytes) / r.bytes : 0, (unsigned long long)r.bad);
+      r.bytes ? static_cast<double>(r.device_bytes) / r.bytes : 0,
+      r.bytes ? static_cast<double>(r.device_read_bytes) / r.bytes : 0, (unsigned long long)r.bad);
   std::fflush(stdout);
 }
 
@@ -149,7 +158,7 @@ PhaseResult RunKeys(const std::string& phase, const std::vector<uint64_t>& order
   }
   std::vector<std::vector<double>> lat(conns);
   std::atomic<uint64_t> bad{0};
-  uint64_t w0 = ServerWriteBytes();
+  uint64_t w0 = ServerWriteBytes(), r0 = ServerIo("read_bytes:");
   auto t0 = Clock::now();
   std::vector<std::thread> ts;
   for (int c = 0; c < conns; ++c) {
@@ -170,6 +179,7 @@ PhaseResult RunKeys(const std::string& phase, const std::vector<uint64_t>& order
   for (auto& t : ts) t.join();
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.device_bytes = ServerWriteBytes() - w0;
+  r.device_read_bytes = ServerIo("read_bytes:") - r0;
   for (auto& l : lat) r.lat_ms.insert(r.lat_ms.end(), l.begin(), l.end());
   r.ops = order.size();
   r.bad = bad;

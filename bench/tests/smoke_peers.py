@@ -30,6 +30,7 @@ class PeersSmoke(unittest.TestCase):
         for r in rows:
             case = (r["peer"], r["threads"])
             self.assertEqual(r["bad"], 0, case)
+            self.assertGreaterEqual(r["cold_read_per_value_byte"], 0, case)
             self.assertEqual(r["size"], 256 << 10, case)
             self.assertEqual(r["values"], 16, case)
             for k in ("put_gbs", "warm_gbs", "cold_gbs"):

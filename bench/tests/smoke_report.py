@@ -60,7 +60,7 @@ class ReportSmoke(unittest.TestCase):
         self.assertIn("cold GET ≥ 0.85× fio direct read (1 conn / 1 thread) | 0.900", md)
         # lru-reuse / Belady = 0.75 at 25%: 16.7% short of 0.9.
         self.assertIn("| lru-reuse ≥ 0.9× Belady at 25% | 0.750 (lru-reuse / belady) | "
-                      "no: 16.7% short |", md)
+                      "no: 16.67% short |", md)
         for section in ("## Over RESP", "## In-process", "## Hit ratio vs capacity"):
             self.assertIn(section, md)
 

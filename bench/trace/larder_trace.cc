@@ -7,7 +7,8 @@
 // and the chunk hash stamped into the value), then Put of every chunk after the first miss
 // that the store does not hold. The store's clock advances --ms_per_request per request.
 //
-// Prints one JSON line describing the trace, then one per (capacity, policy).
+// Prints one JSON line describing the trace (single_use_chunks: chunks in only one request,
+// which no policy can ever hit), then one per (capacity, policy).
 #include <gflags/gflags.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "larder/store.h"
@@ -179,18 +181,25 @@ int main(int argc, char** argv) {
   p.concurrency = FLAGS_concurrency;
   p.zipf_s = FLAGS_zipf_s;
   Trace t = larder::bench::GenerateTrace(p);
-  uint64_t chunk_refs = 0, prompt_tokens = 0;
-  for (const auto& r : t.requests) chunk_refs += r.chunks.size(), prompt_tokens += r.prompt_tokens;
+  uint64_t chunk_refs = 0, prompt_tokens = 0, single_use = 0;
+  std::unordered_map<uint64_t, uint32_t> refs;  // chunk -> requests that contain it
+  for (const auto& r : t.requests) {
+    chunk_refs += r.chunks.size(), prompt_tokens += r.prompt_tokens;
+    for (uint64_t c : r.chunks) ++refs[c];
+  }
+  for (const auto& [c, n] : refs) single_use += n == 1;
   const uint64_t ws_bytes = t.unique_chunks * FLAGS_value_bytes;
   std::printf(
       "{\"trace\":{\"seed\":%llu,\"requests\":%zu,\"users\":%u,\"concurrency\":%u,"
       "\"zipf_s\":%.2f,\"unique_chunks\":%llu,\"chunk_refs\":%llu,\"prompt_tokens\":%llu,"
-      "\"mean_prompt_tokens\":%.1f,\"value_bytes\":%llu,\"working_set_bytes\":%llu}}\n",
+      "\"mean_prompt_tokens\":%.1f,\"value_bytes\":%llu,\"working_set_bytes\":%llu,"
+      "\"single_use_chunks\":%llu}}\n",
       (unsigned long long)p.seed, t.requests.size(), p.users, p.concurrency, p.zipf_s,
       (unsigned long long)t.unique_chunks, (unsigned long long)chunk_refs,
       (unsigned long long)prompt_tokens,
       t.requests.empty() ? 0.0 : static_cast<double>(prompt_tokens) / t.requests.size(),
-      (unsigned long long)FLAGS_value_bytes, (unsigned long long)ws_bytes);
+      (unsigned long long)FLAGS_value_bytes, (unsigned long long)ws_bytes,
+      (unsigned long long)single_use);
   std::fflush(stdout);
 
   std::string base = FLAGS_dir;
