@@ -43,15 +43,19 @@ def server_tables(raw, fio):
            "cold = SAVE, page cache of the data files dropped, then each key read once "
            "(×fio: over `fio` direct sequential read at the same block size, 1 job); device "
            "B/value B = the server's `/proc/PID/io` write_bytes over SET + SAVE per value byte; "
+           "SET GB/s counts until the last SET is acknowledged (Larder: in its memtable, "
+           "Redis: in RAM); SET+SAVE GB/s adds the SAVE that writes Larder's memtables to blob "
+           "files (the sustained rate once the memtable is full); "
            "cold read B/value B = its read_bytes over the cold reads per value byte (above 1: "
            "kernel readahead fetched more than was asked for). "
            "resp-load hashes every GET reply (XXH3-64, as the bytes arrive) and compares it "
            "with the value SET: the same client-side cost for every server.",
            "",
-           "| value | conns | peer | SET GB/s | SET p50/p99 | ×Redis | GET GB/s | GET p50/p99 "
+           "| value | conns | peer | SET GB/s | SET p50/p99 | ×Redis | SET+SAVE GB/s | GET GB/s "
+           "| GET p50/p99 "
            "| ×Redis | cold GET GB/s | cold p50/p99 | ×fio | cold read B/value B "
            "| device B/value B |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for size in sizes:
         fio_gbs = val(fio, "gbs", size=size)
         for c in conns:
@@ -63,10 +67,14 @@ def server_tables(raw, fio):
                 cd = find(s, label=peer, phase="cold", size=size, conns=c)
                 if not st or not gt:
                     continue
-                out.append("| %s | %d | %s | %.2f | %.1f/%.1f | %s | %.2f | %.1f/%.1f | %s | %s | "
-                           "%s | %s | %s | %s |" % (
+                save_s = st.get("save_seconds")
+                durable = (st["gbs"] * st["seconds"] / (st["seconds"] + save_s)
+                           if save_s and peer != "redis" else None)
+                out.append("| %s | %d | %s | %.2f | %.1f/%.1f | %s | %s | %.2f | %.1f/%.1f | %s "
+                           "| %s | %s | %s | %s | %s |" % (
                                human(size), c, peer, st["gbs"], st["p50_ms"], st["p99_ms"],
                                f2(ratio(st["gbs"], red_set)) if peer != "redis" else "1",
+                               f2(durable),
                                gt["gbs"], gt["p50_ms"], gt["p99_ms"],
                                f2(ratio(gt["gbs"], red_get)) if peer != "redis" else "1",
                                f2(cd["gbs"]) if cd else "—",
