@@ -129,12 +129,17 @@ def inproc_table(raw, fio):
             "1" if me else f2(ratio(r["cold_gbs"], base and base["cold_gbs"])),
             f2(ratio(r["cold_gbs"], fio_gbs)), r["cold_p50_ms"], r["cold_p99_ms"],
             f2(r.get("cold_read_per_value_byte")), r["device_per_value_byte"]))
+    rand = raw.get("fio_rand", [])
     out += ["", "`fio --rw=read --direct=1 --ioengine=psync --numjobs=1 --bs=SIZE` on the same "
-            "filesystem (the disk's sequential read limit):", "",
-            "| block | GB/s | p50 ms | p99 ms |", "|---|---|---|---|"]
+            "filesystem (the disk's sequential read limit, the goals' reference), and the same "
+            "with `--rw=randread` (random offsets, as reads of shuffled keys land):", "",
+            "| block | seq GB/s | seq p50 ms | seq p99 ms | randread GB/s | randread p50 ms |",
+            "|---|---|---|---|---|---|"]
     for r in fio:
-        out.append("| %s | %.2f | %.2f | %.2f |" % (human(r["size"]), r["gbs"], r["p50_ms"],
-                                                    r["p99_ms"]))
+        rr = find(rand, size=r["size"])
+        out.append("| %s | %.2f | %.2f | %.2f | %s | %s |" % (
+            human(r["size"]), r["gbs"], r["p50_ms"], r["p99_ms"], f2(rr and rr["gbs"]),
+            f2(rr and rr["p50_ms"])))
     return out
 
 

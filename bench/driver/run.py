@@ -106,11 +106,13 @@ def run_checked(cmd, what, errors):
     return json_lines(p.stdout)
 
 
-def fio_reads(work, cfg, errors):
+def fio_reads(work, cfg, errors, rw="read"):
+    """fio direct reads (`rw` = read: sequential, the goals' reference; randread: random
+    offsets, as reads of shuffled keys land) at each value size, one job."""
     path = os.path.join(work, "fio.dat")
     rows = []
     for s in cfg["sizes"]:
-        p = subprocess.run(["fio", "--name=seqread", "--filename=" + path, "--rw=read",
+        p = subprocess.run(["fio", "--name=" + rw, "--filename=" + path, "--rw=" + rw,
                             "--direct=1", "--ioengine=psync", "--bs=" + s,
                             "--size=%d" % cfg["fio_bytes"], "--numjobs=1",
                             "--output-format=json"], capture_output=True, text=True)
@@ -228,6 +230,7 @@ def main():
         if "fio" in parts:
             log("fio direct sequential reads")
             raw["fio"] = fio_reads(work, cfg, errors)
+            raw["fio_rand"] = fio_reads(work, cfg, errors, "randread")
             tp = done("fio", tp)
         if "servers" in parts:
             raw["servers"], raw["redis_benchmark"] = server_runs(bins, work, cfg, errors)
