@@ -35,6 +35,8 @@ DEFINE_uint64(value_bytes, 64 << 10, "bytes stored per chunk (scaled down from ~
 DEFINE_string(capacities, "0.1,0.25,0.5,1.0", "capacities, fractions of the working set");
 DEFINE_string(policies, "lru-reuse,lru,fifo", "Larder eviction policies to replay");
 DEFINE_uint64(ms_per_request, 100, "store clock advance per request");
+DEFINE_uint32(generation_div, 16, "generation bytes = budget / this (Larder's default ratio)");
+DEFINE_uint32(memtable_div, 16, "memtable bytes = max(budget / this, 4 MiB)");
 DEFINE_string(dir, "", "parent of the stores' directories (default: a temp dir, removed)");
 
 namespace {
@@ -108,8 +110,9 @@ void ReplayLarder(const Trace& t, const std::string& dir, const std::string& pol
   larder::Options o;
   o.clock = clock;
   o.max_disk_bytes = static_cast<uint64_t>(cap * ws_bytes);
-  o.generation_bytes = o.max_disk_bytes / 16;
-  o.memtable_bytes = std::max<uint64_t>(o.max_disk_bytes / 16, 4 << 20);
+  o.generation_bytes = o.max_disk_bytes / std::max(1u, FLAGS_generation_div);
+  o.memtable_bytes =
+      std::max<uint64_t>(o.max_disk_bytes / std::max(1u, FLAGS_memtable_div), 4 << 20);
   o.maintenance_interval_ms = 0;
   if (!larder::ParseEvictionPolicy(policy, &o.eviction_policy)) {
     std::fprintf(stderr, "unknown policy %s\n", policy.c_str());
