@@ -306,7 +306,10 @@ def write(raw, out_dir):
     if raw["errors"]:
         md += ["**Errors in this run** (a wrong value read back counts as one):", ""]
         md += ["- " + e for e in raw["errors"]] + [""]
-    md += goals(raw, fio) + [""] + plots(raw, fio, out_dir) + [""]
+    md += goals(raw, fio) + ["", "Why Larder misses a goal, with profiles: "
+                             "[bench/ANALYSIS.md](../ANALYSIS.md) (hand-written; its figures "
+                             "come from one particular run).", ""]
+    md += plots(raw, fio, out_dir) + [""]
     md += server_tables(raw, fio) + [""] + inproc_table(raw, fio) + [""] + hit_tables(raw)
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")
