@@ -16,7 +16,7 @@ for c in 4 16; do
     extra=""; [ $3 = larder ] && extra="--save_after_set"
     $B/resp-load --port $2 --phases set --size $((32<<20)) --keys 32 --conns $c --server_pid $1 $extra --label $3 | /usr/bin/python3 -c "
 import sys,json; r=json.loads(sys.stdin.read()); print('$3 c=$c SET %.2f GB/s p50 %.0f ms, SAVE %.2f s' % (r['gbs'], r['p50_ms'], r['save_seconds']))"
-    echo "   $3 CPU s per GiB (SET+SAVE): $(echo "scale=2; ($(cpu $1) - $c0) / 100" | bc)"
+    echo "   $3 CPU s per GiB (SET+SAVE): $(awk -v a=$(cpu $1) -v b=$c0 'BEGIN{printf "%.2f", (a-b)/100}')"
     if [ $c = 16 ]; then kill -INT $PP; wait $PP; perf report -i $W/$3.perf --sort symbol --stdio 2>/dev/null | grep -v "^#" | grep "%" | head -8 | cut -c1-80; fi
   done
 done
