@@ -1,0 +1,154 @@
+#include "peers.h"
+
+#include <fcntl.h>
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <vector>
+
+#include "larder/store.h"
+
+namespace larder::bench {
+namespace {
+
+class LarderPeer : public Peer {
+ public:
+  explicit LarderPeer(std::unique_ptr<Store> s) : s_(std::move(s)) {}
+  bool Put(const std::string& key, std::string_view value) override {
+    return s_->Put(key, value).ok();
+  }
+  bool Get(const std::string& key, uint64_t* h, size_t* len) override {
+    auto v = s_->Get(key);
+    if (!v.ok()) return false;
+    if (h) *h = XXH3_64bits(v->data(), v->size());
+    *len = v->size();
+    return true;
+  }
+  void Sync() override { s_->Flush(); }
+
+ private:
+  std::unique_ptr<Store> s_;
+};
+
+class RocksPeer : public Peer {
+ public:
+  RocksPeer(rocksdb::DB* db, bool wal) : db_(db) { wo_.disableWAL = !wal; }
+  ~RocksPeer() override { delete db_; }
+  bool Put(const std::string& key, std::string_view value) override {
+    return db_->Put(wo_, key, rocksdb::Slice(value.data(), value.size())).ok();
+  }
+  bool Get(const std::string& key, uint64_t* h, size_t* len) override {
+    rocksdb::PinnableSlice v;
+    if (!db_->Get(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), key, &v).ok()) return false;
+    if (h) *h = XXH3_64bits(v.data(), v.size());
+    *len = v.size();
+    return true;
+  }
+  void Sync() override { db_->Flush(rocksdb::FlushOptions()); }
+
+ private:
+  rocksdb::DB* db_;
+  rocksdb::WriteOptions wo_;
+};
+
+class FilesPeer : public Peer {
+ public:
+  explicit FilesPeer(std::string dir) : dir_(std::move(dir)) {}
+  bool Put(const std::string& key, std::string_view value) override {
+    int fd = open(Path(key).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return false;
+    bool ok = WriteAll(fd, value);
+    return close(fd) == 0 && ok;
+  }
+  bool Get(const std::string& key, uint64_t* h, size_t* len) override {
+    thread_local std::vector<char> buf;
+    int fd = open(Path(key).c_str(), O_RDONLY);
+    if (fd < 0) return false;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+      close(fd);
+      return false;
+    }
+    size_t n = static_cast<size_t>(st.st_size), done = 0;
+    if (buf.size() < n) buf.resize(n);
+    while (done < n) {
+      ssize_t r = read(fd, buf.data() + done, n - done);
+      if (r <= 0) break;
+      done += static_cast<size_t>(r);
+    }
+    close(fd);
+    if (done != n) return false;
+    if (h) *h = XXH3_64bits(buf.data(), n);
+    *len = n;
+    return true;
+  }
+  void Sync() override {
+    int fd = open(dir_.c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+      syncfs(fd);
+      close(fd);
+    }
+  }
+
+ private:
+  std::string Path(const std::string& key) const {
+    static const char kHex[] = "0123456789abcdef";
+    std::string p = dir_ + "/";
+    for (unsigned char c : key) p += kHex[c >> 4], p += kHex[c & 15];
+    return p;
+  }
+  static bool WriteAll(int fd, std::string_view v) {
+    size_t done = 0;
+    while (done < v.size()) {
+      ssize_t w = write(fd, v.data() + done, v.size() - done);
+      if (w <= 0) return false;
+      done += static_cast<size_t>(w);
+    }
+    return true;
+  }
+  std::string dir_;
+};
+
+}  // namespace
+
+std::unique_ptr<Peer> OpenPeer(const std::string& name, const std::string& dir) {
+  if (name == "larder") {
+    Options o;
+    o.max_disk_bytes = 64ull << 30;
+    auto r = Store::Open(o, dir);
+    if (!r.ok()) {
+      std::fprintf(stderr, "larder open %s: %s\n", dir.c_str(), r.status().ToString().c_str());
+      return nullptr;
+    }
+    return std::make_unique<LarderPeer>(std::move(r).value());
+  }
+  if (name == "rocksdb" || name == "rocksdb-nowal") {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(o, dir, &db);
+    if (!s.ok()) {
+      std::fprintf(stderr, "rocksdb open %s: %s\n", dir.c_str(), s.ToString().c_str());
+      return nullptr;
+    }
+    return std::make_unique<RocksPeer>(db, name == "rocksdb");
+  }
+  if (name == "files") {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      std::fprintf(stderr, "mkdir %s: %s\n", dir.c_str(), ec.message().c_str());
+      return nullptr;
+    }
+    return std::make_unique<FilesPeer>(dir);
+  }
+  std::fprintf(stderr, "unknown peer %s\n", name.c_str());
+  return nullptr;
+}
+
+}  // namespace larder::bench

@@ -1,0 +1,283 @@
+// resp-load: a RESP load generator that checks every value it reads back.
+//
+// Phases (--phases, in this order when listed): `set` writes --keys values of --size bytes,
+// `get` reads each key once in a shuffled order, `cold` sends SAVE (--save_before_cold),
+// drops the page cache of every file under --cold_dir and reads each key again, `exists`
+// times single-key EXISTS on one connection. Each phase prints one JSON object on a line:
+// GB/s (1e9 value bytes per second), per-request latency p50/p99 in ms, the server's device
+// bytes written and read per value byte (/proc/<--server_pid>/io) and the count of wrong
+// replies.
+//
+// A GET reply counts as right only if its XXH3 equals that of the value SET for the key (each
+// value is distinct: the key index is stamped into it). Exit status 1 if any reply was wrong.
+#include <fcntl.h>
+#include <gflags/gflags.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "load_conn.h"
+
+DEFINE_string(host, "127.0.0.1", "server address");
+DEFINE_int32(port, 6379, "server port");
+DEFINE_string(phases, "set,get,exists", "comma-separated: set, get, cold, exists");
+DEFINE_uint64(size, 4 << 20, "value bytes");
+DEFINE_uint64(keys, 64, "distinct keys (each SET once and read once per read phase)");
+DEFINE_int32(conns, 1, "connections, one thread each");
+DEFINE_int32(pipeline, 1, "requests in flight per connection");
+DEFINE_string(prefix, "load:", "key prefix");
+DEFINE_string(cold_dir, "", "data directory whose page cache the `cold` phase drops");
+DEFINE_bool(save_before_cold, true, "send SAVE before dropping the page cache");
+DEFINE_bool(save_after_set, false,
+            "send SAVE after the timed `set` phase and count what it writes in device_bytes "
+            "(Larder: flushes memtables to blob files)");
+DEFINE_int32(server_pid, 0, "server pid, for its device bytes written");
+DEFINE_uint64(exists_ops, 2000, "EXISTS requests in the `exists` phase");
+DEFINE_string(label, "", "copied into every JSON line");
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  while (b < s.size()) {
+    size_t e = s.find(',', b);
+    if (e == std::string::npos) e = s.size();
+    if (e > b) out.push_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  return out;
+}
+
+std::string Key(uint64_t i) {
+  return FLAGS_prefix + std::to_string(i);
+}
+
+// The value of key i: `base` with i stamped every 1 MiB and in the last 8 bytes.
+void Stamp(std::string* v, uint64_t i) {
+  if (v->size() < 8) return;
+  for (size_t p = 0; p + 8 <= v->size(); p += 1 << 20) std::memcpy(&(*v)[p], &i, 8);
+  std::memcpy(v->data() + v->size() - 8, &i, 8);
+}
+
+// The server's /proc/<pid>/io `field` ("write_bytes:" / "read_bytes:"): bytes it caused to be
+// written to / fetched from the device (readahead included); 0 without --server_pid.
+uint64_t ServerIo(const char* field) {
+  if (FLAGS_server_pid <= 0) return 0;
+  std::ifstream f("/proc/" + std::to_string(FLAGS_server_pid) + "/io");
+  std::string name;
+  uint64_t v;
+  while (f >> name >> v) {
+    if (name == field) return v;
+  }
+  return 0;
+}
+uint64_t ServerWriteBytes() {
+  return ServerIo("write_bytes:");
+}
+
+void DropPageCache(const std::string& dir) {
+  for (auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    int fd = open(e.path().c_str(), O_RDONLY);
+    if (fd < 0) continue;
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+}
+
+bool Save() {
+  auto c = larder::bench::Conn::Dial(FLAGS_host, FLAGS_port);
+  if (!c) return false;
+  c->SendCommand({"SAVE"});
+  std::string reply = c->ReadSimple();
+  if (reply != "+OK") std::fprintf(stderr, "resp-load: SAVE: %s\n", reply.c_str());
+  return reply == "+OK";
+}
+
+double Percentile(std::vector<double>* v, double q) {
+  if (v->empty()) return 0;
+  size_t k = std::min(v->size() - 1, static_cast<size_t>(q * v->size()));
+  std::nth_element(v->begin(), v->begin() + k, v->end());
+  return (*v)[k];
+}
+
+struct PhaseResult {
+  std::string phase;
+  uint64_t ops = 0, bytes = 0, bad = 0;
+  double seconds = 0;
+  double save_seconds = 0;  // the SAVE after `set` (--save_after_set), not in `seconds`
+  std::vector<double> lat_ms;
+  uint64_t device_bytes = 0;
+  uint64_t device_read_bytes = 0;
+};
+
+void Print(PhaseResult& r) {
+  double p50 = Percentile(&r.lat_ms, 0.50), p99 = Percentile(&r.lat_ms, 0.99);
+  std::printf(
+      "{\"label\":\"%s\",\"phase\":\"%s\",\"size\":%llu,\"conns\":%d,\"pipeline\":%d,"
+      "\"ops\":%llu,\"seconds\":%.6f,\"gbs\":%.4f,\"ops_per_s\":%.1f,\"p50_ms\":%.4f,"
+      "\"p99_ms\":%.4f,\"device_bytes\":%llu,\"device_per_value_byte\":%.4f,"
+      "\"read_per_value_byte\":%.4f,\"save_seconds\":%.6f,\"bad\":%llu}\n",
+      FLAGS_label.c_str(), r.phase.c_str(), (unsigned long long)FLAGS_size, FLAGS_conns,
+      FLAGS_pipeline, (unsigned long long)r.ops, r.seconds,
+      r.seconds > 0 ? r.bytes / r.seconds / 1e9 : 0, r.seconds > 0 ? r.ops / r.seconds : 0, p50,
+      p99, (unsigned long long)r.device_bytes,
+      r.bytes ? static_cast<double>(r.device_bytes) / r.bytes : 0,
+      r.bytes ? static_cast<double>(r.device_read_bytes) / r.bytes : 0, r.save_seconds,
+      (unsigned long long)r.bad);
+  std::fflush(stdout);
+}
+
+// Runs `conns` connections over the key indices `order`, each sending up to --pipeline
+// requests before reading their replies. `send(c, conn, key)` sends one request on
+// connection number c; `recv(c, conn, key)` reads its reply and returns whether it was right.
+template <typename Send, typename Recv>
+PhaseResult RunKeys(const std::string& phase, const std::vector<uint64_t>& order, int conns,
+                    Send send, Recv recv) {
+  PhaseResult r;
+  r.phase = phase;
+  std::vector<std::unique_ptr<larder::bench::Conn>> cs;
+  for (int c = 0; c < conns; ++c) {
+    cs.push_back(larder::bench::Conn::Dial(FLAGS_host, FLAGS_port));
+    if (!cs.back()) std::exit(2);
+  }
+  std::vector<std::vector<double>> lat(conns);
+  std::atomic<uint64_t> bad{0};
+  uint64_t w0 = ServerWriteBytes(), r0 = ServerIo("read_bytes:");
+  auto t0 = Clock::now();
+  std::vector<std::thread> ts;
+  for (int c = 0; c < conns; ++c) {
+    ts.emplace_back([&, c] {
+      std::vector<uint64_t> mine;
+      for (size_t j = c; j < order.size(); j += conns) mine.push_back(order[j]);
+      for (size_t j = 0; j < mine.size(); j += FLAGS_pipeline) {
+        size_t end = std::min(mine.size(), j + FLAGS_pipeline);
+        auto b0 = Clock::now();
+        for (size_t k = j; k < end; ++k) send(c, *cs[c], mine[k]);
+        for (size_t k = j; k < end; ++k) {
+          if (!recv(c, *cs[c], mine[k])) bad++;
+          lat[c].push_back(std::chrono::duration<double, std::milli>(Clock::now() - b0).count());
+        }
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.device_bytes = ServerWriteBytes() - w0;
+  r.device_read_bytes = ServerIo("read_bytes:") - r0;
+  for (auto& l : lat) r.lat_ms.insert(r.lat_ms.end(), l.begin(), l.end());
+  r.ops = order.size();
+  r.bad = bad;
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage("RESP load generator with checked values; see bench/README.md");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  const uint64_t n = FLAGS_keys, size = FLAGS_size;
+  if (FLAGS_pipeline < 1 || FLAGS_conns < 1 || n == 0) {
+    std::fprintf(stderr, "need --conns >= 1, --pipeline >= 1, --keys >= 1\n");
+    return 2;
+  }
+  // Values: one random base, stamped per key; the expected XXH3 of every key's value.
+  std::string base(size, '\0');
+  std::mt19937_64 rng(42);
+  for (size_t p = 0; p + 8 <= size; p += 8) {
+    uint64_t x = rng();
+    std::memcpy(&base[p], &x, 8);
+  }
+  std::vector<uint64_t> want(n);
+  {
+    std::string v = base;
+    for (uint64_t i = 0; i < n; ++i) {
+      Stamp(&v, i);
+      want[i] = XXH3_64bits(v.data(), v.size());
+    }
+  }
+  std::vector<uint64_t> in_order(n), shuffled(n);
+  std::iota(in_order.begin(), in_order.end(), 0);
+  shuffled = in_order;
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937_64(7));
+
+  std::vector<std::string> out_bufs(FLAGS_conns, base);
+  std::vector<std::string> in_bufs(FLAGS_conns, std::string(size, '\0'));
+  uint64_t bad_total = 0;
+
+  auto get_phase = [&](const std::string& name) {
+    auto send = [&](int, larder::bench::Conn& c, uint64_t i) { c.SendCommand({"GET", Key(i)}); };
+    auto recv = [&](int ci, larder::bench::Conn& c, uint64_t i) {
+      std::string& buf = in_bufs[ci];
+      uint64_t h = 0;
+      int64_t got = c.ReadBulkInto(buf.data(), buf.size(), &h);
+      return got == static_cast<int64_t>(size) && h == want[i];
+    };
+    PhaseResult r = RunKeys(name, shuffled, FLAGS_conns, send, recv);
+    r.bytes = n * size;
+    bad_total += r.bad;
+    Print(r);
+  };
+
+  for (const auto& phase : Split(FLAGS_phases)) {
+    if (phase == "set") {
+      // SendCommand returns once the bytes are in the socket, so one buffer per connection.
+      auto send = [&](int ci, larder::bench::Conn& c, uint64_t i) {
+        std::string& v = out_bufs[ci];
+        Stamp(&v, i);
+        c.SendCommand({"SET", Key(i), v});
+      };
+      auto recv = [&](int, larder::bench::Conn& c, uint64_t) { return c.ReadSimple() == "+OK"; };
+      uint64_t w0 = ServerWriteBytes();
+      PhaseResult r = RunKeys("set", in_order, FLAGS_conns, send, recv);
+      r.bytes = n * size;
+      auto s0 = Clock::now();
+      if (FLAGS_save_after_set && !Save()) return 2;
+      r.save_seconds = std::chrono::duration<double>(Clock::now() - s0).count();
+      r.device_bytes = ServerWriteBytes() - w0;
+      bad_total += r.bad;
+      Print(r);
+    } else if (phase == "get") {
+      get_phase("get");
+    } else if (phase == "cold") {
+      if (FLAGS_save_before_cold && !Save()) return 2;
+      if (!FLAGS_cold_dir.empty()) DropPageCache(FLAGS_cold_dir);
+      get_phase("cold");
+    } else if (phase == "exists") {
+      std::vector<uint64_t> order(FLAGS_exists_ops);
+      for (uint64_t j = 0; j < order.size(); ++j) order[j] = shuffled[j % n];
+      auto send = [&](int, larder::bench::Conn& c, uint64_t i) {
+        c.SendCommand({"EXISTS", Key(i)});
+      };
+      auto recv = [&](int, larder::bench::Conn& c, uint64_t) { return c.ReadSimple() == ":1"; };
+      int saved = FLAGS_pipeline;
+      FLAGS_pipeline = 1;
+      PhaseResult r = RunKeys("exists", order, 1, send, recv);
+      FLAGS_pipeline = saved;
+      bad_total += r.bad;
+      Print(r);
+    } else {
+      std::fprintf(stderr, "unknown phase %s\n", phase.c_str());
+      return 2;
+    }
+  }
+  if (bad_total) std::fprintf(stderr, "ERROR: %llu wrong replies\n", (unsigned long long)bad_total);
+  return bad_total ? 1 : 0;
+}
