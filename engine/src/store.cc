@@ -130,11 +130,11 @@ Status StoreImpl::WriteToHead(std::string_view key, std::string_view value, Entr
 }
 
 Result<Value> StoreImpl::ReadVerified(uint64_t hash, std::string_view key, const Entry& e,
-                                      bool count_and_remove) {
+                                      bool count_and_remove, bool rocksdb_checksums) {
   GenerationPtr g = gens_->Find(e.generation);
   if (!g) return Status::NotFound();
   rocksdb::ReadOptions ro;
-  ro.verify_checksums = false;  // XXH3 below covers the value; RocksDB's CRC here is 0.6 GB/s
+  ro.verify_checksums = rocksdb_checksums;  // XXH3 below covers the value; RocksDB's CRC: 0.6 GB/s
   auto pin = std::make_unique<Value::Pin>();
   rocksdb::Status s = db_->Get(ro, g->cf, rocksdb::Slice(key.data(), key.size()), &pin->slice);
   std::string problem;

@@ -66,6 +66,8 @@ class StoreImpl final : public Store {
 
   // Reads and checks every entry without repairing anything (larder::Verify).
   VerifyReport VerifyAll(void (*progress)(uint64_t, uint64_t, void*), void* arg);
+  // Checks every block of every live SST file; adds the bad files to `r`.
+  void VerifySstFiles(VerifyReport* r);
 
  private:
   static constexpr size_t kStripes = 256;
@@ -80,8 +82,9 @@ class StoreImpl final : public Store {
   // Removes one version of a key (index, meta record, value); caller holds its stripe.
   void RemoveLocked(uint64_t hash, std::string_view key, const Entry& e);
   // Reads and verifies the value of `e`. NotFound on any failure (corruption counted).
+  // `rocksdb_checksums`: RocksDB checks its own block and blob-record CRCs too (slower; Verify).
   Result<Value> ReadVerified(uint64_t hash, std::string_view key, const Entry& e,
-                             bool count_corruption_and_remove);
+                             bool count_corruption_and_remove, bool rocksdb_checksums = false);
   rocksdb::WriteOptions WriteOpts() const;
   // Writes `value` (checksum already computed) as `e` into the head generation in one batch
   // with its metadata and a tombstone for `old`'s copy in another generation. Sets
