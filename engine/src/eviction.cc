@@ -269,8 +269,7 @@ VerifyReport StoreImpl::VerifyAll(void (*progress)(uint64_t, uint64_t, void*), v
                          " metadata records without their generation");
   for (size_t i = 0; i < all.size(); ++i) {
     const auto& [k, e] = all[i];
-    Result<Value> v = ReadVerified(KeyHash(k), k, e, /*count_and_remove=*/false,
-                                   /*rocksdb_checksums=*/true);
+    Result<Value> v = ReadVerified(KeyHash(k), k, e, /*count_and_remove=*/false);
     if (v.ok()) {
       r.ok++;
     } else {

@@ -82,9 +82,9 @@ class StoreImpl final : public Store {
   // Removes one version of a key (index, meta record, value); caller holds its stripe.
   void RemoveLocked(uint64_t hash, std::string_view key, const Entry& e);
   // Reads and verifies the value of `e`. NotFound on any failure (corruption counted).
-  // `rocksdb_checksums`: RocksDB checks its own block and blob-record CRCs too (slower; Verify).
+  // RocksDB checks its own SST block and blob-record CRCs as well.
   Result<Value> ReadVerified(uint64_t hash, std::string_view key, const Entry& e,
-                             bool count_corruption_and_remove, bool rocksdb_checksums = false);
+                             bool count_corruption_and_remove);
   rocksdb::WriteOptions WriteOpts() const;
   // Writes `value` (checksum already computed) as `e` into the head generation in one batch
   // with its metadata and a tombstone for `old`'s copy in another generation. Sets
