@@ -106,21 +106,21 @@ class CorruptionTest(unittest.TestCase):
         for row in cls.report:
             print("  | %s |" % " | ".join(str(x) for x in row), file=sys.stderr)
 
-    def corrupt(self, kind, flips_per_file):
+    def corrupt(self, kind, flips_per_file, round_=0):
         tmp = tempfile.mkdtemp(prefix="larder-corrupt-")
         self.addCleanup(shutil.rmtree, tmp, True)
         data = os.path.join(tmp, "data")
         shutil.copytree(os.path.join(self.pristine, "data"), data)
         files = files_of(data, kind)
         self.assertGreater(len(files), 0, "no %s files in %s" % (kind, os.listdir(data)))
-        rng = random.Random("%d-%s" % (self.seed, kind))
+        rng = random.Random("%d-%s-%d" % (self.seed, kind, round_))
         for name in files:
             flip_bytes(os.path.join(data, name), rng, flips_per_file)
         return tmp, data, files
 
-    def check(self, kind, flips_per_file):
-        tmp, data, files = self.corrupt(kind, flips_per_file)
-        ctx = "%s, LARDER_CORRUPT_SEED=%d" % (kind, self.seed)
+    def check(self, kind, flips_per_file, round_=0):
+        tmp, data, files = self.corrupt(kind, flips_per_file, round_)
+        ctx = "%s round %d, LARDER_CORRUPT_SEED=%d" % (kind, round_, self.seed)
         vrc, vout, verr = verify(data)
         # Every block of SST files and every blob record is checksummed: verify finds the
         # flipped bytes whether or not they touch a value the server would serve.
@@ -164,7 +164,10 @@ class CorruptionTest(unittest.TestCase):
         self.assertGreater(len(missed), 0)
 
     def test_value_sst_files(self):
-        self.check("gen", 8)
+        # Several rounds: a flip in a data block the server parses unverified crashed it in about
+        # one seed in ten (Debian's librocksdb asserts on malformed blocks).
+        for round_ in range(5):
+            self.check("gen", 8, round_)
 
     def test_meta_sst_files(self):
         self.check("meta", 8)
