@@ -4,6 +4,7 @@ path traversal through commands. (integration_robustness.py covers NOAUTH/WRONGP
 DENIED reply to a non-loopback client.)
 Run: LARDER_SERVER=... /usr/bin/python3 -m unittest -v security_test"""
 import os
+import shutil
 import socket
 import stat
 import tempfile
@@ -88,6 +89,7 @@ class SecurityTest(unittest.TestCase):
 
     def test_password_survives_rewrite_without_injecting_options(self):
         tmp = tempfile.mkdtemp(prefix="larder-sec-")
+        self.addCleanup(shutil.rmtree, tmp, True)
         srv = ServerProcess(["--unixsocket", ""], conf_text="port 0\n", tmp=tmp).start()
         try:
             tricky = 'p "q\' dir /etc #'
@@ -107,6 +109,7 @@ class SecurityTest(unittest.TestCase):
     def test_unixsocketperm(self):
         for perm in (0o700, 0o660):
             tmp = tempfile.mkdtemp(prefix="larder-sec-")
+            self.addCleanup(shutil.rmtree, tmp, True)
             path = os.path.join(tmp, "larder.sock")
             srv = ServerProcess(["--unixsocket", path, "--unixsocketperm", "%o" % perm],
                                 tmp=tmp).start()
