@@ -157,8 +157,6 @@ class CrashCycles {
       _exit(7);
     }
     close(fds[1]);
-    auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(100 + rng_() % 700);
     std::string buf;
     auto drain = [&](int timeout_ms) {
       pollfd p{fds[0], POLLIN, 0};
@@ -169,6 +167,15 @@ class CrashCycles {
       buf.append(chunk, static_cast<size_t>(n));
       return true;
     };
+    // One cycle in 8 kills the child wherever it is (often still opening the store); the others
+    // first wait for its load to start, so slow (sanitized) builds still kill mid-load.
+    if (rng_() % 8 != 0) {
+      auto started = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (buf.empty() && std::chrono::steady_clock::now() < started && drain(10)) {
+      }
+    }
+    auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(100 + rng_() % 700);
     while (std::chrono::steady_clock::now() < deadline && drain(10)) {
     }
     kill(pid, SIGKILL);
