@@ -1,8 +1,10 @@
 // larder-server: the Larder store served over the Redis protocol.
 // Usage (like redis-server): larder-server [config-file] [--option value ...]
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -49,6 +51,32 @@ void RegisterApplyHooks(larder::config::Config* config) {
                      });
 }
 
+// Connections and the store's files (SST and blob files, WAL, MANIFEST, logs) share the
+// process's open-files limit. Raises the soft RLIMIT_NOFILE towards maxclients + 1024 (at most
+// the hard limit) and returns how many clients fit: maxclients, or fewer when the hard limit is
+// lower (then the limit minus 1024, or half the limit if more, stays for the store).
+struct FdBudget {
+  int64_t clients = 0;
+  uint64_t limit = 0;
+};
+FdBudget FitClientsToFdLimit(int64_t maxclients) {
+  constexpr uint64_t kStoreFds = 1024;
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return {maxclients, 0};
+  const uint64_t want = static_cast<uint64_t>(maxclients) + kStoreFds;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max == RLIM_INFINITY ? want : std::min<uint64_t>(want, rl.rlim_max);
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
+  FdBudget b;
+  b.limit = rl.rlim_cur == RLIM_INFINITY ? want : rl.rlim_cur;
+  const uint64_t reserve = std::min<uint64_t>(kStoreFds, b.limit / 2);
+  b.clients = static_cast<int64_t>(
+      std::min<uint64_t>(static_cast<uint64_t>(maxclients), b.limit - reserve));
+  return b;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,10 +119,27 @@ int main(int argc, char** argv) {
   Log(LogLevel::kNotice, std::string("Larder ") + LARDER_VERSION +
                              " starting, pid=" + std::to_string(getpid()) + where);
 
+  // Before the store opens its files: connections and store files share the open-files limit.
+  FdBudget fds = FitClientsToFdLimit(cfg.maxclients);
+  if (fds.clients < cfg.maxclients) {
+    Log(LogLevel::kWarning,
+        "maxclients " + std::to_string(cfg.maxclients) + " needs an open-files limit of at least " +
+            std::to_string(cfg.maxclients + 1024) + ", the hard limit is " +
+            std::to_string(fds.limit) + ": maxclients lowered to " + std::to_string(fds.clients) +
+            " (raise `ulimit -Hn` / LimitNOFILE)");
+    config.Set("maxclients", std::to_string(fds.clients));
+  }
+
   auto opened = larder::Store::Open(EngineOptions(cfg), cfg.dir);
   if (!opened.ok()) {
+    std::string hint;
+    if (opened.status().IsCorruption()) {
+      hint = " -- the data directory is damaged; `larder-admin --dir " + cfg.dir +
+             " verify` lists what. It holds only cached data: move it away (or empty it) and "
+             "start again";
+    }
     Log(LogLevel::kWarning,
-        "can't open the store in " + cfg.dir + ": " + opened.status().ToString());
+        "can't open the store in " + cfg.dir + ": " + opened.status().ToString() + hint);
     return 1;
   }
   std::unique_ptr<larder::Store> store = std::move(opened.value());

@@ -66,6 +66,8 @@ class StoreImpl final : public Store {
 
   // Reads and checks every entry without repairing anything (larder::Verify).
   VerifyReport VerifyAll(void (*progress)(uint64_t, uint64_t, void*), void* arg);
+  // Checks every block of every live SST file; adds the bad files to `r`.
+  void VerifySstFiles(VerifyReport* r);
 
  private:
   static constexpr size_t kStripes = 256;
@@ -80,6 +82,7 @@ class StoreImpl final : public Store {
   // Removes one version of a key (index, meta record, value); caller holds its stripe.
   void RemoveLocked(uint64_t hash, std::string_view key, const Entry& e);
   // Reads and verifies the value of `e`. NotFound on any failure (corruption counted).
+  // RocksDB checks its own SST block and blob-record CRCs as well.
   Result<Value> ReadVerified(uint64_t hash, std::string_view key, const Entry& e,
                              bool count_corruption_and_remove);
   rocksdb::WriteOptions WriteOpts() const;

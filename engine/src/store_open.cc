@@ -2,6 +2,7 @@
 #include <malloc.h>
 #include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
+#include <rocksdb/sst_file_reader.h>
 #include <rocksdb/table.h>
 #include <sys/statvfs.h>
 
@@ -58,6 +59,21 @@ Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   if (s.IsCorruption()) return Status::Corruption(msg);
   if (s.IsNoSpace()) return Status::NoSpace(msg);
   return Status::IOError(msg);
+}
+
+// RocksDB's error for an SST file whose footer or properties fail to load at open may name
+// the MANIFEST instead: names every table file in `dir` failing its own block checksums.
+std::string DamagedTableFiles(const std::string& dir, const rocksdb::DBOptions& db) {
+  std::string bad;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+    if (f.path().extension() != ".sst") continue;
+    rocksdb::SstFileReader reader(rocksdb::Options(db, rocksdb::ColumnFamilyOptions()));
+    rocksdb::Status s = reader.Open(f.path().string());
+    if (s.ok()) s = reader.VerifyChecksum();
+    if (!s.ok()) bad += (bad.empty() ? "" : ", ") + f.path().string();
+  }
+  return bad.empty() ? "" : " (table files failing their checksums: " + bad + ")";
 }
 
 }  // namespace
@@ -132,6 +148,7 @@ Status StoreImpl::OpenDb() {
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   Status s = FromRocks(rocksdb::DB::Open(db, dir_, descs, &handles, &raw), "opening " + dir_);
+  if (s.IsCorruption()) return Status::Corruption(s.message() + DamagedTableFiles(dir_, db));
   if (!s.ok()) return s;
   db_.reset(raw);
   gens_ = std::make_unique<Generations>(db_.get(), value_cf);

@@ -163,7 +163,8 @@ void Server::AcceptTcp(size_t i) {
         } else if (ec == asio::error::operation_aborted) {
           return;
         } else {
-          Log(LogLevel::kWarning, "accept: " + ec.message());
+          AcceptLater(ec, [this, i] { AcceptTcp(i); });
+          return;
         }
         AcceptTcp(i);
       });
@@ -179,10 +180,25 @@ void Server::AcceptUnix() {
         } else if (ec == asio::error::operation_aborted) {
           return;
         } else {
-          Log(LogLevel::kWarning, "accept: " + ec.message());
+          AcceptLater(ec, [this] { AcceptUnix(); });
+          return;
         }
         AcceptUnix();
       });
+}
+
+void Server::AcceptLater(const asio::error_code& ec, std::function<void()> again) {
+  const int64_t now = NowMs();
+  int64_t last = last_accept_warning_ms_.load();
+  if (now - last >= 1000 && last_accept_warning_ms_.compare_exchange_strong(last, now)) {
+    Log(LogLevel::kWarning, "accept: " + ec.message() +
+                                " (retrying every 100 ms; raise the open-files limit or lower "
+                                "maxclients)");
+  }
+  auto timer = std::make_shared<asio::steady_timer>(*ios_[0], std::chrono::milliseconds(100));
+  timer->async_wait([this, timer, again = std::move(again)](const asio::error_code& e) {
+    if (!e && !stopping()) again();
+  });
 }
 
 void Server::Admit(asio::generic::stream_protocol::socket socket, bool is_unix, std::string addr,

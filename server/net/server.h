@@ -6,6 +6,7 @@
 #include <asio.hpp>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -50,6 +51,9 @@ class Server : public ClientRegistry {
  private:
   void AcceptTcp(size_t i);
   void AcceptUnix();
+  // After a failed accept (EMFILE, ENFILE, ENOBUFS, ...) the connection stays queued, so an
+  // immediate retry would spin: retries `again` in 100 ms, warning at most once a second.
+  void AcceptLater(const asio::error_code& ec, std::function<void()> again);
   // Admission checks, then registers and starts the connection.
   void Admit(asio::generic::stream_protocol::socket socket, bool is_unix, std::string addr,
              std::string laddr);
@@ -68,6 +72,7 @@ class Server : public ClientRegistry {
   std::unique_ptr<asio::signal_set> signals_;
   std::atomic<size_t> next_io_{0};
   std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> last_accept_warning_ms_{0};
 
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, std::weak_ptr<Connection>> conns_;

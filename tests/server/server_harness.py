@@ -28,9 +28,10 @@ def free_port():
 
 
 class ServerProcess:
-    """One larder-server process. `args` are extra --option value pairs."""
+    """One larder-server process. `args` are extra --option value pairs; `wrapper` is a command
+    prefix (e.g. ["prlimit", "--nofile=256:256"])."""
 
-    def __init__(self, args=(), conf_text=None, tmp=None):
+    def __init__(self, args=(), conf_text=None, tmp=None, wrapper=()):
         self.own_tmp = tmp is None
         self.tmp = tmp or tempfile.mkdtemp(prefix="larder-it-")
         self.port = free_port()
@@ -40,11 +41,12 @@ class ServerProcess:
             with open(self.conf, "w") as f:
                 f.write(conf_text)
         self.args = list(args)
+        self.wrapper = list(wrapper)
         self.proc = None
         self.log_path = os.path.join(self.tmp, "server.log")
 
     def start(self, timeout=20):
-        cmd = [SERVER]
+        cmd = self.wrapper + [SERVER]
         if self.conf:
             cmd.append(self.conf)
         cmd += ["--port", str(self.port), "--dir", os.path.join(self.tmp, "data")]
@@ -56,7 +58,8 @@ class ServerProcess:
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError("server exited: " + self.read_log())
+                raise RuntimeError("server exited with code %d: %s" %
+                                   (self.proc.returncode, self.read_log()))
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                     return self

@@ -1,7 +1,9 @@
 // larder-admin: offline administration of a Larder data directory.
 //
 //   larder-admin [--dir DIR] stats
-//   larder-admin [--dir DIR] verify            exit 0 clean, 1 corruption found, 2 error
+//   larder-admin [--dir DIR] verify            exit 0 clean, 1 corruption found (in values,
+//                                              metadata, SST files, or too damaged to open),
+//                                              2 error
 //   larder-admin [--dir DIR] keys [PATTERN]
 //   larder-admin [--dir DIR] get KEY > file
 //   larder-admin [--dir DIR] put KEY [--ttl-ms N] < file
@@ -122,6 +124,12 @@ int main(int argc, char** argv) {
     if (!rest.empty()) return Usage();
     const bool tty = isatty(STDERR_FILENO);
     auto r = larder::Verify(dir, tty ? Progress : nullptr, nullptr);
+    if (!r.ok() && r.status().IsCorruption()) {  // too damaged to open: a finding, not an error
+      std::printf("bad: %s\n", r.status().ToString().c_str());
+      std::printf("cannot open %s: the directory is damaged (a cache: it may be emptied)\n",
+                  dir.c_str());
+      return kExitFound;
+    }
     if (!r.ok()) {
       return r.status().IsBusy() ? Fail(dir +
                                         " is in use by another process (a running "
@@ -132,7 +140,9 @@ int main(int argc, char** argv) {
     std::printf("verified %llu entries: %llu ok, %llu corrupt, %llu missing\n",
                 (unsigned long long)r->entries, (unsigned long long)r->ok,
                 (unsigned long long)r->corrupt, (unsigned long long)r->missing);
-    return (r->corrupt || r->missing) ? kExitFound : kExitOk;
+    std::printf("checked %llu SST files: %llu corrupt\n", (unsigned long long)r->sst_files,
+                (unsigned long long)r->corrupt_sst_files);
+    return r->clean() ? kExitOk : kExitFound;
   }
 
   int rc = kExitOk;

@@ -150,13 +150,19 @@ class Store {
 };
 
 // Checks a data directory's values and metadata without serving it (the directory must not be
-// open elsewhere). `progress` is called with (entries done, entries total) now and then.
+// open elsewhere): every value against its XXH3 and RocksDB's blob-record CRC, and every block
+// of every SST file (metadata, inline values) against RocksDB's block checksums. `progress` is
+// called with (entries done, entries total) now and then. A directory too damaged to open is
+// an error status naming the file.
 struct VerifyReport {
   uint64_t entries = 0;
   uint64_t ok = 0;
   uint64_t corrupt = 0;               // value or metadata failed verification
   uint64_t missing = 0;               // metadata without its value
-  std::vector<std::string> problems;  // one line per bad entry (first 1000)
+  uint64_t sst_files = 0;             // SST files checked
+  uint64_t corrupt_sst_files = 0;     // SST files with a block failing its checksum
+  std::vector<std::string> problems;  // one line per bad entry or file (first 1000)
+  bool clean() const { return corrupt == 0 && missing == 0 && corrupt_sst_files == 0; }
 };
 Result<VerifyReport> Verify(const std::string& dir,
                             void (*progress)(uint64_t done, uint64_t total, void* arg) = nullptr,

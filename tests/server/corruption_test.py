@@ -1,0 +1,180 @@
+"""Corruption through larder-server: random bytes are flipped in the blob files, the SST files
+of the value column families, the SST files of the `meta` column family, and the MANIFEST of a
+stopped server's data directory. Then, for each kind:
+
+- `larder-admin verify` on a copy of the directory reports it (exit 1, naming the damaged
+  file when the directory cannot be opened at all);
+- the server either refuses to start with a message naming a corrupted file, or starts and
+  answers every GET with the exact bytes written or a miss, never other bytes;
+- INFO `corruptions` counts every key that went missing, and verify found each of those keys.
+
+Run: LARDER_SERVER=... LARDER_ADMIN=... /usr/bin/python3 -m unittest -v corruption_test
+LARDER_CORRUPT_SEED fixes the positions of the flipped bytes."""
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from crash_journal import make_value
+from server_harness import ServerProcess
+
+ADMIN = os.environ.get("LARDER_ADMIN") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "build", "bin", "larder-admin")
+
+# Inline values (in the SST files of the value column families) and blob values (>= 64 KiB).
+SMALL = {"small:%d" % i: 1000 + 97 * i for i in range(40)}
+BIG = {"big:%d" % i: (64 << 10) + 4093 * i for i in range(40)}
+KEYS = {**SMALL, **BIG}
+
+
+def sst_column_family(path):
+    """'meta', 'gen' or 'default': the column family named in an SST's properties block."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if re.search(rb"gen-[0-9a-f]{16}", data):
+        return "gen"
+    if b"meta" in data:
+        return "meta"
+    return "default"
+
+
+def files_of(data, kind):
+    names = sorted(os.listdir(data))
+    if kind == "blob":
+        return [n for n in names if n.endswith(".blob")]
+    if kind in ("gen", "meta"):
+        return [n for n in names if n.endswith(".sst")
+                and sst_column_family(os.path.join(data, n)) == kind]
+    if kind == "manifest":
+        return [n for n in names if n.startswith("MANIFEST-")]
+    raise ValueError(kind)
+
+
+def flip_bytes(path, rng, count):
+    """XORs `count` random bytes of the file with a non-zero mask; returns the offsets."""
+    size = os.path.getsize(path)
+    offsets = sorted(rng.randrange(size) for _ in range(count))
+    with open(path, "r+b") as f:
+        for off in offsets:
+            f.seek(off)
+            b = f.read(1)[0]
+            f.seek(off)
+            f.write(bytes([b ^ rng.randrange(1, 256)]))
+    return offsets
+
+
+def verify(data):
+    """larder-admin verify on a copy (opening a store may clean up what it finds)."""
+    copy = tempfile.mkdtemp(prefix="larder-verify-")
+    try:
+        shutil.copytree(data, os.path.join(copy, "data"))
+        p = subprocess.run([ADMIN, "--dir", os.path.join(copy, "data"), "verify"],
+                           capture_output=True, timeout=120)
+        return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+
+
+class CorruptionTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.seed = int(os.environ.get("LARDER_CORRUPT_SEED", random.randrange(1 << 30)))
+        cls.pristine = tempfile.mkdtemp(prefix="larder-pristine-")
+        srv = ServerProcess(["--unixsocket", ""], tmp=cls.pristine).start()
+        r = srv.raw()
+        try:
+            # Two flushes: several SST files per column family.
+            for batch in (0, 1):
+                for k, size in KEYS.items():
+                    if int(k.split(":")[1]) % 2 == batch:
+                        assert r.call("SET", k, make_value(k, 1, size)) == b"+OK\r\n"
+                assert r.call("SAVE") == b"+OK\r\n"
+        finally:
+            r.close()
+        assert srv.stop() == 0
+        cls.report = []
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.pristine, ignore_errors=True)
+        print("\n  corruption (seed %d):\n  | files | flipped bytes | server | keys missed | "
+              "INFO corruptions | verify |\n  |---|---|---|---|---|---|" % cls.seed, file=sys.stderr)
+        for row in cls.report:
+            print("  | %s |" % " | ".join(str(x) for x in row), file=sys.stderr)
+
+    def corrupt(self, kind, flips_per_file, round_=0):
+        tmp = tempfile.mkdtemp(prefix="larder-corrupt-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        data = os.path.join(tmp, "data")
+        shutil.copytree(os.path.join(self.pristine, "data"), data)
+        files = files_of(data, kind)
+        self.assertGreater(len(files), 0, "no %s files in %s" % (kind, os.listdir(data)))
+        rng = random.Random("%d-%s-%d" % (self.seed, kind, round_))
+        for name in files:
+            flip_bytes(os.path.join(data, name), rng, flips_per_file)
+        return tmp, data, files
+
+    def check(self, kind, flips_per_file, round_=0):
+        tmp, data, files = self.corrupt(kind, flips_per_file, round_)
+        ctx = "%s round %d, LARDER_CORRUPT_SEED=%d" % (kind, round_, self.seed)
+        vrc, vout, verr = verify(data)
+        # Every block of SST files and every blob record is checksummed: verify finds the
+        # flipped bytes whether or not they touch a value the server would serve.
+        self.assertEqual(vrc, 1, "%s: verify: %s %s" % (ctx, vout, verr))
+
+        srv = ServerProcess(["--unixsocket", ""], tmp=tmp)
+        self.addCleanup(srv.stop)
+        try:
+            srv.start()
+        except RuntimeError as e:
+            log = str(e)
+            self.assertTrue(any(name in log for name in files),
+                            "%s: refused to start without naming a corrupted file: %s" % (ctx, log))
+            self.assertIn("the data directory is damaged", log, ctx)
+            self.report.append((kind, len(files) * flips_per_file, "refused, names the file",
+                                "-", "-", "exit %d" % vrc))
+            return
+        rc = srv.raw()
+        missed = []
+        for k, size in KEYS.items():
+            reply = rc.call("GET", k)
+            if reply == b"$-1\r\n":
+                missed.append(k)
+                continue
+            want = make_value(k, 1, size)
+            self.assertEqual(reply, b"$%d\r\n" % size + want + b"\r\n",
+                             "%s: wrong bytes served for %s" % (ctx, k))
+        info = rc.call("INFO", "larder").decode()
+        rc.close()
+        corruptions = int(re.search(r"corruptions:(\d+)", info).group(1))
+        self.assertEqual(corruptions, len(missed), "%s: missed %s" % (ctx, missed))
+        if missed:
+            for k in missed:
+                self.assertIn("'%s'" % k, vout, "%s: verify did not name %s" % (ctx, k))
+        self.report.append((kind, len(files) * flips_per_file, "started", len(missed),
+                            corruptions, "exit %d" % vrc))
+        return missed, vrc
+
+    def test_blob_files(self):
+        missed, vrc = self.check("blob", 16)
+        self.assertGreater(len(missed), 0)
+
+    def test_value_sst_files(self):
+        # Several rounds: a flip in a data block the server parses unverified crashed it in about
+        # one seed in ten (Debian's librocksdb asserts on malformed blocks).
+        for round_ in range(5):
+            self.check("gen", 8, round_)
+
+    def test_meta_sst_files(self):
+        self.check("meta", 8)
+
+    def test_manifest(self):
+        self.check("manifest", 4)
+
+
+if __name__ == "__main__":
+    unittest.main()
