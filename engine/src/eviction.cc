@@ -257,11 +257,21 @@ void StoreImpl::ResetCounters() {
 
 VerifyReport StoreImpl::VerifyAll(void (*progress)(uint64_t, uint64_t, void*), void* arg) {
   VerifyReport r;
-  r.corrupt = open_corrupt_;
+  r.corrupt = open_corrupt_ + open_damaged_;
   r.missing = open_orphans_;
   std::vector<std::pair<std::string, Entry>> all;
   index_.ForEach([&](const std::string& k, Entry& e) { all.emplace_back(k, e); });
-  r.entries = all.size() + open_corrupt_ + open_orphans_;
+  r.entries = all.size() + open_corrupt_ + open_orphans_ + open_damaged_;
+  r.corrupt_sst_files = damaged_sst_files_.size();
+  for (const std::string& f : damaged_sst_files_) {
+    r.problems.push_back(f + ": failed its block checksums at open; generation dropped");
+  }
+  if (open_damaged_)
+    r.problems.push_back(std::to_string(open_damaged_) +
+                         " entries lost with the generations dropped for a damaged SST file");
+  for (const std::string& k : damaged_keys_) {
+    r.problems.push_back(k + ": lost with its generation (damaged SST file)");
+  }
   if (open_corrupt_)
     r.problems.push_back(std::to_string(open_corrupt_) + " unreadable metadata records");
   if (open_orphans_)
@@ -269,7 +279,8 @@ VerifyReport StoreImpl::VerifyAll(void (*progress)(uint64_t, uint64_t, void*), v
                          " metadata records without their generation");
   for (size_t i = 0; i < all.size(); ++i) {
     const auto& [k, e] = all[i];
-    Result<Value> v = ReadVerified(KeyHash(k), k, e, /*count_and_remove=*/false);
+    Result<Value> v = ReadVerified(KeyHash(k), k, e, /*count_and_remove=*/false,
+                                   /*rocksdb_checksums=*/true);
     if (v.ok()) {
       r.ok++;
     } else {

@@ -13,6 +13,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "generations.h"
@@ -82,9 +84,14 @@ class StoreImpl final : public Store {
   // Removes one version of a key (index, meta record, value); caller holds its stripe.
   void RemoveLocked(uint64_t hash, std::string_view key, const Entry& e);
   // Reads and verifies the value of `e`. NotFound on any failure (corruption counted).
-  // RocksDB checks its own SST block and blob-record CRCs as well.
+  // `rocksdb_checksums`: RocksDB checks its own SST block and blob-record CRCs too (slow; Verify).
   Result<Value> ReadVerified(uint64_t hash, std::string_view key, const Entry& e,
-                             bool count_corruption_and_remove);
+                             bool count_corruption_and_remove, bool rocksdb_checksums = false);
+  // At open: checks every SST file of every generation against its block checksums and drops
+  // each generation holding a damaged one (its entries become misses, counted as corruptions).
+  // Reads then parse only checked blocks without RocksDB's costly per-read CRC, and Debian's
+  // librocksdb, built with assertions, cannot abort on a malformed block written before open.
+  Status DropDamagedGenerations();
   rocksdb::WriteOptions WriteOpts() const;
   // Writes `value` (checksum already computed) as `e` into the head generation in one batch
   // with its metadata and a tombstone for `old`'s copy in another generation. Sets
@@ -134,6 +141,11 @@ class StoreImpl final : public Store {
   Counters counters_;
   uint64_t open_orphans_ = 0;  // meta records without a generation, found at open
   uint64_t open_corrupt_ = 0;  // undecodable meta records, found at open
+  uint64_t open_damaged_ = 0;  // entries of generations dropped at open for a damaged SST
+  std::set<uint64_t> damaged_generations_;  // dropped at open; see DropDamagedGenerations
+  std::vector<std::string> damaged_sst_files_;
+  std::vector<std::string> damaged_keys_;  // the first kMaxReportedDamagedKeys, for Verify
+  static constexpr uint64_t kMaxReportedDamagedKeys = 1000;
 
   std::thread maintenance_;
   std::mutex maint_mu_;

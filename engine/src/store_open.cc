@@ -176,6 +176,12 @@ Status StoreImpl::OpenDb() {
                                 std::to_string(format::kFormatVersion));
   }
 
+  s = DropDamagedGenerations();
+  if (!s.ok()) {
+    Close();
+    return s;
+  }
+
   // Rebuild the index from the meta column family; drop records that cannot be served.
   const int64_t now = Now();
   rocksdb::WriteBatch cleanup;
@@ -189,6 +195,15 @@ Status StoreImpl::OpenDb() {
       continue;
     }
     GenerationPtr g = gens_->Find(m->generation);
+    if (!g && damaged_generations_.count(m->generation)) {
+      if (++open_damaged_ <= kMaxReportedDamagedKeys) {
+        damaged_keys_.push_back("generation " + std::to_string(m->generation) + " key '" +
+                                it->key().ToString() + "'");
+      }
+      counters_.corruptions++;
+      cleanup.Delete(meta_cf_, it->key());
+      continue;
+    }
     if (!g) {
       ++open_orphans_;
       cleanup.Delete(meta_cf_, it->key());
@@ -228,6 +243,30 @@ Status StoreImpl::OpenDb() {
   }
   if (options_.maintenance_interval_ms > 0) {
     maintenance_ = std::thread([this] { MaintenanceLoop(); });
+  }
+  return Status::OK();
+}
+
+Status StoreImpl::DropDamagedGenerations() {
+  std::vector<rocksdb::LiveFileMetaData> files;
+  db_->GetLiveFilesMetaData(&files);
+  rocksdb::Options opts(db_->GetDBOptions(), rocksdb::ColumnFamilyOptions());
+  for (const auto& f : files) {
+    std::optional<uint64_t> id = format::ParseGenerationCfName(f.column_family_name);
+    if (!id || damaged_generations_.count(*id)) continue;
+    const std::string path = f.directory + "/" + f.relative_filename;
+    rocksdb::SstFileReader reader(opts);
+    rocksdb::Status rs = reader.Open(path);
+    if (rs.ok()) rs = reader.VerifyChecksum();
+    if (rs.ok()) continue;
+    damaged_sst_files_.push_back(path + " (" + rs.ToString() + ")");
+    damaged_generations_.insert(*id);
+  }
+  for (uint64_t id : damaged_generations_) {
+    Status s = gens_->Drop(id, /*allow_head=*/true);
+    if (!s.ok())
+      return Status::Corruption("dropping generation " + std::to_string(id) + " of " + dir_ +
+                                ", which has a damaged SST file: " + s.message());
   }
   return Status::OK();
 }

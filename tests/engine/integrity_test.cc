@@ -1,10 +1,12 @@
 // Integrity: corrupted blob files read as misses (counted), concurrent readers and writers.
 // Crash safety under SIGKILL: crash_cycles_test.cc.
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "larder/store.h"
@@ -79,6 +81,83 @@ TEST(Integrity, FlippedBlobBytesAreMissesNeverWrongBytes) {
   EXPECT_GT(bad, 0);
   EXPECT_EQ(s->GetStats().corruptions, static_cast<uint64_t>(bad));
   EXPECT_EQ(static_cast<uint64_t>(good), report->ok);
+}
+
+// The SST files of one generation CF (through RocksDB's own read-only view of the directory).
+std::vector<std::string> GenerationSstFiles(const std::string& dir, std::string* cf_name) {
+  std::vector<std::string> names;
+  rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir, &names);
+  std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+  for (const auto& n : names) descs.emplace_back(n, rocksdb::ColumnFamilyOptions());
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  EXPECT_TRUE(rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), dir, descs, &handles, &db).ok());
+  std::vector<rocksdb::LiveFileMetaData> files;
+  db->GetLiveFilesMetaData(&files);
+  std::vector<std::string> out;
+  for (const auto& f : files) {
+    if (f.column_family_name == "default" || f.column_family_name == "meta") continue;
+    if (cf_name->empty()) *cf_name = f.column_family_name;
+    if (f.column_family_name == *cf_name) out.push_back(f.directory + "/" + f.relative_filename);
+  }
+  for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
+  delete db;
+  return out;
+}
+
+TEST(Integrity, DamagedGenerationSstIsDroppedAtOpenNeverParsed) {
+  test::TempDir dir;
+  Options o;
+  o.maintenance_interval_ms = 0;
+  o.max_disk_bytes = 1ull << 30;
+  o.generation_bytes = 4 << 20;  // a few 1 MiB values per generation
+  const int n = 16;
+  const size_t size = 1 << 20;
+  {
+    auto s = OpenOrDie(o, dir.path());
+    for (int i = 0; i < n; ++i) {
+      std::string k = "k" + std::to_string(i);
+      ASSERT_TRUE(s->Put(k, MakeValue(k, size)).ok());
+    }
+    ASSERT_TRUE(s->Close().ok());
+  }
+  std::string cf;
+  std::vector<std::string> ssts = GenerationSstFiles(dir.path(), &cf);
+  ASSERT_FALSE(ssts.empty()) << "no SST file in any generation";
+  for (const std::string& path : ssts) {  // a byte of the first data block of each
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    char c;
+    f.seekg(12);
+    f.read(&c, 1);
+    c ^= 0x5a;
+    f.seekp(12);
+    f.write(&c, 1);
+  }
+
+  auto s = OpenOrDie(o, dir.path());
+  ASSERT_NE(s, nullptr);
+  int good = 0, lost = 0;
+  for (int i = 0; i < n; ++i) {
+    std::string k = "k" + std::to_string(i);
+    auto r = s->Get(k);
+    if (r.ok()) {
+      ASSERT_EQ(r->view(), MakeValue(k, size)) << "wrong bytes served for " << k;
+      ++good;
+    } else {
+      EXPECT_TRUE(r.status().IsNotFound()) << r.status().ToString();
+      ++lost;
+    }
+  }
+  EXPECT_GT(lost, 0) << "the damaged generation " << cf << " was not dropped";
+  EXPECT_GT(good, 0) << "undamaged generations were lost too";
+  EXPECT_EQ(s->GetStats().corruptions, static_cast<uint64_t>(lost));
+  EXPECT_EQ(s->GetStats().keys, static_cast<uint64_t>(good));
+  ASSERT_TRUE(s->Close().ok());
+
+  auto report = Verify(dir.path());  // the damage went with the generation
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(report->clean());
+  EXPECT_EQ(report->ok, static_cast<uint64_t>(good));
 }
 
 TEST(Integrity, ConcurrentReadersAndWritersSeeWholeValues) {
