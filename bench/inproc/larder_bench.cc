@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "larder/store.h"
 
 DEFINE_bool(quick, false, "smaller volumes, for a smoke run");
@@ -34,32 +35,15 @@ DEFINE_string(out, "", "also write the markdown report here");
 
 namespace {
 
+using larder::bench::ParseSize;
+using larder::bench::ProcIoBytes;
+using larder::bench::SplitList;
+
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-uint64_t ParseSize(const std::string& s) {
-  uint64_t n = std::stoull(s);
-  char u = s.back();
-  if (u == 'k' || u == 'K') n <<= 10;
-  if (u == 'm' || u == 'M') n <<= 20;
-  if (u == 'g' || u == 'G') n <<= 30;
-  return n;
-}
-
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b <= s.size()) {
-    size_t e = s.find(',', b);
-    if (e == std::string::npos) e = s.size();
-    if (e > b) out.push_back(s.substr(b, e - b));
-    b = e + 1;
-  }
-  return out;
 }
 
 std::string Key(uint64_t i) {
@@ -82,28 +66,6 @@ bool Stamped(const larder::Value& v, uint64_t i) {
   std::memcpy(&a, v.data(), 8);
   std::memcpy(&b, v.data() + v.size() - 8, 8);
   return a == i && b == i;
-}
-
-uint64_t ProcIo(const char* field) {
-  std::ifstream f("/proc/self/io");
-  std::string name;
-  uint64_t v;
-  while (f >> name >> v) {
-    if (name == std::string(field) + ":") return v;
-  }
-  return 0;
-}
-
-void DropPageCache(const std::string& dir) {
-  sync();
-  for (auto& e : fs::recursive_directory_iterator(dir)) {
-    if (!e.is_regular_file()) continue;
-    int fd = open(e.path().c_str(), O_RDONLY);
-    if (fd < 0) continue;
-    fdatasync(fd);
-    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    close(fd);
-  }
 }
 
 std::unique_ptr<larder::Store> OpenStore(const std::string& dir, uint64_t budget,
@@ -177,7 +139,8 @@ Row Throughput(const std::string& base, uint64_t size, int threads) {
   };
   read_all();  // warm the page cache
   double warm_s = read_all();
-  DropPageCache(dir);
+  sync();
+  larder::bench::DropPageCache(dir);
   double cold_s = read_all();
   double bytes = static_cast<double>(n) * size;
   store.reset();
@@ -196,7 +159,7 @@ void WriteAmplification(const std::string& base, std::string* report) {
   auto store = OpenStore(dir, budget, budget / 8, budget / 8);
   std::string v(size, '\0');
   std::mt19937_64 rng(1);
-  uint64_t w0 = ProcIo("write_bytes"), c0 = ProcIo("cancelled_write_bytes");
+  uint64_t w0 = ProcIoBytes("write_bytes"), c0 = ProcIoBytes("cancelled_write_bytes");
   for (uint64_t i = 0; i < n; ++i) {
     Fill(&v, i);
     if (!store->Put(Key(i), v).ok()) g_bad++;
@@ -208,7 +171,7 @@ void WriteAmplification(const std::string& base, std::string* report) {
   }
   store->Flush();
   sync();
-  uint64_t w = ProcIo("write_bytes") - w0, c = ProcIo("cancelled_write_bytes") - c0;
+  uint64_t w = ProcIoBytes("write_bytes") - w0, c = ProcIoBytes("cancelled_write_bytes") - c0;
   larder::Stats s = store->GetStats();
   double value_bytes = static_cast<double>(n) * size;
   char buf[1024];
@@ -261,10 +224,10 @@ int main(int argc, char** argv) {
       "memcpy |\n"
       "|---|---|---|---|---|---|---|\n";
   std::fputs(report.c_str(), stdout);
-  for (const auto& ss : Split(FLAGS_sizes)) {
+  for (const auto& ss : SplitList(FLAGS_sizes)) {
     uint64_t size = ParseSize(ss);
     double mc = MemcpyGBs(size);
-    for (const auto& ts : Split(FLAGS_threads)) {
+    for (const auto& ts : SplitList(FLAGS_threads)) {
       Row r = Throughput(base, size, std::stoi(ts));
       std::snprintf(buf, sizeof buf, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f |\n", ss.c_str(),
                     r.threads, r.put_gbs, r.warm_gbs, r.cold_gbs, mc, r.warm_gbs / mc);

@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "peers.h"
 
 DEFINE_string(peers, "larder,rocksdb,rocksdb-nowal,files", "peers to run");
@@ -41,54 +42,13 @@ DEFINE_string(dir, "", "parent of the peers' directories (default: a temp dir, r
 
 namespace {
 
+using larder::bench::DropPageCache;
+using larder::bench::ParseSize;
+using larder::bench::ProcIoBytes;
+using larder::bench::SplitList;
+
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
-
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b < s.size()) {
-    size_t e = s.find(',', b);
-    if (e == std::string::npos) e = s.size();
-    if (e > b) out.push_back(s.substr(b, e - b));
-    b = e + 1;
-  }
-  return out;
-}
-
-uint64_t ParseSize(const std::string& s) {
-  uint64_t n = std::stoull(s);
-  char u = s.back();
-  if (u == 'k' || u == 'K') n <<= 10;
-  if (u == 'm' || u == 'M') n <<= 20;
-  return n;
-}
-
-// /proc/self/io `field` ("write_bytes:" or "read_bytes:"): bytes this process caused to be
-// written to / fetched from the device (readahead it triggered included).
-uint64_t IoBytes(const char* field) {
-  std::ifstream f("/proc/self/io");
-  std::string name;
-  uint64_t v;
-  while (f >> name >> v) {
-    if (name == field) return v;
-  }
-  return 0;
-}
-uint64_t WriteBytes() {
-  return IoBytes("write_bytes:");
-}
-
-void DropPageCache(const std::string& dir) {
-  for (auto& e : fs::recursive_directory_iterator(dir)) {
-    if (!e.is_regular_file()) continue;
-    int fd = open(e.path().c_str(), O_RDONLY);
-    if (fd < 0) continue;
-    fdatasync(fd);
-    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    close(fd);
-  }
-}
 
 std::string Key(uint64_t i) {
   return "chunk-" + std::to_string(i);
@@ -158,7 +118,7 @@ void RunCase(const std::string& base, const std::string& peer, uint64_t size, in
   auto db = larder::bench::OpenPeer(peer, dir);
   if (!db) std::exit(2);
   const uint64_t bad0 = g_bad.load();
-  uint64_t w0 = WriteBytes();
+  uint64_t w0 = ProcIoBytes("write_bytes");
   Pass put = RunPass(threads, in_order, [&](int t, uint64_t i) {
     Stamp(&bufs[t], i);
     if (!db->Put(Key(i), bufs[t])) g_bad++;
@@ -176,10 +136,10 @@ void RunCase(const std::string& base, const std::string& peer, uint64_t size, in
   RunPass(threads, shuffled, get);  // warms the page cache
   Pass warm = RunPass(threads, shuffled, get);
   DropPageCache(dir);
-  const uint64_t r0 = IoBytes("read_bytes:");
+  const uint64_t r0 = ProcIoBytes("read_bytes");
   Pass cold = RunPass(threads, shuffled, get);
-  const uint64_t cold_read = IoBytes("read_bytes:") - r0;
-  uint64_t written = WriteBytes() - w0;
+  const uint64_t cold_read = ProcIoBytes("read_bytes") - r0;
+  uint64_t written = ProcIoBytes("write_bytes") - w0;
   db.reset();
   fs::remove_all(dir);
   double bytes = static_cast<double>(n) * size;
@@ -211,9 +171,10 @@ int main(int argc, char** argv) {
     }
     base = tmpl;
   }
-  for (const auto& ss : Split(FLAGS_sizes)) {
-    for (const auto& ts : Split(FLAGS_threads)) {
-      for (const auto& peer : Split(FLAGS_peers)) RunCase(base, peer, ParseSize(ss), std::stoi(ts));
+  for (const auto& ss : SplitList(FLAGS_sizes)) {
+    for (const auto& ts : SplitList(FLAGS_threads)) {
+      for (const auto& peer : SplitList(FLAGS_peers))
+        RunCase(base, peer, ParseSize(ss), std::stoi(ts));
     }
   }
   if (own) fs::remove_all(base);

@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "load_conn.h"
 
 DEFINE_string(host, "127.0.0.1", "server address");
@@ -49,20 +50,11 @@ DEFINE_string(label, "", "copied into every JSON line");
 
 namespace {
 
+using larder::bench::DropPageCache;
+using larder::bench::SplitList;
+
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
-
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b < s.size()) {
-    size_t e = s.find(',', b);
-    if (e == std::string::npos) e = s.size();
-    if (e > b) out.push_back(s.substr(b, e - b));
-    b = e + 1;
-  }
-  return out;
-}
 
 std::string Key(uint64_t i) {
   return FLAGS_prefix + std::to_string(i);
@@ -75,31 +67,10 @@ void Stamp(std::string* v, uint64_t i) {
   std::memcpy(v->data() + v->size() - 8, &i, 8);
 }
 
-// The server's /proc/<pid>/io `field` ("write_bytes:" / "read_bytes:"): bytes it caused to be
+// The server's /proc/<pid>/io `counter` ("write_bytes" / "read_bytes"): bytes it caused to be
 // written to / fetched from the device (readahead included); 0 without --server_pid.
-uint64_t ServerIo(const char* field) {
-  if (FLAGS_server_pid <= 0) return 0;
-  std::ifstream f("/proc/" + std::to_string(FLAGS_server_pid) + "/io");
-  std::string name;
-  uint64_t v;
-  while (f >> name >> v) {
-    if (name == field) return v;
-  }
-  return 0;
-}
-uint64_t ServerWriteBytes() {
-  return ServerIo("write_bytes:");
-}
-
-void DropPageCache(const std::string& dir) {
-  for (auto& e : fs::recursive_directory_iterator(dir)) {
-    if (!e.is_regular_file()) continue;
-    int fd = open(e.path().c_str(), O_RDONLY);
-    if (fd < 0) continue;
-    fdatasync(fd);
-    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    close(fd);
-  }
+uint64_t ServerIo(const char* counter) {
+  return FLAGS_server_pid > 0 ? larder::bench::ProcIoBytes(counter, FLAGS_server_pid) : 0;
 }
 
 bool Save() {
@@ -160,7 +131,7 @@ PhaseResult RunKeys(const std::string& phase, const std::vector<uint64_t>& order
   }
   std::vector<std::vector<double>> lat(conns);
   std::atomic<uint64_t> bad{0};
-  uint64_t w0 = ServerWriteBytes(), r0 = ServerIo("read_bytes:");
+  uint64_t w0 = ServerIo("write_bytes"), r0 = ServerIo("read_bytes");
   auto t0 = Clock::now();
   std::vector<std::thread> ts;
   for (int c = 0; c < conns; ++c) {
@@ -180,8 +151,8 @@ PhaseResult RunKeys(const std::string& phase, const std::vector<uint64_t>& order
   }
   for (auto& t : ts) t.join();
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  r.device_bytes = ServerWriteBytes() - w0;
-  r.device_read_bytes = ServerIo("read_bytes:") - r0;
+  r.device_bytes = ServerIo("write_bytes") - w0;
+  r.device_read_bytes = ServerIo("read_bytes") - r0;
   for (auto& l : lat) r.lat_ms.insert(r.lat_ms.end(), l.begin(), l.end());
   r.ops = order.size();
   r.bad = bad;
@@ -236,7 +207,7 @@ int main(int argc, char** argv) {
     Print(r);
   };
 
-  for (const auto& phase : Split(FLAGS_phases)) {
+  for (const auto& phase : SplitList(FLAGS_phases)) {
     if (phase == "set") {
       // SendCommand returns once the bytes are in the socket, so one buffer per connection.
       auto send = [&](int ci, larder::bench::Conn& c, uint64_t i) {
@@ -245,13 +216,13 @@ int main(int argc, char** argv) {
         c.SendCommand({"SET", Key(i), v});
       };
       auto recv = [&](int, larder::bench::Conn& c, uint64_t) { return c.ReadSimple() == "+OK"; };
-      uint64_t w0 = ServerWriteBytes();
+      uint64_t w0 = ServerIo("write_bytes");
       PhaseResult r = RunKeys("set", in_order, FLAGS_conns, send, recv);
       r.bytes = n * size;
       auto s0 = Clock::now();
       if (FLAGS_save_after_set && !Save()) return 2;
       r.save_seconds = std::chrono::duration<double>(Clock::now() - s0).count();
-      r.device_bytes = ServerWriteBytes() - w0;
+      r.device_bytes = ServerIo("write_bytes") - w0;
       bad_total += r.bad;
       Print(r);
     } else if (phase == "get") {

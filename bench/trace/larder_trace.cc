@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bench_util.h"
 #include "larder/store.h"
 #include "trace.h"
 
@@ -40,6 +41,9 @@ DEFINE_uint32(memtable_div, 16, "memtable bytes = max(budget / this, 4 MiB)");
 DEFINE_string(dir, "", "parent of the stores' directories (default: a temp dir, removed)");
 
 namespace {
+
+using larder::bench::ProcIoBytes;
+using larder::bench::SplitList;
 
 namespace fs = std::filesystem;
 using larder::bench::SimResult;
@@ -64,28 +68,6 @@ std::vector<double> ParseList(const std::string& s) {
     b = e + 1;
   }
   return out;
-}
-
-std::vector<std::string> SplitNames(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b < s.size()) {
-    size_t e = s.find(',', b);
-    if (e == std::string::npos) e = s.size();
-    if (e > b) out.push_back(s.substr(b, e - b));
-    b = e + 1;
-  }
-  return out;
-}
-
-uint64_t WriteBytes() {
-  std::ifstream f("/proc/self/io");
-  std::string name;
-  uint64_t v;
-  while (f >> name >> v) {
-    if (name == "write_bytes:") return v;
-  }
-  return 0;
 }
 
 uint64_t g_bad = 0;
@@ -132,7 +114,7 @@ void ReplayLarder(const Trace& t, const std::string& dir, const std::string& pol
     uint64_t x = rng();
     std::memcpy(&value[p], &x, 8);
   }
-  uint64_t hit = 0, prompt = 0, w0 = WriteBytes();
+  uint64_t hit = 0, prompt = 0, w0 = ProcIoBytes("write_bytes");
   auto t0 = std::chrono::steady_clock::now();
   for (const auto& r : t.requests) {
     std::vector<std::string> keys;
@@ -162,8 +144,8 @@ void ReplayLarder(const Trace& t, const std::string& dir, const std::string& pol
   store->Flush();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   larder::Stats s = store->GetStats();
-  PrintRow(cap, policy, hit, prompt, s.bytes_written + s.reinserted_bytes, WriteBytes() - w0,
-           s.reinserted_bytes, secs, ws_bytes);
+  PrintRow(cap, policy, hit, prompt, s.bytes_written + s.reinserted_bytes,
+           ProcIoBytes("write_bytes") - w0, s.reinserted_bytes, secs, ws_bytes);
   store.reset();
   fs::remove_all(dir);
 }
@@ -225,7 +207,7 @@ int main(int argc, char** argv) {
       PrintRow(cap, name, r.hit_tokens, r.prompt_tokens, r.inserted_chunks * FLAGS_value_bytes, 0,
                0, secs, ws_bytes);
     }
-    for (const auto& policy : SplitNames(FLAGS_policies)) {
+    for (const auto& policy : SplitList(FLAGS_policies)) {
       ReplayLarder(t, base + "/" + policy + "-" + std::to_string(cap), policy, cap, ws_bytes);
     }
   }
