@@ -273,6 +273,8 @@ std::vector<Option> BuildTable() {
       Int("io-threads", &S::io_threads, "2", kStartup, 1, 64, "threads serving connections"),
       Int("engine-threads", &S::engine_threads, "8", kStartup, 1, 256,
           "threads running blocking engine calls"),
+      Int("pipeline-nice", &S::pipeline_nice, "10", kStartup, 0, 19,
+          "CPU nice value of the threads running pipelined batches; 0 = no separate threads"),
       // --- security ---
       WithCheck(String("requirepass", &S::requirepass, R"("")", kRuntime,
                        "password for AUTH; empty = none"),

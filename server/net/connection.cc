@@ -1,5 +1,9 @@
 #include "net/connection.h"
 
+#include <sys/socket.h>
+
+#include <cerrno>
+
 #include "commands/dispatch.h"
 #include "commands/util.h"
 #include "log.h"
@@ -111,16 +115,32 @@ void Connection::Execute() {
   // pool job touches the parser, the input buffer and the ClientState.
   busy_ = true;
   server_.inflight.fetch_add(1);
-  asio::post(server_.pool(), [self = shared_from_this(), rpos = rpos_, wpos = wpos_] {
+  // With no reply pending or being written, the socket's write side is idle until the job's
+  // completion runs here (nothing appends output while busy_), so the job may write its own
+  // replies: they reach the client without waiting for this io thread's turn.
+  // Not past the hard output limit, though: as in Redis, a reply over it closes the client.
+  int direct_fd = pending_out_ == 0 && !writing_ ? socket_.native_handle() : -1;
+  uint64_t hard_limit = Cfg().client_output_buffer_limit.hard_bytes;
+  // Bytes buffered behind this request mean the client pipelines: throughput work.
+  asio::thread_pool& pool = rpos_ < wpos_ ? server_.pipeline_pool() : server_.pool();
+  asio::post(pool, [self = shared_from_this(), rpos = rpos_, wpos = wpos_, direct_fd,
+                    hard_limit] {
     resp::ReplyWriter w;
     w.set_protocol(self->state_->resp);
     bool close = false;
     size_t new_rpos = self->RunBatch(w, rpos, wpos, &close);
+    if (direct_fd >= 0 && (hard_limit == 0 || w.queue().bytes() <= hard_limit)) {
+      self->WriteNow(direct_fd, w.queue());
+    }
     asio::post(self->socket_.get_executor(),
                [self, q = std::move(w.queue()), new_rpos, close]() mutable {
                  self->busy_ = false;
                  self->server_.inflight.fetch_sub(1);
-                 if (self->closed_) return;
+                 if (self->closed_) {
+                   asio::error_code ignored;
+                   self->socket_.close(ignored);  // deferred by CloseNow while the job ran
+                   return;
+                 }
                  self->rpos_ = new_rpos;
                  if (close) self->close_after_write_ = true;
                  self->state_->last_active_ms = NowMs();
@@ -150,6 +170,22 @@ size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool
     ++done;
   }
   return rpos;
+}
+
+void Connection::WriteNow(int fd, resp::OutputQueue& q) {
+  struct iovec iov[kMaxIov];
+  size_t written = 0;
+  while (!q.empty()) {
+    struct msghdr msg = {};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = q.FillIov(iov, kMaxIov);
+    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // full socket buffer or an error: the io thread's write handles it
+    q.Consume(static_cast<size_t>(n));
+    written += static_cast<size_t>(n);
+  }
+  server_.core().net_output_bytes.fetch_add(written, std::memory_order_relaxed);
 }
 
 void Connection::AfterCommand() {
@@ -276,7 +312,9 @@ void Connection::CloseNow() {
   closed_ = true;
   asio::error_code ignored;
   socket_.shutdown(asio::socket_base::shutdown_both, ignored);
-  socket_.close(ignored);
+  // A pool job may be writing to the descriptor (WriteNow): it must not be closed and reused
+  // under the job. The socket closes when the connection is destroyed, after the job is done.
+  if (!busy_) socket_.close(ignored);
   out_.clear();
   pending_out_ = 0;
   server_.Remove(state_->id);

@@ -1,11 +1,12 @@
 // Connection: one client socket (TCP or unix). Reads requests into the RequestParser (large
 // bulks straight into the argument's storage), executes them one at a time in order —
-// cheap ones on this io thread, engine-bound ones on the engine pool with the reply posted
-// back — and writes replies with scatter/gather I/O.
+// cheap ones on this io thread, engine-bound ones on the engine pool (the pipeline pool when
+// more requests are buffered behind them), which writes the replies itself when nothing is
+// pending before them and posts the rest back — and writes replies with scatter/gather I/O.
 //
 // Threading: every member function except Start() and Kill() runs on the connection's
 // io_context thread. While a command runs on the pool (busy_), the io thread touches neither
-// the parser nor the ClientState.
+// the parser nor the ClientState, starts no write, and does not close the descriptor.
 #pragma once
 
 #include <sys/uio.h>
@@ -60,6 +61,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // On the pool: runs the parsed request, then the complete ones buffered in
   // inbuf_[rpos, wpos); returns the new read position. Sets *close on a protocol error.
   size_t RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close);
+  // On the pool, when no earlier reply is pending: writes what the socket takes of q now
+  // (non-blocking) and consumes it; the rest stays in q for the io thread.
+  void WriteNow(int fd, resp::OutputQueue& q);
   void AfterCommand();
   // The configuration in force, cached per connection (refreshed after CONFIG SET).
   const config::ServerConfig& Cfg();

@@ -2,11 +2,13 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <future>
+#include <latch>
 
 #include "commands/util.h"
 #include "log.h"
@@ -59,6 +61,25 @@ Server::Server(Core* core, const config::ServerConfig& cfg)
   for (int64_t i = 0; i < cfg.io_threads; ++i) {
     ios_.push_back(std::make_unique<asio::io_context>(1));
     guards_.push_back(asio::make_work_guard(*ios_.back()));
+  }
+  if (cfg.pipeline_nice > 0) {
+    size_t n = static_cast<size_t>(cfg.engine_threads);
+    pipeline_pool_ = std::make_unique<asio::thread_pool>(n);
+    // One job per thread: each blocks on the latch until all n have started, so every thread
+    // runs exactly one. The nice value is per thread on Linux; raising it needs no privilege.
+    // The jobs share the latch: a thread may still be leaving arrive_and_wait() after the
+    // last arrival has released this constructor.
+    auto started = std::make_shared<std::latch>(static_cast<std::ptrdiff_t>(n));
+    int nice = static_cast<int>(cfg.pipeline_nice);
+    for (size_t i = 0; i < n; ++i) {
+      asio::post(*pipeline_pool_, [started, nice] {
+        if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice) != 0) {
+          Log(LogLevel::kWarning, "pipeline-nice: could not lower the priority of a thread");
+        }
+        started->arrive_and_wait();
+      });
+    }
+    started->wait();
   }
 }
 
@@ -293,6 +314,7 @@ void Server::Stop() {
   }
   Kill([](const ClientState&) { return true; });
   pool_.join();
+  if (pipeline_pool_) pipeline_pool_->join();
   for (auto& g : guards_) g.reset();
   for (auto& io : ios_) io->stop();
   for (auto& t : threads_) t.join();

@@ -44,6 +44,10 @@ class Server : public ClientRegistry {
   // For connections.
   Core& core() { return *core_; }
   asio::thread_pool& pool() { return pool_; }
+  // Runs the engine-bound requests of a connection with more requests already buffered behind
+  // them (a pipeline): throughput work, on threads at CPU nice `pipeline-nice`, so that when
+  // cores are short the kernel runs single requests first. pool() when pipeline-nice is 0.
+  asio::thread_pool& pipeline_pool() { return pipeline_pool_ ? *pipeline_pool_ : pool_; }
   bool stopping() const { return stopping_.load(std::memory_order_relaxed); }
   void Remove(uint64_t id);
   std::atomic<int64_t> inflight{0};
@@ -66,6 +70,7 @@ class Server : public ClientRegistry {
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::vector<std::thread> threads_;
   asio::thread_pool pool_;
+  std::unique_ptr<asio::thread_pool> pipeline_pool_;  // null when pipeline-nice is 0
   std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> tcp_;
   std::unique_ptr<asio::local::stream_protocol::acceptor> unix_;
   std::unique_ptr<asio::steady_timer> cron_;

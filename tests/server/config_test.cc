@@ -97,7 +97,8 @@ TEST(OptionTableTest, DefaultTextIsTheServerConfigDefault) {
 
 TEST(OptionTableTest, RuntimeMutability) {
   for (const char* name : {"dir", "logfile", "pidfile", "unixsocket", "bind", "port",
-                           "unixsocketperm", "io-threads", "engine-threads", "databases"}) {
+                           "unixsocketperm", "io-threads", "engine-threads", "pipeline-nice",
+                           "databases"}) {
     EXPECT_FALSE(FindOption(name)->runtime_mutable) << name;
   }
   for (const char* name :

@@ -219,6 +219,46 @@ class ConcurrencyTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.srv.cleanup()
 
+    def pipeline_thread_ticks(self, srv=None):
+        """{tid: CPU ticks} of the server's threads at nice 10 (the default pipeline-nice)."""
+        srv = srv or self.srv
+        base = "/proc/%d/task" % srv.proc.pid
+        ticks = {}
+        for tid in os.listdir(base):
+            try:
+                with open(os.path.join(base, tid, "stat")) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:  # the thread exited
+                continue
+            # After the ")": fields[11] utime, fields[12] stime, fields[16] nice.
+            if int(fields[16]) == 10:
+                ticks[tid] = int(fields[11]) + int(fields[12])
+        return ticks
+
+    def test_pipelines_run_on_the_niced_pipeline_threads(self):
+        before = self.pipeline_thread_ticks()
+        self.assertEqual(len(before), 4, "one pipeline thread per engine thread")
+        rc = self.srv.raw()
+        for i in range(200):  # one request at a time: never on the pipeline threads
+            self.assertEqual(rc.call("SET", "single:%d" % i, b"v%d" % i), b"+OK\r\n")
+            self.assertEqual(rc.call("GET", "single:%d" % i), b"$%d\r\nv%d\r\n" % (
+                len(b"v%d" % i), i))
+        self.assertEqual(sum(self.pipeline_thread_ticks().values()), sum(before.values()))
+        n = 20000
+        rc.send(b"".join(encode("SET", "pipe:%d" % (i % 500), b"x" * 100) + encode(
+            "GET", "pipe:%d" % (i % 500)) for i in range(n)))
+        want = b"$100\r\n" + b"x" * 100 + b"\r\n"
+        for _ in range(n):
+            self.assertEqual(rc.reply(), b"+OK\r\n")
+            self.assertEqual(rc.reply(), want)
+        rc.close()
+        self.assertGreater(sum(self.pipeline_thread_ticks().values()), sum(before.values()))
+        off = ServerProcess(["--engine-threads", "4", "--pipeline-nice", "0"]).start()
+        try:
+            self.assertEqual(self.pipeline_thread_ticks(off), {})
+        finally:
+            off.cleanup()
+
     def test_native_workers_in_parallel(self):
         """8 connections, each a sequential SET/EXISTS/GET/DEL loop on 4 MiB values."""
         import threading
