@@ -6,7 +6,15 @@ import threading
 import unittest
 
 import helpers  # noqa: F401 - sys.path
-from larder import native
+
+if os.environ.get("LARDER_SANITIZER"):
+    # A sanitized extension module cannot load into Debian's uninstrumented python3 (the TSan
+    # runtime fails with "cannot allocate memory in static TLS block"; ASan must come first).
+    # The C API under it is covered by c_api_test in the same sanitizer run.
+    raise unittest.SkipTest("the pybind11 module cannot load under " +
+                            os.environ["LARDER_SANITIZER"])
+
+from larder import native  # noqa: E402
 
 
 class NativeStoreTest(unittest.TestCase):
