@@ -96,14 +96,7 @@ class PeerProcess(ServerProcess):
             [PEER, "--port", str(self.port), "--dir", data, "--save", "", "--appendonly", "no",
              "--maxclients", "2000", "--client-output-buffer-limit", "normal 0 0 0"],
             stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("peer did not start: " + self.read_log())
+        return self.wait_listening(timeout)
 
 
 class BadClientsTest(unittest.TestCase):

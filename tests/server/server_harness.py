@@ -55,6 +55,10 @@ class ServerProcess:
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
                                      preexec_fn=_die_with_parent)
+        return self.wait_listening(timeout)
+
+    def wait_listening(self, timeout):
+        """Returns self once self.proc accepts TCP connections on self.port."""
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
