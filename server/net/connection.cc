@@ -123,8 +123,7 @@ void Connection::Execute() {
   uint64_t hard_limit = Cfg().client_output_buffer_limit.hard_bytes;
   // Bytes buffered behind this request mean the client pipelines: throughput work.
   asio::thread_pool& pool = rpos_ < wpos_ ? server_.pipeline_pool() : server_.pool();
-  asio::post(pool, [self = shared_from_this(), rpos = rpos_, wpos = wpos_, direct_fd,
-                    hard_limit] {
+  asio::post(pool, [self = shared_from_this(), rpos = rpos_, wpos = wpos_, direct_fd, hard_limit] {
     resp::ReplyWriter w;
     w.set_protocol(self->state_->resp);
     bool close = false;

@@ -24,6 +24,28 @@ std::unique_ptr<Store> OpenOrDie(const Options& o, const std::string& dir) {
   return r.ok() ? std::move(r).value() : nullptr;
 }
 
+// Stores keys k0..k<n-1>, each MakeValue(key, size), and closes the store.
+void PutValuesAndClose(const Options& o, const std::string& dir, int n, size_t size) {
+  auto s = OpenOrDie(o, dir);
+  ASSERT_NE(s, nullptr);
+  for (int i = 0; i < n; ++i) {
+    std::string k = "k" + std::to_string(i);
+    ASSERT_TRUE(s->Put(k, MakeValue(k, size)).ok());
+  }
+  ASSERT_TRUE(s->Close().ok());
+}
+
+// XORs the byte at `off` of the file at `path` with 0x5a.
+void FlipByte(const fs::path& path, uint64_t off) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  char c;
+  f.seekg(static_cast<std::streamoff>(off));
+  f.read(&c, 1);
+  c ^= 0x5a;
+  f.seekp(static_cast<std::streamoff>(off));
+  f.write(&c, 1);
+}
+
 TEST(Integrity, FlippedBlobBytesAreMissesNeverWrongBytes) {
   test::TempDir dir;
   Options o;
@@ -31,31 +53,15 @@ TEST(Integrity, FlippedBlobBytesAreMissesNeverWrongBytes) {
   o.max_disk_bytes = 1ull << 30;
   const int n = 16;
   const size_t size = 512 << 10;
-  {
-    auto s = OpenOrDie(o, dir.path());
-    for (int i = 0; i < n; ++i) {
-      std::string k = "k" + std::to_string(i);
-      ASSERT_TRUE(s->Put(k, MakeValue(k, size)).ok());
-    }
-    ASSERT_TRUE(s->Close().ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(PutValuesAndClose(o, dir.path(), n, size));
   // Flip one byte in the middle of each value region of every blob file.
   std::mt19937 rng(7);
   int files = 0;
   for (auto& e : fs::directory_iterator(dir.path())) {
     if (e.path().extension() != ".blob") continue;
     ++files;
-    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
     uint64_t len = fs::file_size(e.path());
-    for (int j = 0; j < 8; ++j) {
-      uint64_t off = 64 + rng() % (len - 128);
-      f.seekg(off);
-      char c;
-      f.read(&c, 1);
-      c ^= 0x5a;
-      f.seekp(off);
-      f.write(&c, 1);
-    }
+    for (int j = 0; j < 8; ++j) FlipByte(e.path(), 64 + rng() % (len - 128));
   }
   ASSERT_GT(files, 0) << "no blob files: values did not go to blob storage";
 
@@ -113,26 +119,11 @@ TEST(Integrity, DamagedGenerationSstIsDroppedAtOpenNeverParsed) {
   o.generation_bytes = 4 << 20;  // a few 1 MiB values per generation
   const int n = 16;
   const size_t size = 1 << 20;
-  {
-    auto s = OpenOrDie(o, dir.path());
-    for (int i = 0; i < n; ++i) {
-      std::string k = "k" + std::to_string(i);
-      ASSERT_TRUE(s->Put(k, MakeValue(k, size)).ok());
-    }
-    ASSERT_TRUE(s->Close().ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(PutValuesAndClose(o, dir.path(), n, size));
   std::string cf;
   std::vector<std::string> ssts = GenerationSstFiles(dir.path(), &cf);
   ASSERT_FALSE(ssts.empty()) << "no SST file in any generation";
-  for (const std::string& path : ssts) {  // a byte of the first data block of each
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    char c;
-    f.seekg(12);
-    f.read(&c, 1);
-    c ^= 0x5a;
-    f.seekp(12);
-    f.write(&c, 1);
-  }
+  for (const std::string& path : ssts) FlipByte(path, 12);  // in the first data block of each
 
   auto s = OpenOrDie(o, dir.path());
   ASSERT_NE(s, nullptr);

@@ -96,9 +96,9 @@ TEST(OptionTableTest, DefaultTextIsTheServerConfigDefault) {
 }
 
 TEST(OptionTableTest, RuntimeMutability) {
-  for (const char* name : {"dir", "logfile", "pidfile", "unixsocket", "bind", "port",
-                           "unixsocketperm", "io-threads", "engine-threads", "pipeline-nice",
-                           "databases"}) {
+  for (const char* name :
+       {"dir", "logfile", "pidfile", "unixsocket", "bind", "port", "unixsocketperm", "io-threads",
+        "engine-threads", "pipeline-nice", "databases"}) {
     EXPECT_FALSE(FindOption(name)->runtime_mutable) << name;
   }
   for (const char* name :
