@@ -22,6 +22,8 @@ import threading
 import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from larder_server import start_server  # noqa: E402 (bench/, the script's directory)
+
 PIPELINE = 100_000
 
 
@@ -31,12 +33,6 @@ def encode(*args):
         a = a if isinstance(a, bytes) else str(a).encode()
         out.append(b"$%d\r\n%s\r\n" % (len(a), a))
     return b"".join(out)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def recv_exact(sock, n):
@@ -96,20 +92,11 @@ def pct(sorted_values, p):
 
 def run(binary, nice, gets):
     tmp = tempfile.mkdtemp(prefix="larder-fairness-")
-    port = free_port()
-    log = open(os.path.join(tmp, "server.log"), "wb")
-    server = subprocess.Popen([binary, "--port", str(port), "--dir", os.path.join(tmp, "data"),
-                               "--unixsocket", "", "--max-disk-bytes", "256mb",
-                               "--memtable-bytes", "64mb", "--pipeline-nice", str(nice)],
-                              stdout=log, stderr=subprocess.STDOUT)
-    pipe = None
+    server, pipe = None, None
     try:
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        server, port = start_server(binary, tmp, [
+            "--unixsocket", "", "--max-disk-bytes", "256mb", "--memtable-bytes", "64mb",
+            "--pipeline-nice", str(nice)])
         value = os.urandom(256 << 10)
         with socket.create_connection(("127.0.0.1", port)) as s:
             s.sendall(encode("SET", "probe", value))
@@ -126,9 +113,9 @@ def run(binary, nice, gets):
     finally:
         if pipe and pipe.poll() is None:
             pipe.kill()
-        server.terminate()
-        server.wait(30)
-        log.close()
+        if server:
+            server.terminate()
+            server.wait(30)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

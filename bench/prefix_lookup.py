@@ -16,9 +16,7 @@ included, as LMCache would see it."""
 import argparse
 import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,30 +24,7 @@ import time
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(ROOT, "connectors", "python"))
 from larder import Client  # noqa: E402
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(binary, tmp):
-    port = free_port()
-    log = open(os.path.join(tmp, "server.log"), "wb")
-    proc = subprocess.Popen([binary, "--port", str(port), "--dir", os.path.join(tmp, "data"),
-                             "--max-disk-bytes", "1gb"], stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"larder-server exited; see {tmp}/server.log")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc, port
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    sys.exit("larder-server did not start")
+from larder_server import start_server  # noqa: E402
 
 
 def percentiles(samples_s):
@@ -92,7 +67,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="larder-prefix-")
     proc = None
     try:
-        proc, port = start_server(args.server, tmp)
+        proc, port = start_server(args.server, tmp, ["--max-disk-bytes", "1gb"])
         client = Client(f"larder://127.0.0.1:{port}")
         keys = [f"vllm@model@1@0@{i:064x}".encode() for i in range(args.keys)]
         value = os.urandom(args.value_bytes)
