@@ -35,6 +35,23 @@ void PutValuesAndClose(const Options& o, const std::string& dir, int n, size_t s
   ASSERT_TRUE(s->Close().ok());
 }
 
+// Reads k0..k<n-1>: each must be MakeValue(key, size) exactly (a fatal failure otherwise) or
+// NotFound. *good counts the exact ones; *missing gets the others.
+void ReadBack(Store& s, int n, size_t size, int* good, std::vector<std::string>* missing) {
+  *good = 0;
+  for (int i = 0; i < n; ++i) {
+    std::string k = "k" + std::to_string(i);
+    auto r = s.Get(k);
+    if (r.ok()) {
+      ASSERT_EQ(r->view(), MakeValue(k, size)) << "wrong bytes served for " << k;
+      ++*good;
+    } else {
+      EXPECT_TRUE(r.status().IsNotFound()) << r.status().ToString();
+      missing->push_back(k);
+    }
+  }
+}
+
 // XORs the byte at `off` of the file at `path` with 0x5a.
 void FlipByte(const fs::path& path, uint64_t off) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
@@ -71,19 +88,12 @@ TEST(Integrity, FlippedBlobBytesAreMissesNeverWrongBytes) {
   EXPECT_EQ(report->ok + report->corrupt + report->missing, report->entries);
 
   auto s = OpenOrDie(o, dir.path());
-  int good = 0, bad = 0;
-  for (int i = 0; i < n; ++i) {
-    std::string k = "k" + std::to_string(i);
-    auto r = s->Get(k);
-    if (r.ok()) {
-      ASSERT_EQ(r->view(), MakeValue(k, size)) << "wrong bytes served for " << k;
-      ++good;
-    } else {
-      EXPECT_TRUE(r.status().IsNotFound());
-      EXPECT_FALSE(s->Contains(k)) << "corrupt key not removed";
-      ++bad;
-    }
-  }
+  ASSERT_NE(s, nullptr);
+  int good = 0;
+  std::vector<std::string> missing;
+  ASSERT_NO_FATAL_FAILURE(ReadBack(*s, n, size, &good, &missing));
+  for (const std::string& k : missing) EXPECT_FALSE(s->Contains(k)) << "corrupt key not removed";
+  int bad = static_cast<int>(missing.size());
   EXPECT_GT(bad, 0);
   EXPECT_EQ(s->GetStats().corruptions, static_cast<uint64_t>(bad));
   EXPECT_EQ(static_cast<uint64_t>(good), report->ok);
@@ -127,18 +137,10 @@ TEST(Integrity, DamagedGenerationSstIsDroppedAtOpenNeverParsed) {
 
   auto s = OpenOrDie(o, dir.path());
   ASSERT_NE(s, nullptr);
-  int good = 0, lost = 0;
-  for (int i = 0; i < n; ++i) {
-    std::string k = "k" + std::to_string(i);
-    auto r = s->Get(k);
-    if (r.ok()) {
-      ASSERT_EQ(r->view(), MakeValue(k, size)) << "wrong bytes served for " << k;
-      ++good;
-    } else {
-      EXPECT_TRUE(r.status().IsNotFound()) << r.status().ToString();
-      ++lost;
-    }
-  }
+  int good = 0;
+  std::vector<std::string> missing;
+  ASSERT_NO_FATAL_FAILURE(ReadBack(*s, n, size, &good, &missing));
+  int lost = static_cast<int>(missing.size());
   EXPECT_GT(lost, 0) << "the damaged generation " << cf << " was not dropped";
   EXPECT_GT(good, 0) << "undamaged generations were lost too";
   EXPECT_EQ(s->GetStats().corruptions, static_cast<uint64_t>(lost));
