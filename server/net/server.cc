@@ -2,11 +2,13 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <latch>
 
@@ -54,6 +56,26 @@ void Refuse(asio::generic::stream_protocol::socket& socket, std::string_view lin
   socket.close(ignored);
 }
 
+// Runs setup(i) once on each of the n threads of pool, before any other job: every job
+// blocks on the latch until all n have started, so each thread runs exactly one. The jobs
+// share the latch: a thread may still be leaving arrive_and_wait() after the last arrival
+// has released the caller.
+void SetUpPoolThreads(asio::thread_pool& pool, size_t n, const std::function<void(size_t)>& setup) {
+  auto started = std::make_shared<std::latch>(static_cast<std::ptrdiff_t>(n));
+  for (size_t i = 0; i < n; ++i) {
+    asio::post(pool, [started, setup, i] {
+      setup(i);
+      started->arrive_and_wait();
+    });
+  }
+  started->wait();
+}
+
+// Thread names as `top -H` and /proc/<pid>/task/*/comm show them (at most 15 bytes).
+void NameThisThread(const std::string& name) {
+  ::pthread_setname_np(::pthread_self(), name.substr(0, 15).c_str());
+}
+
 }  // namespace
 
 Server::Server(Core* core, const config::ServerConfig& cfg)
@@ -62,24 +84,18 @@ Server::Server(Core* core, const config::ServerConfig& cfg)
     ios_.push_back(std::make_unique<asio::io_context>(1));
     guards_.push_back(asio::make_work_guard(*ios_.back()));
   }
+  size_t n = static_cast<size_t>(cfg.engine_threads);
+  SetUpPoolThreads(pool_, n, [](size_t i) { NameThisThread("engine-" + std::to_string(i)); });
   if (cfg.pipeline_nice > 0) {
-    size_t n = static_cast<size_t>(cfg.engine_threads);
     pipeline_pool_ = std::make_unique<asio::thread_pool>(n);
-    // One job per thread: each blocks on the latch until all n have started, so every thread
-    // runs exactly one. The nice value is per thread on Linux; raising it needs no privilege.
-    // The jobs share the latch: a thread may still be leaving arrive_and_wait() after the
-    // last arrival has released this constructor.
-    auto started = std::make_shared<std::latch>(static_cast<std::ptrdiff_t>(n));
+    // The nice value is per thread on Linux; raising it needs no privilege.
     int nice = static_cast<int>(cfg.pipeline_nice);
-    for (size_t i = 0; i < n; ++i) {
-      asio::post(*pipeline_pool_, [started, nice] {
-        if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice) != 0) {
-          Log(LogLevel::kWarning, "pipeline-nice: could not lower the priority of a thread");
-        }
-        started->arrive_and_wait();
-      });
-    }
-    started->wait();
+    SetUpPoolThreads(*pipeline_pool_, n, [nice](size_t i) {
+      NameThisThread("pipeline-" + std::to_string(i));
+      if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice) != 0) {
+        Log(LogLevel::kWarning, "pipeline-nice: could not lower the priority of a thread");
+      }
+    });
   }
 }
 
@@ -140,8 +156,11 @@ void Server::Start() {
   if (unix_) AcceptUnix();
   cron_ = std::make_unique<asio::steady_timer>(*ios_[0]);
   ScheduleCron();
-  for (auto& io : ios_) {
-    threads_.emplace_back([ctx = io.get()] { ctx->run(); });
+  for (size_t i = 0; i < ios_.size(); ++i) {
+    threads_.emplace_back([ctx = ios_[i].get(), i] {
+      NameThisThread("io-" + std::to_string(i));
+      ctx->run();
+    });
   }
 }
 

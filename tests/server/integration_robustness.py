@@ -219,21 +219,40 @@ class ConcurrencyTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.srv.cleanup()
 
-    def pipeline_thread_ticks(self, srv=None):
-        """{tid: CPU ticks} of the server's threads at nice 10 (the default pipeline-nice)."""
-        srv = srv or self.srv
+    @staticmethod
+    def threads(srv):
+        """{thread name: (nice, CPU ticks)} of the server's threads, from /proc."""
         base = "/proc/%d/task" % srv.proc.pid
-        ticks = {}
+        out = {}
         for tid in os.listdir(base):
             try:
                 with open(os.path.join(base, tid, "stat")) as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
+                    name, fields = f.read().split("(", 1)[1].rsplit(")", 1)
             except OSError:  # the thread exited
                 continue
+            fields = fields.split()
             # After the ")": fields[11] utime, fields[12] stime, fields[16] nice.
-            if int(fields[16]) == 10:
-                ticks[tid] = int(fields[11]) + int(fields[12])
+            out.setdefault(name, []).append((int(fields[16]), int(fields[11]) + int(fields[12])))
+        return out
+
+    def pipeline_thread_ticks(self, srv=None):
+        """{name: CPU ticks} of the pipeline threads; each must run at nice 10 (the default)."""
+        ticks = {}
+        for name, stats in self.threads(srv or self.srv).items():
+            if name.startswith("pipeline-"):
+                self.assertEqual(stats, [(10, stats[0][1])], name)
+                ticks[name] = stats[0][1]
         return ticks
+
+    def test_threads_are_named_for_their_role(self):
+        names = self.threads(self.srv)
+        for role, n in (("io", 2), ("engine", 4), ("pipeline", 4)):
+            for i in range(n):
+                self.assertEqual(len(names.get("%s-%d" % (role, i), [])), 1,
+                                 "%s-%d in %s" % (role, i, sorted(names)))
+            self.assertNotIn("%s-%d" % (role, n), names)
+        self.assertEqual(names["io-0"][0][0], 0, "io threads keep the default priority")
+        self.assertEqual(names["engine-0"][0][0], 0)
 
     def test_pipelines_run_on_the_niced_pipeline_threads(self):
         before = self.pipeline_thread_ticks()
