@@ -1,5 +1,6 @@
 // Opening and closing a store: RocksDB options, column families, index rebuild.
 #include <malloc.h>
+#include <pthread.h>
 #include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/sst_file_reader.h>
@@ -242,7 +243,11 @@ Status StoreImpl::OpenDb() {
     generation_bytes_ = std::clamp<uint64_t>(budget_ / 16, 64ull << 20, 4ull << 30);
   }
   if (options_.maintenance_interval_ms > 0) {
-    maintenance_ = std::thread([this] { MaintenanceLoop(); });
+    maintenance_ = std::thread([this] {
+      // Named like RocksDB's own threads ("rocksdb:low"), for top -H and /proc.
+      ::pthread_setname_np(::pthread_self(), "larder:maint");
+      MaintenanceLoop();
+    });
   }
   return Status::OK();
 }
