@@ -1,7 +1,10 @@
 """Bad clients against larder-server, each while a well-behaved client (a separate process, so
 the load generators' Python threads do not delay it) GETs a 256 KiB value in a loop:
 
-- 1,000 concurrent connections sending PING round after round;
+- 1,000 concurrent connections sending PINGs: flat out (each sends its next as soon as its
+  reply arrives: a closed loop, which saturates the load generator's core and the server's,
+  two on a 2-core machine), and paced at 10,000 a second in all (10 a second each;
+  LARDER_PING_RATES=5000,20000,... sweeps other rates);
 - clients that pipeline GETs of a 4 MiB value and never read: the output buffer limit
   disconnects them;
 - a client that sends half of a 64 MiB bulk and stalls;
@@ -83,6 +86,8 @@ def raise_fd_limit(need):
 
 
 PEER = os.environ.get("LARDER_BAD_CLIENTS_PEER")
+# Aggregate rates of the paced 1,000-connection scenario (a sweep: e.g. 5000,10000,20000,40000).
+PING_RATES = [int(r) for r in os.environ.get("LARDER_PING_RATES", "10000").split(",")]
 
 
 class PeerProcess(ServerProcess):
@@ -160,7 +165,12 @@ class BadClientsTest(unittest.TestCase):
         self.assertEqual(rc.call("STRLEN", "big"), b":%d\r\n" % BIG)
         rc.close()
 
-    def test_1000_concurrent_connections(self):
+    def ping_from_1000_connections(self, label, rate=None):
+        """1,000 connections send PINGs, each with at most one outstanding: as fast as the
+        replies come back (rate None: a closed loop, which saturates this process's core and
+        the server's), or `rate` PINGs a second in all, paced round-robin (an open loop); the
+        well-behaved client is measured meanwhile. Every reply must be +PONG, no connection
+        may be closed, and every connection must be answered."""
         self.need_fds()
         socks = open_many(self.srv.port, 1000)
         stop = threading.Event()
@@ -175,14 +185,22 @@ class BadClientsTest(unittest.TestCase):
 
         def ping_all():
             sel = selectors.DefaultSelector()
-            bufs = {}
+            bufs = [b""] * len(socks)
+            waiting = [False] * len(socks)  # a PING is outstanding
             for i, s in enumerate(socks):
                 s.setblocking(False)
-                s.send(b"PING\r\n")
-                bufs[i] = b""
                 sel.register(s, selectors.EVENT_READ, i)
+            sent, nxt, t0 = 0, 0, time.perf_counter()
             while not stop.is_set():
-                for key, _ in sel.select(timeout=0.5):
+                # Closed loop: every idle connection sends now. Paced: the PINGs due by now.
+                due = len(socks) if rate is None else int((time.perf_counter() - t0) * rate) - sent
+                for _ in range(min(due, len(socks))):
+                    if not waiting[nxt]:
+                        socks[nxt].send(b"PING\r\n")
+                        waiting[nxt] = True
+                        sent += 1
+                    nxt = (nxt + 1) % len(socks)
+                for key, _ in sel.select(timeout=0.5 if rate is None else 0.001):
                     i = key.data
                     data = key.fileobj.recv(4096)
                     if not data:
@@ -193,7 +211,7 @@ class BadClientsTest(unittest.TestCase):
                     while bufs[i].startswith(b"+PONG\r\n"):
                         bufs[i] = bufs[i][7:]
                         pongs[i] += 1
-                        key.fileobj.send(b"PING\r\n")
+                        waiting[i] = False
                     if bufs[i] and not b"+PONG\r\n".startswith(bufs[i]):
                         errors.append("connection %d got %r" % (i, bufs[i][:50]))
                         bufs[i] = b""
@@ -209,7 +227,10 @@ class BadClientsTest(unittest.TestCase):
             clients = int(rc.call("INFO", "clients").split(b"connected_clients:")[1]
                           .split(b"\r\n")[0])
             rc.close()
-            self.during("1,000 connections pinging")
+            before, t1 = sum(pongs), time.perf_counter()
+            self.during(label)
+            achieved = (sum(pongs) - before) / (time.perf_counter() - t1)
+            self.rows[-1] = ("%s (%.0f PINGs/s)" % (label, achieved),) + self.rows[-1][1:]
         finally:
             stop.set()
             t.join(30)
@@ -219,6 +240,15 @@ class BadClientsTest(unittest.TestCase):
         self.assertGreater(min(pongs), 0, "some connections were never answered")
         self.assertGreaterEqual(clients, 1001)
         self.assertServerFine()
+
+    def test_1000_connections_pinging_flat_out(self):
+        self.ping_from_1000_connections("1,000 connections pinging flat out")
+
+    def test_1000_connections_at_steady_rates(self):
+        for i, rate in enumerate(PING_RATES):
+            if i > 0:
+                self.idle = self.measure_probe()
+            self.ping_from_1000_connections("1,000 connections, %d PINGs/s in all" % rate, rate)
 
     def test_never_reading_clients_are_disconnected(self):
         r = self.srv.raw()
