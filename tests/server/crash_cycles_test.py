@@ -132,24 +132,34 @@ class CrashCycles:
                 "--memtable-bytes", "16mb", "--generation-bytes", "64mb",
                 "--unixsocket", ""]
 
+    def wrapper(self):
+        """A command prefix for every server started (power_cut_test adds its shim)."""
+        return []
+
+    def after_kill(self):
+        """Runs after each SIGKILL, the server dead (power_cut_test rolls files back)."""
+
     def start(self):
-        srv = ServerProcess(self.args(), tmp=self.tmp)
+        srv = ServerProcess(self.args(), tmp=self.tmp, wrapper=self.wrapper())
         try:
             return srv.start(timeout=60)
         except RuntimeError as e:
             self.failed_restarts += 1
             self.errors.append("restart failed: %s" % str(e)[-2000:])
             srv.stop(signal.SIGKILL)
+            self.after_kill()
             return None
 
     def kill_during_recovery(self):
         """Starts the server and SIGKILLs it a few ms later, likely inside Store::Open."""
-        cmd = [SERVER, "--port", "0", "--dir", os.path.join(self.tmp, "data")] + self.args()
+        cmd = self.wrapper() + [SERVER, "--port", "0", "--dir", os.path.join(self.tmp, "data")]
+        cmd += self.args()
         with open(os.path.join(self.tmp, "recovery-kill.log"), "ab") as log:
             p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
             time.sleep(self.rng.uniform(0.0, 0.08))
             p.kill()
             p.wait()
+        self.after_kill()
         self.recovery_kills += 1
 
     def verify(self, srv):
@@ -179,6 +189,7 @@ class CrashCycles:
                 srv.stop(signal.SIGKILL)
                 for t in workers:
                     t.join(30)
+                self.after_kill()
                 if self.rng.random() < 0.2:
                     self.kill_during_recovery()
                 srv = self.start()
@@ -193,8 +204,8 @@ class CrashCycles:
         return self.totals["lost"] + self.totals["stale"] + self.totals["resurrected"]
 
 
-def report(results):
-    lines = ["", "  crash cycles through larder-server (SIGKILL at random moments):",
+def report(results, title="crash cycles through larder-server (SIGKILL at random moments)"):
+    lines = ["", "  %s:" % title,
              "  | wal | cycles | kills in recovery | acked writes | keys checked | lost acked "
              "(missing / stale / undeleted) | wrong values | failed restarts |",
              "  |---|---|---|---|---|---|---|---|"]
