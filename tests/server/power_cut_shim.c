@@ -26,8 +26,9 @@ static int log_fd = -1;
 __attribute__((constructor)) static void open_log(void) {
   const char* path = getenv("LARDER_DURABLE_LOG");
   if (path == NULL) return;
-  // The real open: this library's own open() below is not ready before this runs.
-  int (*real_open)(const char*, int, ...) = (int (*)(const char*, int, ...))dlsym(RTLD_NEXT, "open");
+  // The real open, not the hook below: the log is not a file of the store.
+  int (*real_open)(const char*, int, ...) =
+      (int (*)(const char*, int, ...))dlsym(RTLD_NEXT, "open");
   log_fd = real_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 }
 
@@ -46,60 +47,54 @@ static long long size_of(int fd) {
   return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
 }
 
-#define SYNC_HOOK(name)                                            \
-  int name(int fd) {                                               \
-    static int (*real)(int);                                       \
+#define SYNC_HOOK(name)                                             \
+  int name(int fd) {                                                \
+    static int (*real)(int);                                        \
     if (real == NULL) real = (int (*)(int))dlsym(RTLD_NEXT, #name); \
-    long long size = size_of(fd);                                  \
-    int r = real(fd);                                              \
-    if (r == 0 && size >= 0) record("S", fd, size);                \
-    return r;                                                      \
+    long long size = size_of(fd);                                   \
+    int r = real(fd);                                               \
+    if (r == 0 && size >= 0) record("S", fd, size);                 \
+    return r;                                                       \
   }
 SYNC_HOOK(fsync)
 SYNC_HOOK(fdatasync)
 
-// open/openat (and their 64 aliases, the same functions on x86-64): "N" for a file created or
-// truncated by this call.
-static int after_open(int fd, int flags, int existed) {
+// open/openat (and their 64 aliases, the same functions on x86-64) all go to the real openat;
+// "N" for a file the call created or truncated.
+static int open_and_record(int dirfd, const char* path, int flags, mode_t mode) {
+  static int (*real_openat)(int, const char*, int, ...);
+  if (real_openat == NULL)
+    real_openat = (int (*)(int, const char*, int, ...))dlsym(RTLD_NEXT, "openat");
+  struct stat st;
+  int existed = fstatat(dirfd, path, &st, 0) == 0;
+  int fd = real_openat(dirfd, path, flags, mode);
   if (fd >= 0 && ((flags & O_TRUNC) || ((flags & O_CREAT) && !existed))) record("N", fd, -1);
   return fd;
 }
 
-static int exists_at(int dirfd, const char* path) {
-  struct stat st;
-  return fstatat(dirfd, path, &st, 0) == 0;
+// The mode argument is there only with O_CREAT or O_TMPFILE.
+#define MODE_FROM_VARARGS(flags)           \
+  mode_t mode = 0;                         \
+  if ((flags) & (O_CREAT | __O_TMPFILE)) { \
+    va_list ap;                            \
+    va_start(ap, flags);                   \
+    mode = (mode_t)va_arg(ap, int);        \
+    va_end(ap);                            \
+  }
+
+int open(const char* path, int flags, ...) {
+  MODE_FROM_VARARGS(flags)
+  return open_and_record(AT_FDCWD, path, flags, mode);
 }
-
-#define OPEN_HOOK(name)                                                              \
-  int name(const char* path, int flags, ...) {                                       \
-    static int (*real)(const char*, int, ...);                                       \
-    if (real == NULL) real = (int (*)(const char*, int, ...))dlsym(RTLD_NEXT, #name); \
-    mode_t mode = 0;                                                                 \
-    if (flags & (O_CREAT | __O_TMPFILE)) {                                           \
-      va_list ap;                                                                    \
-      va_start(ap, flags);                                                           \
-      mode = (mode_t)va_arg(ap, int);                                                \
-      va_end(ap);                                                                    \
-    }                                                                                \
-    int existed = exists_at(AT_FDCWD, path);                                         \
-    return after_open(real(path, flags, mode), flags, existed);                      \
-  }
-OPEN_HOOK(open)
-OPEN_HOOK(open64)
-
-#define OPENAT_HOOK(name)                                                                 \
-  int name(int dirfd, const char* path, int flags, ...) {                                 \
-    static int (*real)(int, const char*, int, ...);                                       \
-    if (real == NULL) real = (int (*)(int, const char*, int, ...))dlsym(RTLD_NEXT, #name); \
-    mode_t mode = 0;                                                                      \
-    if (flags & (O_CREAT | __O_TMPFILE)) {                                                \
-      va_list ap;                                                                         \
-      va_start(ap, flags);                                                                \
-      mode = (mode_t)va_arg(ap, int);                                                     \
-      va_end(ap);                                                                         \
-    }                                                                                     \
-    int existed = exists_at(dirfd, path);                                                 \
-    return after_open(real(dirfd, path, flags, mode), flags, existed);                    \
-  }
-OPENAT_HOOK(openat)
-OPENAT_HOOK(openat64)
+int open64(const char* path, int flags, ...) {
+  MODE_FROM_VARARGS(flags)
+  return open_and_record(AT_FDCWD, path, flags, mode);
+}
+int openat(int dirfd, const char* path, int flags, ...) {
+  MODE_FROM_VARARGS(flags)
+  return open_and_record(dirfd, path, flags, mode);
+}
+int openat64(int dirfd, const char* path, int flags, ...) {
+  MODE_FROM_VARARGS(flags)
+  return open_and_record(dirfd, path, flags, mode);
+}
