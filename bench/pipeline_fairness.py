@@ -22,7 +22,8 @@ import threading
 import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from larder_server import keep_big_buffers_on_the_heap, start_server  # noqa: E402 (bench/, the script's directory)
+# bench/, the script's directory:
+from larder_server import keep_big_buffers_on_the_heap, start_server  # noqa: E402
 
 PIPELINE = 100_000
 

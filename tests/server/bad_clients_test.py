@@ -203,16 +203,18 @@ class BadClientsTest(unittest.TestCase):
             for i, s in enumerate(socks):
                 s.setblocking(False)
                 sel.register(s, selectors.EVENT_READ, i)
+                if rate is None:  # closed loop: the next PING goes as each reply arrives
+                    s.send(b"PING\r\n")
             sent, nxt, t0 = 0, 0, time.perf_counter()
             while not stop.is_set():
-                # Closed loop: every idle connection sends now. Paced: the PINGs due by now.
-                due = len(socks) if rate is None else int((time.perf_counter() - t0) * rate) - sent
-                for _ in range(min(due, len(socks))):
-                    if not waiting[nxt]:
-                        socks[nxt].send(b"PING\r\n")
-                        waiting[nxt] = True
-                        sent += 1
-                    nxt = (nxt + 1) % len(socks)
+                if rate is not None:  # paced: the PINGs due by now, round-robin
+                    due = int((time.perf_counter() - t0) * rate) - sent
+                    for _ in range(min(due, len(socks))):
+                        if not waiting[nxt]:
+                            socks[nxt].send(b"PING\r\n")
+                            waiting[nxt] = True
+                            sent += 1
+                        nxt = (nxt + 1) % len(socks)
                 for key, _ in sel.select(timeout=0.5 if rate is None else 0.001):
                     i = key.data
                     data = key.fileobj.recv(4096)
@@ -225,6 +227,8 @@ class BadClientsTest(unittest.TestCase):
                         bufs[i] = bufs[i][7:]
                         pongs[i] += 1
                         waiting[i] = False
+                        if rate is None:
+                            key.fileobj.send(b"PING\r\n")
                     if bufs[i] and not b"+PONG\r\n".startswith(bufs[i]):
                         errors.append("connection %d got %r" % (i, bufs[i][:50]))
                         bufs[i] = b""
