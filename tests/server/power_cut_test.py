@@ -13,7 +13,7 @@ lost. Reported: the acknowledged writes lost with `wal no` and with `wal yes` + 
 (docs/reliability.md says what each mode may lose).
 
 CI: 8 cycles per mode. LARDER_LONG=1: 100. LARDER_CRASH_SEED fixes the seed.
-Run: LARDER_SERVER=... LARDER_POWER_CUT_SHIM=build/tests/server/libpower_cut_shim.so \\
+Run: LARDER_SERVER=... LARDER_POWER_CUT_SHIM=build/lib/libpower_cut_shim.so \\
   /usr/bin/python3 -m unittest -v power_cut_test"""
 import os
 import random
@@ -40,8 +40,8 @@ class PowerCuts(CrashCycles):
     def wrapper(self):
         env = ["LD_PRELOAD=" + SHIM, "LARDER_DURABLE_LOG=" + self.durable_log]
         if os.environ.get("LARDER_SANITIZER") == "asan":
-            # ASan wants its runtime first in the library list; the shim, preloaded, is. The
-            # shim allocates nothing and only forwards, so the order is safe.
+            # ASan insists on its runtime coming first in the library list, and a preloaded
+            # library comes before it. The shim only forwards calls and allocates nothing.
             env.append("ASAN_OPTIONS=%s:verify_asan_link_order=0"
                        % os.environ.get("ASAN_OPTIONS", ""))
         return ["env"] + env
