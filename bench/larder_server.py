@@ -1,5 +1,8 @@
-"""A larder-server for the Python benches: a free loopback port, its data directory and
-server.log under `tmp`. The caller stops the process and removes `tmp`."""
+"""What the Python benches share: a larder-server on a free loopback port (its data directory
+and server.log under `tmp`; the caller stops the process and removes `tmp`), the pipeline of
+SET/GET commands they stream, and the heap setting for a process that times big replies.
+tests/server/bad_clients_test.py uses the last two as well, so that its figures and the
+benches' are measured the same way."""
 import ctypes
 import os
 import socket
@@ -17,6 +20,27 @@ def keep_big_buffers_on_the_heap():
     m_trim_threshold, m_mmap_threshold = -1, -3
     libc.mallopt(m_mmap_threshold, 4 << 20)
     libc.mallopt(m_trim_threshold, 8 << 20)
+
+
+def encode(*args):
+    """One RESP command (an array of bulk strings) from str, bytes or int arguments."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+def set_get_pipeline(n):
+    """n commands, SET then GET of small values on 1,000 keys, as one request, and the exact
+    bytes of their replies: (request, expected)."""
+    cmds, want = [], []
+    for i in range(n // 2):
+        k, v = "pl:%d" % (i % 1000), b"v%d" % i
+        cmds.append(encode("SET", k, v))
+        cmds.append(encode("GET", k))
+        want.append(b"+OK\r\n$%d\r\n%s\r\n" % (len(v), v))
+    return b"".join(cmds), b"".join(want)
 
 
 def free_port():

@@ -23,17 +23,10 @@ import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 # bench/, the script's directory:
-from larder_server import keep_big_buffers_on_the_heap, start_server  # noqa: E402
+from larder_server import (  # noqa: E402
+    encode, keep_big_buffers_on_the_heap, set_get_pipeline, start_server)
 
 PIPELINE = 100_000
-
-
-def encode(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
 
 
 def recv_exact(sock, n):
@@ -49,13 +42,7 @@ def recv_exact(sock, n):
 def pipeliner(port, seconds):
     """Child mode: pipelines of PIPELINE commands for `seconds`; after each one prints the
     commands per second so far."""
-    cmds, want = [], []
-    for i in range(PIPELINE // 2):
-        k, v = "pl:%d" % (i % 1000), b"v%d" % i
-        cmds.append(encode("SET", k, v))
-        cmds.append(encode("GET", k))
-        want.append(b"+OK\r\n$%d\r\n%s\r\n" % (len(v), v))
-    request, expected = b"".join(cmds), b"".join(want)
+    request, expected = set_get_pipeline(PIPELINE)
     sock = socket.create_connection(("127.0.0.1", port))
     start, rounds = time.time(), 0
     while time.time() - start < seconds:

@@ -23,7 +23,6 @@ soft limit is raised; they are skipped (with the reason) when the hard limit is 
 Run: LARDER_SERVER=... /usr/bin/python3 -m unittest -v bad_clients_test
 For comparison, LARDER_BAD_CLIENTS_PEER=/usr/bin/redis-server runs the same scenarios against
 Redis (the two open-files tests, which check Larder's own handling, are skipped)."""
-import ctypes
 import multiprocessing
 import os
 import resource
@@ -38,21 +37,15 @@ import unittest
 
 from server_harness import ServerProcess, RawClient, encode
 
+# bench/larder_server.py: the benches' pipeline and client heap setting, so that the figures
+# printed here are measured as bench/pipeline_fairness.py measures them.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from larder_server import keep_big_buffers_on_the_heap, set_get_pipeline  # noqa: E402
+
 PROBE_VALUE = os.urandom(256 << 10)
 PROBE_GETS = 1000
 FDS_NEEDED = 2600  # 1,000 sockets here (+ the probe, server pipes...); the server raises its own
 BIG = 4 << 20
-
-
-def keep_big_buffers_on_the_heap():
-    """With glibc's defaults every allocation over 128 KiB is mmap()ed and unmapped on free, so
-    each 1 MiB buffer RawClient receives into costs fresh page faults: 2-4 ms per 256 KiB GET
-    spent in the client, not the server. With these thresholds (what glibc's own dynamic
-    threshold reaches once a 4 MiB block has been freed) the same GET takes 0.1-0.2 ms."""
-    libc = ctypes.CDLL("libc.so.6")
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    libc.mallopt(m_mmap_threshold, 4 << 20)
-    libc.mallopt(m_trim_threshold, 8 << 20)
 
 
 def probe(port, n, out):
@@ -319,14 +312,7 @@ class BadClientsTest(unittest.TestCase):
                 s.close()
 
     def test_pipeline_of_100k_commands(self):
-        n = 100_000
-        cmds, want = [], []
-        for i in range(n // 2):
-            k, v = "pl:%d" % (i % 1000), b"v%d" % i
-            cmds.append(encode("SET", k, v))
-            cmds.append(encode("GET", k))
-            want.append(b"+OK\r\n$%d\r\n%s\r\n" % (len(v), v))
-        request, expected = b"".join(cmds), b"".join(want)
+        request, expected = set_get_pipeline(100_000)
         stop = threading.Event()
         results = []
 
