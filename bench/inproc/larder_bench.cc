@@ -127,7 +127,7 @@ Row Throughput(const std::string& base, uint64_t size, int threads) {
     if (!store->Put(Key(i), bufs[t]).ok()) g_bad++;
   });
   auto f0 = Clock::now();
-  store->Flush();
+  if (!store->Flush().ok()) g_bad++;
   put_s += Seconds(f0, Clock::now());
 
   auto read_all = [&] {
@@ -169,7 +169,7 @@ void WriteAmplification(const std::string& base, std::string* report) {
       if (r.ok() && !Stamped(*r, k)) g_bad++;
     }
   }
-  store->Flush();
+  if (!store->Flush().ok()) g_bad++;
   sync();
   uint64_t w = ProcIoBytes("write_bytes") - w0, c = ProcIoBytes("cancelled_write_bytes") - c0;
   larder::Stats s = store->GetStats();

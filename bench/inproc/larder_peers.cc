@@ -124,7 +124,7 @@ void RunCase(const std::string& base, const std::string& peer, uint64_t size, in
     if (!db->Put(Key(i), bufs[t])) g_bad++;
   });
   auto s0 = Clock::now();
-  db->Sync();
+  if (!db->Sync()) g_bad++;
   put.seconds += std::chrono::duration<double>(Clock::now() - s0).count();
   auto get = [&](int, uint64_t i) {
     uint64_t h = 0;

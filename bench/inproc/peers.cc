@@ -29,7 +29,7 @@ class LarderPeer : public Peer {
     *len = v->size();
     return true;
   }
-  void Sync() override { s_->Flush(); }
+  bool Sync() override { return s_->Flush().ok(); }
 
  private:
   std::unique_ptr<Store> s_;
@@ -49,7 +49,7 @@ class RocksPeer : public Peer {
     *len = v.size();
     return true;
   }
-  void Sync() override { db_->Flush(rocksdb::FlushOptions()); }
+  bool Sync() override { return db_->Flush(rocksdb::FlushOptions()).ok(); }
 
  private:
   rocksdb::DB* db_;
@@ -87,12 +87,12 @@ class FilesPeer : public Peer {
     *len = n;
     return true;
   }
-  void Sync() override {
+  bool Sync() override {
     int fd = open(dir_.c_str(), O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-      syncfs(fd);
-      close(fd);
-    }
+    if (fd < 0) return false;
+    bool ok = syncfs(fd) == 0;
+    close(fd);
+    return ok;
   }
 
  private:

@@ -17,8 +17,8 @@ class Peer {
   // Reads `key` and returns the XXH3 of the bytes read (when `xxh3` is not null) and their
   // count in *len; false if the key was not found or the read failed. Thread-safe.
   virtual bool Get(const std::string& key, uint64_t* xxh3, size_t* len) = 0;
-  // Makes everything put so far durable in its final files (flush / sync).
-  virtual void Sync() = 0;
+  // Makes everything put so far durable in its final files (flush / sync); false on failure.
+  virtual bool Sync() = 0;
 };
 
 // "larder": liblarder with default options (WAL off), a 64 GiB budget.

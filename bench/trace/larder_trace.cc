@@ -141,7 +141,7 @@ void ReplayLarder(const Trace& t, const std::string& dir, const std::string& pol
     }
     clock->Advance(FLAGS_ms_per_request);
   }
-  store->Flush();
+  if (!store->Flush().ok()) ++g_bad;
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   larder::Stats s = store->GetStats();
   PrintRow(cap, policy, hit, prompt, s.bytes_written + s.reinserted_bytes,

@@ -50,7 +50,9 @@ Status StoreImpl::EvictTo(uint64_t target_bytes) {
 void StoreImpl::MaybeRotate() {
   std::lock_guard lock(rotate_mu_);
   GenerationPtr head = gens_->Head();
-  if (head->bytes >= generation_bytes_) gens_->Rotate(Now());
+  // A failed rotation leaves the head in place: writes keep going there and the next one
+  // retries.
+  if (head->bytes >= generation_bytes_ && !gens_->Rotate(Now()).ok()) return;
 }
 
 bool StoreImpl::Reinsert(const std::string& key, const Entry& e) {
@@ -173,7 +175,8 @@ void StoreImpl::Maintain() {
     std::lock_guard lock(evict_mu_);
     std::vector<GenerationPtr> all = gens_->All();
     for (size_t i = 0; i + 1 < all.size(); ++i) {
-      if (live.count(all[i]->id) == 0) gens_->Drop(all[i]->id);
+      // A drop that fails leaves the generation for the next pass.
+      if (live.count(all[i]->id) == 0 && !gens_->Drop(all[i]->id).ok()) break;
     }
   }
   PersistEntries(dirty);
@@ -209,7 +212,8 @@ Status StoreImpl::Clear() {
   it.reset();
   if (batch.Count() > 0) db_->Write(WriteOpts(), &batch);
   for (GenerationPtr& g : gens_->All()) {
-    if (g->id < head_id) gens_->Drop(g->id);
+    if (g->id >= head_id) continue;
+    if (Status s = gens_->Drop(g->id); !s.ok()) return s;
   }
   return Status::OK();
 }

@@ -1,5 +1,8 @@
 #include "larder/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace larder {
 
 std::string Status::ToString() const {
@@ -28,8 +31,16 @@ std::string Status::ToString() const {
     case Code::kNotSupported:
       name = "NotSupported";
       break;
+    case Code::kConditionNotMet:
+      name = "ConditionNotMet";
+      break;
   }
   return msg_.empty() ? std::string(name) : std::string(name) + ": " + msg_;
+}
+
+void DieOnValueOfError(const Status& s) {
+  std::fprintf(stderr, "larder: Result::value() called on an error: %s\n", s.ToString().c_str());
+  std::abort();
 }
 
 }  // namespace larder

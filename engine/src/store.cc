@@ -81,7 +81,7 @@ Status StoreImpl::Put(std::string_view key, std::string_view value, const PutOpt
   std::lock_guard stripe(Stripe(hash));
   std::optional<Entry> old = LiveEntry(hash, key, true);
   if ((opts.mode == PutMode::kIfAbsent && old) || (opts.mode == PutMode::kIfPresent && !old)) {
-    return Status::NotFound("condition not met");
+    return Status::ConditionNotMet("condition not met");
   }
   const int64_t now = Now();
   Entry e;

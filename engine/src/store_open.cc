@@ -97,7 +97,7 @@ StoreImpl::StoreImpl(const Options& options, std::string dir)
 }
 
 StoreImpl::~StoreImpl() {
-  Close();
+  Close().PermitUncheckedError();  // a destructor cannot report; callers wanting it call Close()
 }
 
 Status StoreImpl::OpenDb() {
@@ -172,14 +172,14 @@ Status StoreImpl::OpenDb() {
     db_->Put(rocksdb::WriteOptions(), default_cf_, format::kFormatKey,
              std::to_string(format::kFormatVersion));
   } else if (!vs.ok() || std::stoul("0" + ver) > format::kFormatVersion) {
-    Close();
+    Close().PermitUncheckedError();  // the open failed: its error is the one to report
     return Status::NotSupported(dir_ + " has data format '" + ver + "', this build reads up to " +
                                 std::to_string(format::kFormatVersion));
   }
 
   s = DropDamagedGenerations();
   if (!s.ok()) {
-    Close();
+    Close().PermitUncheckedError();  // the open failed: its error is the one to report
     return s;
   }
 
@@ -227,7 +227,7 @@ Status StoreImpl::OpenDb() {
   if (s.ok() && cleanup.Count() > 0) s = FromRocks(db_->Write(WriteOpts(), &cleanup), "cleanup");
   if (s.ok() && gens_->size() == 0) s = gens_->Rotate(now);
   if (!s.ok()) {
-    Close();
+    Close().PermitUncheckedError();  // the open failed: its error is the one to report
     return s;
   }
 
@@ -343,7 +343,10 @@ void StoreImpl::PersistEntries(const std::vector<std::pair<std::string, Entry>>&
       snapshot = x;
       x.dirty = false;  // a hit after this point marks it dirty again for the next pass
     });
-    if (snapshot) WriteMeta(key, *snapshot);
+    if (snapshot && !WriteMeta(key, *snapshot).ok()) {
+      // Not persisted: mark it dirty again so that the next pass retries.
+      index_.UpdateIf(hash, key, e.generation, e.checksum, [](Entry& x) { x.dirty = true; });
+    }
   }
 }
 

@@ -99,12 +99,12 @@ void Set(Ctx& ctx) {
   if (get) old.emplace(ctx.store().Get(ctx.argv[1]));
   if (old && !old->ok() && !old->status().IsNotFound()) return ReplyStatus(ctx, old->status());
   Status s = ctx.store().Put(ctx.argv[1], ctx.argv[2], po);
-  if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
+  if (!s.ok() && !s.IsConditionNotMet()) return ReplyStatus(ctx, s);
   if (get) {
     if (old->ok()) return ReplyValue(ctx, std::move(old->value()));
     return ctx.w.Null();
   }
-  if (s.IsNotFound()) return ctx.w.Null();
+  if (s.IsConditionNotMet()) return ctx.w.Null();
   ctx.w.SimpleString("OK");
 }
 
@@ -112,7 +112,7 @@ void SetNx(Ctx& ctx) {
   PutOptions po;
   po.mode = PutMode::kIfAbsent;
   Status s = ctx.store().Put(ctx.argv[1], ctx.argv[2], po);
-  if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
+  if (!s.ok() && !s.IsConditionNotMet()) return ReplyStatus(ctx, s);
   ctx.w.Integer(s.ok() ? 1 : 0);
 }
 

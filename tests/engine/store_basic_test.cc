@@ -141,9 +141,9 @@ TEST_F(StoreTest, ConditionalPutsAndKeepTtl) {
   nx.mode = PutMode::kIfAbsent;
   PutOptions xx;
   xx.mode = PutMode::kIfPresent;
-  EXPECT_TRUE(store_->Put("k", "1", xx).IsNotFound());
+  EXPECT_TRUE(store_->Put("k", "1", xx).IsConditionNotMet());
   EXPECT_TRUE(store_->Put("k", "1", nx).ok());
-  EXPECT_TRUE(store_->Put("k", "2", nx).IsNotFound());
+  EXPECT_TRUE(store_->Put("k", "2", nx).IsConditionNotMet());
   EXPECT_EQ(GetStr("k"), "1");
   EXPECT_TRUE(store_->Put("k", "3", xx).ok());
   EXPECT_EQ(GetStr("k"), "3");
@@ -259,3 +259,13 @@ TEST(Glob, RedisRules) {
 
 }  // namespace
 }  // namespace larder
+
+TEST(ResultTest, ValueOfAnErrorAbortsNamingTheError) {
+  larder::Result<int> r = larder::Status::NotFound("no such key");
+  EXPECT_FALSE(r.ok());
+  EXPECT_DEATH(static_cast<void>(r.value()),
+               "value\\(\\) called on an error: NotFound: no such key");
+  EXPECT_DEATH(static_cast<void>(*r), "NotFound");
+  larder::Result<int> bad = larder::Status::OK();  // an OK status carries no value: it becomes an error
+  EXPECT_FALSE(bad.ok());
+}

@@ -1,7 +1,6 @@
 // Status and Result<T>: errors as values. No exception crosses the engine's API.
 #pragma once
 
-#include <cassert>
 #include <optional>
 #include <string>
 #include <utility>
@@ -9,7 +8,7 @@
 namespace larder {
 
 // A Status is OK, or a code plus a message a user can act on.
-class Status {
+class [[nodiscard]] Status {
  public:
   enum class Code {
     kOk = 0,
@@ -20,6 +19,7 @@ class Status {
     kIOError,          // the filesystem or RocksDB failed
     kBusy,             // the data directory is held by another process
     kNotSupported,
+    kConditionNotMet,  // a conditional write (PutMode::kIfAbsent / kIfPresent) did not apply
   };
 
   Status() = default;
@@ -33,6 +33,9 @@ class Status {
   static Status IOError(std::string msg) { return {Code::kIOError, std::move(msg)}; }
   static Status Busy(std::string msg) { return {Code::kBusy, std::move(msg)}; }
   static Status NotSupported(std::string msg) { return {Code::kNotSupported, std::move(msg)}; }
+  static Status ConditionNotMet(std::string msg) {
+    return {Code::kConditionNotMet, std::move(msg)};
+  }
 
   bool ok() const { return code_ == Code::kOk; }
   bool IsNotFound() const { return code_ == Code::kNotFound; }
@@ -40,10 +43,14 @@ class Status {
   bool IsNoSpace() const { return code_ == Code::kNoSpace; }
   bool IsCorruption() const { return code_ == Code::kCorruption; }
   bool IsBusy() const { return code_ == Code::kBusy; }
+  bool IsConditionNotMet() const { return code_ == Code::kConditionNotMet; }
   Code code() const { return code_; }
   const std::string& message() const { return msg_; }
   // "NotFound: <message>"-style text for logs.
   std::string ToString() const;
+  // Marks a status as deliberately not acted on (RocksDB's name for it): the call site says
+  // why. Status is [[nodiscard]], so every other dropped status fails to compile.
+  void PermitUncheckedError() const {}
 
  private:
   Status(Code c, std::string m) : code_(c), msg_(std::move(m)) {}
@@ -51,23 +58,33 @@ class Status {
   std::string msg_;
 };
 
-// Either a value or a non-OK Status.
+// Aborts the process naming `s`: reaching a Result's value when it holds an error is a bug in
+// the caller, caught in every build rather than left undefined.
+[[noreturn]] void DieOnValueOfError(const Status& s);
+
+// Either a value or a non-OK Status. value(), * and -> on an error abort (DieOnValueOfError).
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) { assert(!status_.ok()); }  // NOLINT
+  Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
+    if (status_.ok()) status_ = Status::InvalidArgument("Result built from an OK status");
+  }
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
-  T& operator*() { return *value_; }
+  T& value() & { return Checked(); }
+  const T& value() const& { return const_cast<Result*>(this)->Checked(); }
+  T&& value() && { return std::move(Checked()); }
+  T* operator->() { return &Checked(); }
+  const T* operator->() const { return &const_cast<Result*>(this)->Checked(); }
+  T& operator*() { return Checked(); }
 
  private:
+  T& Checked() {
+    if (!value_) DieOnValueOfError(status_);
+    return *value_;
+  }
   Status status_;
   std::optional<T> value_;
 };

@@ -79,7 +79,7 @@ class Store {
 
   // Stores `value` under `key`, replacing any previous value. Evicts as needed to stay within
   // the disk budget; with EvictionPolicy::kNone a write that does not fit fails with NoSpace.
-  // Returns NotFound (nothing written) when `opts.mode` is kIfAbsent/kIfPresent and the
+  // Returns ConditionNotMet (nothing written) when `opts.mode` is kIfAbsent/kIfPresent and the
   // condition does not hold.
   virtual Status Put(std::string_view key, std::string_view value, const PutOptions& opts) = 0;
   Status Put(std::string_view key, std::string_view value, int64_t ttl_ms = 0);
