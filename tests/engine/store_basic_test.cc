@@ -266,6 +266,7 @@ TEST(ResultTest, ValueOfAnErrorAbortsNamingTheError) {
   EXPECT_DEATH(static_cast<void>(r.value()),
                "value\\(\\) called on an error: NotFound: no such key");
   EXPECT_DEATH(static_cast<void>(*r), "NotFound");
-  larder::Result<int> bad = larder::Status::OK();  // an OK status carries no value: it becomes an error
+  larder::Result<int> bad =
+      larder::Status::OK();  // an OK status carries no value: it becomes an error
   EXPECT_FALSE(bad.ok());
 }
