@@ -217,23 +217,9 @@ uint64_t larder_scan(larder_t* db, uint64_t cursor, const char* pattern, size_t 
 void larder_stats(larder_t* db, larder_stats_t* out) {
   Guard(nullptr, [&] {
     larder::Stats s = db->store->GetStats();
-    *out = larder_stats_t{s.keys,
-                          s.live_bytes,
-                          s.disk_bytes,
-                          s.pending_bytes,
-                          s.max_disk_bytes,
-                          s.generations,
-                          s.hits,
-                          s.misses,
-                          s.reuses,
-                          s.evicted_keys,
-                          s.evicted_bytes,
-                          s.reinserted_keys,
-                          s.reinserted_bytes,
-                          s.expired_keys,
-                          s.corruptions,
-                          s.bytes_read,
-                          s.bytes_written};
+#define LARDER_C_COPY_STAT(name, doc) out->name = s.name;
+    LARDER_STATS(LARDER_C_COPY_STAT)
+#undef LARDER_C_COPY_STAT
     return 0;
   });
 }

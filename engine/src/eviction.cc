@@ -236,27 +236,16 @@ Stats StoreImpl::GetStats() {
   st.pending_bytes = wbm_->memory_usage();
   st.max_disk_bytes = budget_;
   st.generations = gens_->size();
-  st.hits = counters_.hits;
-  st.misses = counters_.misses;
-  st.reuses = counters_.reuses;
-  st.evicted_keys = counters_.evicted_keys;
-  st.evicted_bytes = counters_.evicted_bytes;
-  st.reinserted_keys = counters_.reinserted_keys;
-  st.reinserted_bytes = counters_.reinserted_bytes;
-  st.expired_keys = counters_.expired_keys;
-  st.corruptions = counters_.corruptions;
-  st.bytes_read = counters_.bytes_read;
-  st.bytes_written = counters_.bytes_written;
+#define LARDER_COPY_COUNTER(name, doc) st.name = counters_.name.load();
+  LARDER_STAT_COUNTERS(LARDER_COPY_COUNTER)
+#undef LARDER_COPY_COUNTER
   return st;
 }
 
 void StoreImpl::ResetCounters() {
-  for (auto* c : {&counters_.hits, &counters_.misses, &counters_.reuses, &counters_.evicted_keys,
-                  &counters_.evicted_bytes, &counters_.reinserted_keys, &counters_.reinserted_bytes,
-                  &counters_.expired_keys, &counters_.corruptions, &counters_.bytes_read,
-                  &counters_.bytes_written}) {
-    c->store(0);
-  }
+#define LARDER_RESET_COUNTER(name, doc) counters_.name.store(0);
+  LARDER_STAT_COUNTERS(LARDER_RESET_COUNTER)
+#undef LARDER_RESET_COUNTER
 }
 
 VerifyReport StoreImpl::VerifyAll(void (*progress)(uint64_t, uint64_t, void*), void* arg) {

@@ -23,10 +23,11 @@
 
 namespace larder {
 
+// The monotonic statistics (stats_fields.h), counted as they happen.
 struct Counters {
-  std::atomic<uint64_t> hits{0}, misses{0}, reuses{0}, evicted_keys{0}, evicted_bytes{0},
-      reinserted_keys{0}, reinserted_bytes{0}, expired_keys{0}, corruptions{0}, bytes_read{0},
-      bytes_written{0};
+#define LARDER_COUNTER_MEMBER(name, doc) std::atomic<uint64_t> name{0};
+  LARDER_STAT_COUNTERS(LARDER_COUNTER_MEMBER)
+#undef LARDER_COUNTER_MEMBER
 };
 
 // ReadVerified's messages that callers act on: the metadata's value is absent (Verify counts it

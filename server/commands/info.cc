@@ -123,23 +123,9 @@ void Info(Ctx& ctx) {
     Field(&out, "db0", "keys=" + std::to_string(st.keys) + ",expires=0,avg_ttl=0");
   }
   if (section("larder")) {
-    Field(&out, "keys", st.keys);
-    Field(&out, "live_bytes", st.live_bytes);
-    Field(&out, "disk_bytes", st.disk_bytes);
-    Field(&out, "pending_bytes", st.pending_bytes);
-    Field(&out, "max_disk_bytes", st.max_disk_bytes);
-    Field(&out, "generations", st.generations);
-    Field(&out, "hits", st.hits);
-    Field(&out, "misses", st.misses);
-    Field(&out, "reuses", st.reuses);
-    Field(&out, "evicted_keys", st.evicted_keys);
-    Field(&out, "evicted_bytes", st.evicted_bytes);
-    Field(&out, "reinserted_keys", st.reinserted_keys);
-    Field(&out, "reinserted_bytes", st.reinserted_bytes);
-    Field(&out, "expired_keys", st.expired_keys);
-    Field(&out, "corruptions", st.corruptions);
-    Field(&out, "bytes_read", st.bytes_read);
-    Field(&out, "bytes_written", st.bytes_written);
+#define LARDER_INFO_STAT(name, doc) Field(&out, #name, st.name);
+    LARDER_STATS(LARDER_INFO_STAT)
+#undef LARDER_INFO_STAT
     Field(&out, "eviction_policy", cfg->eviction_policy);
   }
   ctx.w.Verbatim("txt", out);

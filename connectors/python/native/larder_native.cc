@@ -203,25 +203,9 @@ class Store {
       larder_stats(Open(), &s);
     }
     py::dict d;
-#define LARDER_STAT(f) d[#f] = s.f
-    LARDER_STAT(keys);
-    LARDER_STAT(live_bytes);
-    LARDER_STAT(disk_bytes);
-    LARDER_STAT(pending_bytes);
-    LARDER_STAT(max_disk_bytes);
-    LARDER_STAT(generations);
-    LARDER_STAT(hits);
-    LARDER_STAT(misses);
-    LARDER_STAT(reuses);
-    LARDER_STAT(evicted_keys);
-    LARDER_STAT(evicted_bytes);
-    LARDER_STAT(reinserted_keys);
-    LARDER_STAT(reinserted_bytes);
-    LARDER_STAT(expired_keys);
-    LARDER_STAT(corruptions);
-    LARDER_STAT(bytes_read);
-    LARDER_STAT(bytes_written);
-#undef LARDER_STAT
+#define LARDER_PY_STAT(name, doc) d[#name] = s.name;
+    LARDER_STATS(LARDER_PY_STAT)
+#undef LARDER_PY_STAT
     return d;
   }
 

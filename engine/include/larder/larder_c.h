@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "larder/stats_fields.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -73,10 +75,11 @@ int64_t larder_ttl(larder_t* db, const char* key, size_t klen);
 uint64_t larder_scan(larder_t* db, uint64_t cursor, const char* pattern, size_t count,
                      void (*fn)(const char* key, size_t klen, void* arg), void* arg);
 
+/* The fields are declared in larder/stats_fields.h (the same as larder::Stats). */
 typedef struct larder_stats_t {
-  uint64_t keys, live_bytes, disk_bytes, pending_bytes, max_disk_bytes, generations, hits, misses,
-      reuses, evicted_keys, evicted_bytes, reinserted_keys, reinserted_bytes, expired_keys,
-      corruptions, bytes_read, bytes_written;
+#define LARDER_C_STATS_MEMBER(name, doc) uint64_t name;
+  LARDER_STATS(LARDER_C_STATS_MEMBER)
+#undef LARDER_C_STATS_MEMBER
 } larder_stats_t;
 void larder_stats(larder_t* db, larder_stats_t* out);
 
