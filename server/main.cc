@@ -32,8 +32,8 @@ larder::Options EngineOptions(const larder::config::ServerConfig& c) {
   o.generation_bytes = c.generation_bytes;
   o.wal = c.wal;
   o.sync_writes = c.wal_sync;
-  o.blob_cache_bytes = c.blob_cache_bytes;
   o.memtable_bytes = c.memtable_bytes;
+  o.evict_together = {{"kv_bytes", "metadata"}};  // LMCache's redis:// pair
   o.maintenance_interval_ms = static_cast<uint32_t>(c.maintenance_interval_ms);
   o.max_key_bytes = static_cast<uint32_t>(c.max_key_bytes);
   o.max_value_bytes = std::max<uint64_t>(o.max_value_bytes, c.proto_max_bulk_len);

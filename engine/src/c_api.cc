@@ -97,8 +97,15 @@ int larder_options_set_eviction_policy(larder_options_t* o, const char* name) {
 void larder_options_set_wal(larder_options_t* o, int on) {
   o->options.wal = on != 0;
 }
-void larder_options_set_blob_cache_bytes(larder_options_t* o, uint64_t v) {
-  o->options.blob_cache_bytes = v;
+void larder_options_set_blob_cache_bytes(larder_options_t*, uint64_t) {}
+void larder_options_set_direct_reads(larder_options_t* o, int on) {
+  o->options.direct_reads = on != 0;
+}
+void larder_options_set_read_queue_depth(larder_options_t* o, int depth) {
+  o->options.read_queue_depth = depth;
+}
+void larder_options_set_sync_writes(larder_options_t* o, int on) {
+  o->options.sync_writes = on != 0;
 }
 void larder_options_set_memtable_bytes(larder_options_t* o, uint64_t v) {
   o->options.memtable_bytes = v;
@@ -151,14 +158,41 @@ void larder_value_free(larder_value_t* v) {
   delete v;
 }
 
+// GetInto's result as a return code; a too-small buffer reports the value's size.
+int IntoCode(larder::Store& store, std::string_view key, const larder::Result<uint64_t>& r,
+             size_t* vlen, char** errptr) {
+  if (r.ok()) {
+    *vlen = *r;
+    return LARDER_OK;
+  }
+  if (r.status().IsInvalidArgument() && !key.empty()) {
+    auto info = store.Info(key);
+    if (info.ok()) {
+      *vlen = info->value_size;
+      return LARDER_ERR_BUFFER_TOO_SMALL;
+    }
+  }
+  return Report(r.status(), errptr);
+}
+
 int larder_get_into(larder_t* db, const char* key, size_t klen, void* buf, size_t cap, size_t* vlen,
                     char** errptr) {
   return Guard(errptr, [&] {
-    auto r = db->store->Get({key, klen});
-    if (!r.ok()) return Report(r.status(), errptr);
-    *vlen = r->size();
-    if (r->size() > cap) return LARDER_ERR_BUFFER_TOO_SMALL;
-    std::memcpy(buf, r->data(), r->size());
+    auto r = db->store->GetInto({key, klen}, static_cast<char*>(buf), cap);
+    return IntoCode(*db->store, {key, klen}, r, vlen, errptr);
+  });
+}
+
+int larder_multi_get_into(larder_t* db, size_t n, const char* const* keys, const size_t* klens,
+                          void* const* bufs, const size_t* caps, size_t* vlens, int* codes,
+                          char** errptr) {
+  return Guard(errptr, [&] {
+    std::vector<larder::Store::Buffer> b(n);
+    for (size_t i = 0; i < n; ++i) b[i] = {static_cast<char*>(bufs[i]), caps[i]};
+    auto rs = db->store->MultiGetInto(Keys(n, keys, klens), b);
+    for (size_t i = 0; i < n; ++i) {
+      codes[i] = IntoCode(*db->store, {keys[i], klens[i]}, rs[i], &vlens[i], nullptr);
+    }
     return LARDER_OK;
   });
 }

@@ -1,14 +1,80 @@
 #include "generations.h"
 
-#include <mutex>
-
 #include "format.h"
 
 namespace larder {
 
-void Generations::Adopt(GenerationPtr g) {
+Generations::WriteTicket::~WriteTicket() {
+  if (!gen_) return;
+  {
+    std::lock_guard lock(gen_->mu);
+    gen_->writers--;
+  }
+  gen_->idle_cv.notify_all();
+}
+
+Generations::Lease::Lease(Lease&& o) noexcept
+    : gen_(std::move(o.gen_)), partition_(o.partition_), file_(std::move(o.file_)), seg_(o.seg_) {}
+
+Generations::Lease::~Lease() {
+  if (!gen_) return;
+  {
+    std::lock_guard lock(gen_->mu);
+    gen_->idle.push_back(partition_);
+  }
+  gen_->idle_cv.notify_all();
+}
+
+Generations::Generations(rocksdb::DB* db, rocksdb::ColumnFamilyOptions cf_options,
+                         std::string values_dir, bool durable_files)
+    : db_(db),
+      cf_options_(std::move(cf_options)),
+      values_dir_(std::move(values_dir)),
+      durable_files_(durable_files),
+      segs_(1) {}
+
+uint32_t Generations::AllocSegLocked(Segment s) {
+  if (!free_segs_.empty()) {
+    uint32_t id = free_segs_.back();
+    free_segs_.pop_back();
+    segs_[id] = std::move(s);
+    return id;
+  }
+  segs_.push_back(std::move(s));
+  return static_cast<uint32_t>(segs_.size() - 1);
+}
+
+GenerationPtr Generations::Adopt(uint64_t id, rocksdb::ColumnFamilyHandle* cf) {
+  auto g = std::make_shared<Generation>(db_, cf, id, 0);
   std::unique_lock lock(mu_);
-  gens_[g->id] = std::move(g);
+  g->inline_seg = AllocSegLocked(Segment{g, nullptr, 0});
+  gens_[id] = g;
+  head_id_ = gens_.rbegin()->first;
+  return g;
+}
+
+void Generations::AttachFile(Generation& g, BlobFilePtr file) {
+  const uint16_t part = file->header().partition;
+  file_bytes_ += file->disk_bytes();
+  g.bytes += file->disk_bytes();
+  uint32_t seg;
+  {
+    std::unique_lock lock(mu_);
+    seg = AllocSegLocked(Segment{gens_.at(g.id), file, part});
+  }
+  std::lock_guard lock(g.mu);
+  if (g.files.size() <= part) {
+    g.files.resize(part + 1);
+    g.file_segs.resize(part + 1);
+  }
+  g.files[part] = std::move(file);
+  g.file_segs[part] = seg;
+  // A file from before the open takes no more writes: new ones go to a fresh head.
+}
+
+Generations::Segment Generations::SegmentOf(uint32_t seg) const {
+  std::shared_lock lock(mu_);
+  return seg < segs_.size() ? segs_[seg] : Segment{};
 }
 
 GenerationPtr Generations::Find(uint64_t id) const {
@@ -19,23 +85,13 @@ GenerationPtr Generations::Find(uint64_t id) const {
 
 GenerationPtr Generations::Head() const {
   std::shared_lock lock(mu_);
-  return HeadLocked();
-}
-
-GenerationPtr Generations::Oldest() const {
-  std::shared_lock lock(mu_);
-  return gens_.empty() ? nullptr : gens_.begin()->second;
-}
-
-GenerationPtr Generations::Next(uint64_t id) const {
-  std::shared_lock lock(mu_);
-  auto it = gens_.upper_bound(id);
-  return it == gens_.end() ? nullptr : it->second;
+  return gens_.empty() ? nullptr : gens_.rbegin()->second;
 }
 
 std::vector<GenerationPtr> Generations::All() const {
   std::shared_lock lock(mu_);
   std::vector<GenerationPtr> out;
+  out.reserve(gens_.size());
   for (auto& [id, g] : gens_) out.push_back(g);
   return out;
 }
@@ -45,45 +101,120 @@ size_t Generations::size() const {
   return gens_.size();
 }
 
-Status Generations::CreateLocked(uint64_t id, int64_t now_ms) {
-  rocksdb::ColumnFamilyHandle* cf = nullptr;
-  rocksdb::Status s = db_->CreateColumnFamily(cf_options_, format::GenerationCfName(id), &cf);
-  if (!s.ok())
-    return Status::IOError("creating generation " + std::to_string(id) + ": " + s.ToString());
-  gens_[id] = std::make_shared<Generation>(db_, cf, id, now_ms);
+Result<Generations::WriteTicket> Generations::BeginWrite() const {
+  std::shared_lock lock(mu_);
+  if (gens_.empty()) return Status::IOError("store is closed");
+  GenerationPtr head = gens_.rbegin()->second;
+  head->writers++;  // under mu_: a rotation and the head's retirement cannot pass between
+  return WriteTicket(std::move(head));
+}
+
+Status Generations::CreatePartitionLocked(Generation& g, int64_t now_ms) {
+  format::BlobFileHeader h;
+  h.generation = g.id;
+  h.partition = static_cast<uint16_t>(g.files.size());
+  h.created_ms = now_ms;
+  auto f = BlobFile::Create(values_dir_ + "/" + format::BlobFileName(g.id, h.partition), h,
+                            durable_files_);
+  if (!f.ok()) return f.status();
+  uint32_t seg;
+  {
+    std::unique_lock lock(mu_);
+    seg = AllocSegLocked(Segment{gens_.at(g.id), *f, h.partition});
+  }
+  file_bytes_ += (*f)->disk_bytes();
+  g.bytes += (*f)->disk_bytes();
+  g.files.push_back(std::move(f).value());
+  g.file_segs.push_back(seg);
+  g.idle.push_back(h.partition);
   return Status::OK();
+}
+
+Result<Generations::Lease> Generations::LeasePartition(const WriteTicket& t, int64_t now_ms) {
+  Generation& g = t.gen();
+  std::unique_lock lock(g.mu);
+  while (g.idle.empty()) {
+    if (g.files.size() < kMaxPartitions) {
+      if (Status s = CreatePartitionLocked(g, now_ms); !s.ok()) return s;
+      break;
+    }
+    g.idle_cv.wait(lock);
+  }
+  uint16_t part = g.idle.back();
+  g.idle.pop_back();
+  return Lease(t.ptr(), part, g.files[part], g.file_segs[part]);
 }
 
 Status Generations::Rotate(int64_t now_ms) {
   std::unique_lock lock(mu_);
-  uint64_t next = gens_.empty() ? 1 : gens_.rbegin()->first + 1;
-  return CreateLocked(next, now_ms);
+  uint64_t id = gens_.empty() ? 1 : gens_.rbegin()->first + 1;
+  rocksdb::ColumnFamilyHandle* cf = nullptr;
+  rocksdb::Status s = db_->CreateColumnFamily(cf_options_, format::IndexCfName(id), &cf);
+  if (!s.ok()) {
+    return Status::IOError("creating generation " + std::to_string(id) + ": " + s.ToString());
+  }
+  auto g = std::make_shared<Generation>(db_, cf, id, now_ms);
+  g->inline_seg = AllocSegLocked(Segment{g, nullptr, 0});
+  gens_[id] = std::move(g);
+  head_id_ = id;
+  return Status::OK();
 }
 
-Status Generations::Drop(uint64_t id, bool allow_head) {
-  GenerationPtr victim;
+void Generations::Retire(Generation& g) {
+  std::unique_lock lock(g.mu);
+  g.retired = true;
+  g.idle_cv.wait(lock, [&] { return g.writers.load() == 0; });
+}
+
+Status Generations::Drop(const GenerationPtr& g) {
+  rocksdb::Status rs = db_->DropColumnFamily(g->cf);
+  if (!rs.ok()) {
+    g->retired = false;
+    return Status::IOError("dropping generation " + std::to_string(g->id) + ": " + rs.ToString());
+  }
+  std::vector<BlobFilePtr> files;
+  {
+    std::lock_guard glock(g->mu);
+    files = g->files;
+  }
   {
     std::unique_lock lock(mu_);
-    auto it = gens_.find(id);
-    if (it == gens_.end()) return Status::OK();
-    if (!allow_head && std::next(it) == gens_.end()) {
-      return Status::InvalidArgument("cannot drop the head generation");
+    gens_.erase(g->id);
+    segs_[g->inline_seg] = Segment{};
+    free_segs_.push_back(g->inline_seg);
+    for (uint32_t seg : g->file_segs) {
+      segs_[seg] = Segment{};
+      free_segs_.push_back(seg);
     }
-    rocksdb::Status s = db_->DropColumnFamily(it->second->cf);
-    if (!s.ok())
-      return Status::IOError("dropping generation " + std::to_string(id) + ": " + s.ToString());
-    it->second->dropped = true;
-    victim = std::move(it->second);
-    gens_.erase(it);
   }
-  // `victim` is released here, outside the lock; readers still holding it keep the files alive
-  // until they finish.
+  g->dropped = true;
+  for (const BlobFilePtr& f : files) {
+    file_bytes_ -= f->disk_bytes();
+    f->MarkDeleted();
+  }
+  return Status::OK();
+}
+
+Status Generations::SyncAll() const {
+  for (const GenerationPtr& g : All()) {
+    std::vector<BlobFilePtr> files;
+    {
+      std::lock_guard lock(g->mu);
+      files = g->files;
+    }
+    for (const BlobFilePtr& f : files) {
+      if (!f->NeedsSync()) continue;
+      if (Status s = f->Sync(); !s.ok()) return s;
+    }
+  }
   return Status::OK();
 }
 
 void Generations::ReleaseAll() {
   std::unique_lock lock(mu_);
   gens_.clear();
+  segs_.assign(1, Segment{});
+  free_segs_.clear();
 }
 
 }  // namespace larder

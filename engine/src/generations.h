@@ -1,17 +1,27 @@
-// Generations: the value column families, each holding one window of writes. Writes go to the
-// newest ("head"); eviction drops the oldest whole, which deletes its blob files at once with
-// no data rewritten (DropColumnFamily + DestroyColumnFamilyHandle).
+// Generations: the windows of writes that eviction drops whole. A generation owns one RocksDB
+// column family of index records and the blob files ("partitions") its values were appended
+// to; dropping it drops the column family and unlinks the files, which returns the space at
+// once with no data rewritten. Writes go to the newest generation ("head").
+//
+// Segments: every blob file, and every generation's inline values, has a small integer id (the
+// in-memory index stores it in 24 bits instead of a pointer). An id is freed only after the
+// entries using it left the index, so resolving an id found in the index always yields the
+// file the entry was written to.
 #pragma once
 
 #include <rocksdb/db.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
+#include <string>
 #include <vector>
 
+#include "blob_file.h"
 #include "larder/status.h"
 
 namespace larder {
@@ -19,7 +29,7 @@ namespace larder {
 struct Generation {
   Generation(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, uint64_t id, int64_t start_ms)
       : db(db), cf(cf), id(id), start_ms(start_ms) {}
-  // Destroys the handle: once the CF is dropped and no reader holds it, its files go.
+  // Destroys the handle: once the column family is dropped and no reader holds it, it goes.
   ~Generation() { db->DestroyColumnFamilyHandle(cf); }
   Generation(const Generation&) = delete;
   Generation& operator=(const Generation&) = delete;
@@ -27,52 +37,132 @@ struct Generation {
   rocksdb::DB* const db;
   rocksdb::ColumnFamilyHandle* const cf;
   const uint64_t id;
+  uint32_t inline_seg = 0;
   // When it became the head (ms). Opened from disk: the oldest write it holds.
   std::atomic<int64_t> start_ms;
-  std::atomic<uint64_t> bytes{0};  // bytes written into it (keys + headers + values)
+  // Bytes written into it (values with their alignment padding, inline values, keys).
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<int64_t> live{0};      // index entries whose value is in this generation
+  std::atomic<int> writers{0};       // writes in flight (see Generations::BeginWrite)
+  std::atomic<bool> retired{false};  // being dropped: no write may begin
   std::atomic<bool> dropped{false};
+
+  bool HasPartition(uint16_t p) const {
+    std::lock_guard lock(mu);
+    return p < files.size() && files[p] != nullptr;
+  }
+
+  mutable std::mutex mu;  // guards the three vectors below
+  std::condition_variable idle_cv;
+  std::vector<BlobFilePtr> files;   // by partition
+  std::vector<uint32_t> file_segs;  // by partition
+  std::vector<uint16_t> idle;       // partitions no writer holds
 };
 
 using GenerationPtr = std::shared_ptr<Generation>;
 
-// The ordered set of generations. Writers hold `write_lock()` shared while they write into
-// the head, so that the head is never dropped under them; rotation and drops take it
-// exclusively.
 class Generations {
  public:
-  Generations(rocksdb::DB* db, rocksdb::ColumnFamilyOptions cf_options)
-      : db_(db), cf_options_(std::move(cf_options)) {}
+  // What a segment id stands for: a generation's blob file, or (file == nullptr) its inline
+  // values.
+  struct Segment {
+    GenerationPtr gen;
+    BlobFilePtr file;
+    uint16_t partition = 0;
+  };
 
-  // Adopts a generation opened with the DB.
-  void Adopt(GenerationPtr g);
+  // A write in progress into the generation it pins; writers hold one from before they append
+  // a value until the index holds its record, so a drop waits for them.
+  class WriteTicket {
+   public:
+    explicit WriteTicket(GenerationPtr g) : gen_(std::move(g)) {}
+    WriteTicket(WriteTicket&& o) noexcept = default;
+    WriteTicket& operator=(WriteTicket&&) = delete;
+    ~WriteTicket();
+    Generation& gen() const { return *gen_; }
+    const GenerationPtr& ptr() const { return gen_; }
 
-  std::shared_mutex& write_lock() { return mu_; }
+   private:
+    GenerationPtr gen_;
+  };
 
-  // Caller holds write_lock() (shared or exclusive).
-  GenerationPtr HeadLocked() const { return gens_.empty() ? nullptr : gens_.rbegin()->second; }
+  // One writer's exclusive use of a partition of a generation.
+  class Lease {
+   public:
+    Lease(GenerationPtr g, uint16_t partition, BlobFilePtr file, uint32_t seg)
+        : gen_(std::move(g)), partition_(partition), file_(std::move(file)), seg_(seg) {}
+    Lease(Lease&& o) noexcept;
+    Lease& operator=(Lease&&) = delete;
+    ~Lease();
+    BlobFile& file() const { return *file_; }
+    const BlobFilePtr& file_ptr() const { return file_; }
+    uint16_t partition() const { return partition_; }
+    uint32_t seg() const { return seg_; }
 
+   private:
+    GenerationPtr gen_;
+    uint16_t partition_;
+    BlobFilePtr file_;
+    uint32_t seg_;
+  };
+
+  static constexpr uint16_t kMaxPartitions = 16;
+
+  // `durable_files`: new blob files are fsynced with their directory (acknowledged writes
+  // must survive a power cut).
+  Generations(rocksdb::DB* db, rocksdb::ColumnFamilyOptions cf_options, std::string values_dir,
+              bool durable_files);
+
+  // At open: adopts a generation opened with the DB, then its blob files.
+  GenerationPtr Adopt(uint64_t id, rocksdb::ColumnFamilyHandle* cf);
+  void AttachFile(Generation& g, BlobFilePtr file);
+
+  Segment SegmentOf(uint32_t seg) const;
   GenerationPtr Find(uint64_t id) const;
   GenerationPtr Head() const;
-  GenerationPtr Oldest() const;
-  // The generation after `id` in age order, or nullptr.
-  GenerationPtr Next(uint64_t id) const;
-  std::vector<GenerationPtr> All() const;
+  // The head's id without a lock (for stamping accesses).
+  uint64_t head_id() const { return head_id_.load(std::memory_order_relaxed); }
+  std::vector<GenerationPtr> All() const;  // oldest first
   size_t size() const;
+  const std::string& values_dir() const { return values_dir_; }
 
-  // Creates a new head generation (exclusive lock taken inside).
+  // Pins the head for a write. IOError if the store has no head (closing).
+  Result<WriteTicket> BeginWrite() const;
+  // A partition of the ticket's generation to append to: an idle one, a new one (up to
+  // kMaxPartitions), or the next to become idle.
+  Result<Lease> LeasePartition(const WriteTicket& t, int64_t now_ms);
+
+  // Creates a new head generation.
   Status Rotate(int64_t now_ms);
-  // Drops generation `id` (must not be the head unless `allow_head`). Exclusive lock inside.
-  Status Drop(uint64_t id, bool allow_head = false);
+  // Stops new writes into `g` and waits for the ones in flight. `g` must not be the head.
+  void Retire(Generation& g);
+  // Drops a retired generation: its column family, its files (unlinked now) and its segment
+  // ids. The caller has removed its entries from the index. On error nothing is dropped.
+  Status Drop(const GenerationPtr& g);
+
+  // Bytes of every live blob file on disk.
+  uint64_t FileBytes() const { return file_bytes_.load(std::memory_order_relaxed); }
+  void AddFileBytes(uint64_t n) { file_bytes_.fetch_add(n, std::memory_order_relaxed); }
+  // fdatasync of every file with bytes not yet synced.
+  Status SyncAll() const;
   // Releases every handle (before the DB closes).
   void ReleaseAll();
 
  private:
-  Status CreateLocked(uint64_t id, int64_t now_ms);
+  uint32_t AllocSegLocked(Segment s);
+  Status CreatePartitionLocked(Generation& g, int64_t now_ms);
 
   rocksdb::DB* db_;
   rocksdb::ColumnFamilyOptions cf_options_;
-  mutable std::shared_mutex mu_;
+  const std::string values_dir_;
+  const bool durable_files_;
+  std::atomic<uint64_t> file_bytes_{0};
+  std::atomic<uint64_t> head_id_{0};
+
+  mutable std::shared_mutex mu_;  // guards gens_, segs_, free_segs_
   std::map<uint64_t, GenerationPtr> gens_;
+  std::vector<Segment> segs_;  // by id; id 0 is never used
+  std::vector<uint32_t> free_segs_;
 };
 
 }  // namespace larder

@@ -1,27 +1,35 @@
 // StoreImpl: the engine behind larder::Store. See docs/architecture.md for the layout and the
-// SET/GET paths; format.h for the bytes on disk.
+// write/read paths; format.h for the bytes on disk.
 //
 // Locking, outermost first: evict_mu_ (one eviction at a time) -> key stripe (one writer per
-// key at a time) -> Generations::write_lock (shared while writing into the head) -> index
-// shard. Reads take only the index shard, briefly.
+// key at a time) -> Generations (its own short locks) -> index shard. Reads take only an index
+// shard, briefly, and read files unlocked.
 #pragma once
 
 #include <rocksdb/db.h>
 #include <rocksdb/sst_file_manager.h>
+#include <rocksdb/write_batch.h>
 #include <rocksdb/write_buffer_manager.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 
+#include "format.h"
 #include "generations.h"
-#include "index.h"
+#include "key_index.h"
 #include "larder/store.h"
+#include "read_pool.h"
 
 namespace larder {
+
+namespace format::v1 {
+struct MetaRecord;
+}
 
 // The monotonic statistics (stats_fields.h), counted as they happen.
 struct Counters {
@@ -30,13 +38,23 @@ struct Counters {
 #undef LARDER_COUNTER_MEMBER
 };
 
-// ReadVerified's messages that callers act on: the metadata's value is absent (Verify counts it
-// as missing, not corrupt), and the version was replaced while being read (Get reads again).
-inline constexpr char kValueMissing[] = "value missing";
-inline constexpr char kChangedDuringRead[] = "changed during read";
+// Where an entry's bytes are, resolved from its segment while the entry is in the index.
+struct Located {
+  Entry entry;
+  Generations::Segment seg;
+};
 
-struct Value::Pin {
-  rocksdb::PinnableSlice slice;
+// Whether index record `r` of `key` describes the value `at` points at.
+bool RecordIs(const format::IndexRecord& r, std::string_view key, const Located& at);
+
+// An index record of a generation together with its entry in the index: what eviction,
+// persistence and verification walk.
+struct RecordMember {
+  std::string key;
+  uint64_t hash = 0;
+  Located at;
+  std::string rec_bytes;    // the encoded record
+  format::IndexRecord rec;  // decoded; its inline_value is not kept (decode rec_bytes again)
 };
 
 class StoreImpl final : public Store {
@@ -50,6 +68,10 @@ class StoreImpl final : public Store {
   Status Put(std::string_view key, std::string_view value, const PutOptions& opts) override;
   Result<Value> Get(std::string_view key) override;
   std::vector<Result<Value>> MultiGet(const std::vector<std::string_view>& keys) override;
+  Result<uint64_t> GetInto(std::string_view key, char* buf, size_t cap) override;
+  std::vector<Result<uint64_t>> MultiGetInto(const std::vector<std::string_view>& keys,
+                                             const std::vector<Buffer>& bufs) override;
+  Result<std::unique_ptr<ValueReader>> OpenValue(std::string_view key) override;
   uint64_t Exists(const std::vector<std::string_view>& keys) override;
   uint64_t PrefixCount(const std::vector<std::string_view>& keys) override;
   Status Delete(std::string_view key) override;
@@ -69,84 +91,156 @@ class StoreImpl final : public Store {
 
   // Reads and checks every entry without repairing anything (larder::Verify).
   VerifyReport VerifyAll(void (*progress)(uint64_t, uint64_t, void*), void* arg);
-  // Checks every block of every live SST file; adds the bad files to `r`.
-  void VerifySstFiles(VerifyReport* r);
+
+  // For ValueReader: the end of a verified read.
+  Status FinishRead(uint64_t hash, std::string_view key, const Located& at, bool good);
 
  private:
   static constexpr size_t kStripes = 256;
+  using LegacyHandles = std::vector<rocksdb::ColumnFamilyHandle*>;
+
+  // --- opening (store_open.cc, store_load.cc, convert_v1.cc) ---
+  // The budget, memtable and generation sizes (Options' zeros derived from the budget).
+  Status SizeFromBudget();
+  rocksdb::DBOptions DbOptions();
+  // Opens RocksDB with every column family; format 1's go to *legacy.
+  Status OpenRocks(LegacyHandles* legacy);
+  // Refuses newer formats, converts format 1, marks a new directory as format 2.
+  Status CheckFormat(LegacyHandles* legacy);
+  // Moves a format-1 directory's values into blob files, one legacy generation at a time
+  // (resumable: a crash part way continues at the next open). See docs/architecture.md.
+  Status ConvertFormat1(LegacyHandles* legacy);
+  // Moves one key (its format-1 value checked) and deletes its old metadata, in one batch.
+  Status ConvertEntry(const std::string& key, const format::v1::MetaRecord& m,
+                      rocksdb::ColumnFamilyHandle* old_gen, rocksdb::ColumnFamilyHandle* meta);
+  // Table files under dir_ failing their checksums, for an error message ("" if none).
+  std::string DamagedTableFiles(const rocksdb::DBOptions& db) const;
+  // Checks every SST of the index and drops each generation holding a damaged one unread
+  // (Debian's librocksdb aborts on a malformed block); its entries are lost, counted.
+  Status DropDamagedGenerations();
+  // Attaches the blob files to their generations; deletes files of dropped generations.
+  Status LoadBlobFiles();
+  // Rebuilds the in-memory index from the records, oldest generation first.
+  Status LoadIndex();
+  void LoadRecord(Generation& g, const std::vector<BlobFilePtr>& files, std::string_view ik,
+                  std::string_view value, int64_t now, rocksdb::WriteBatch* cleanup);
 
   int64_t Now() const { return options_.clock->NowMs(); }
   Status CheckKey(std::string_view key) const;
   Status CheckOpen() const;
   std::mutex& Stripe(uint64_t hash) { return stripes_[hash % kStripes]; }
-  // The live (present, unexpired) entry of a key; expired entries are removed on the way.
-  // `stripe_held`: the caller already holds the key's stripe.
-  std::optional<Entry> LiveEntry(uint64_t hash, std::string_view key, bool stripe_held = false);
-  // Removes one version of a key (index, meta record, value); caller holds its stripe.
-  void RemoveLocked(uint64_t hash, std::string_view key, const Entry& e);
-  // Reads and verifies the value of `e`. NotFound on any failure (corruption counted).
-  // `rocksdb_checksums`: RocksDB checks its own SST block and blob-record CRCs too (slow; Verify).
-  Result<Value> ReadVerified(uint64_t hash, std::string_view key, const Entry& e,
-                             bool count_corruption_and_remove, bool rocksdb_checksums = false);
-  // At open: checks every SST file of every generation against its block checksums and drops
-  // each generation holding a damaged one (its entries become misses, counted as corruptions).
-  // Reads then parse only checked blocks without RocksDB's costly per-read CRC, and Debian's
-  // librocksdb, built with assertions, cannot abort on a malformed block written before open.
-  Status DropDamagedGenerations();
   rocksdb::WriteOptions WriteOpts() const;
-  // Writes `value` (checksum already computed) as `e` into the head generation in one batch
-  // with its metadata and a tombstone for `old`'s copy in another generation. Sets
-  // e->generation; caller holds the key's stripe and updates the index after.
-  Status WriteToHead(std::string_view key, std::string_view value, Entry* e,
-                     const std::optional<Entry>& old);
-  Status WriteMeta(std::string_view key, const Entry& e);
+  uint16_t HeadGen() const;
 
-  // Disk bytes that count against the budget (SST + blob, WAL, unflushed memtables).
+  // --- finding a key (store_lookup.cc) ---
+  // The entry of `key` as the index alone says it: the only entry with its hash. With several
+  // entries for the hash (two keys share it) the stored keys decide. An expired entry is
+  // removed and counts as absent. Caller holds no stripe.
+  std::optional<Located> LookupFast(uint64_t hash, std::string_view key);
+  // The entry of `key`, confirmed by its stored index record (write paths).
+  std::optional<Located> LookupExact(uint64_t hash, std::string_view key);
+  // Whether the index record of (hash, key) in `at`'s generation points at `at`'s value;
+  // *record (if not null) receives it, and `bytes` (if not null) the encoded record, which
+  // record->inline_value points into.
+  bool RecordMatches(uint64_t hash, std::string_view key, const Located& at,
+                     format::IndexRecord* record = nullptr, std::string* bytes = nullptr);
+  Located Locate(const Entry& e) const;
+  // Counts a reuse of the entry (a hit or a touch).
+  void MarkReused(const Entry& e);
+
+  // --- reading (store_read.cc) ---
+  // Reads and verifies `at`'s value into buf[0..at.entry.size). Returns OK, Corruption, or
+  // NotFound (the bytes belong to another key with the same hash, or were never durable).
+  Status ReadVerified(uint64_t hash, std::string_view key, const Located& at, char* buf,
+                      bool allow_direct);
+  // GetInto's work after the lookup; counts hits, misses, corruptions.
+  Result<uint64_t> ReadInto(uint64_t hash, std::string_view key, char* buf, size_t cap);
+  // After a value failed verification: a corruption of the key's own value (counted, the key
+  // removed) or another key's bytes (a miss).
+  Status OnBadValue(uint64_t hash, std::string_view key, const Located& at, Status read_status);
+
+  // --- writing (store_write.cc) ---
+  // Puts a value where its version will live: inline in the record, or appended to a blob
+  // file of the ticket's generation. Fills the entry's and the record's identity and location;
+  // the caller fills expiry and times.
+  Status StageValue(uint64_t hash, std::string_view key, std::string_view value,
+                    uint64_t value_hash, const Generations::WriteTicket& t, Entry* e,
+                    format::IndexRecord* rec);
+  // Appends a blob value into the head; fills e's location.
+  Status AppendValue(std::string_view value, const Generations::WriteTicket& t, Entry* e,
+                     format::IndexRecord* rec);
+  // Writes the record of a new version of `key` (replacing `old`'s in another generation)
+  // and updates the index. Caller holds the key's stripe.
+  Status Commit(uint64_t hash, std::string_view key, const Entry& e, const format::IndexRecord& rec,
+                Generation& gen, const std::optional<Located>& old);
+  // Removes one version of a key (its record, then its index entry). Caller holds its stripe.
+  // An error leaves the key as it was.
+  Status RemoveLocked(uint64_t hash, std::string_view key, const Located& at);
+  // The entry's expiry as stored (the index keeps expiries past 2^48 ms as kFarExpiry).
+  int64_t ExactExpiry(uint64_t hash, std::string_view key, const Located& at);
+
+  // --- eviction (eviction.cc) ---
+  // Disk bytes that count against the budget (blob files, index files, unflushed memtables).
   uint64_t BudgetUsage() const;
   // Evicts until `incoming` more bytes fit in the budget (or NoSpace with kNone).
   Status MakeRoom(uint64_t incoming);
   // Evicts the oldest generation by `policy`. Returns the bytes it freed net of reinsertion
-  // (0 if nothing is left to evict), so callers need not wait for RocksDB's file and memtable
-  // accounting to catch up before deciding whether to evict again.
+  // (0 if nothing is left to evict).
   uint64_t EvictOldest(EvictionPolicy policy);
   // Evicts until usage + incoming <= target (or nothing is left). Caller holds evict_mu_.
   void EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy policy);
+  // Re-writes a kept entry of the generation being evicted into the head (the value copied
+  // inside the kernel). False if it was not kept.
+  bool Reinsert(RecordMember& m);
   // Removes the Options::evict_together companions of evicted keys that live elsewhere.
-  void EvictCompanions(const std::vector<std::pair<std::string, Entry>>& evicted,
-                       uint64_t victim_id);
-  // Re-writes a kept entry of a generation being evicted into the head.
-  bool Reinsert(const std::string& key, const Entry& e);
+  void EvictCompanions(const std::vector<RecordMember>& evicted, const Generation& victim);
   void MaybeRotate();
-  // Writes the reuse fields of entries marked dirty to their metadata records.
-  void PersistDirty();
-  void PersistEntries(const std::vector<std::pair<std::string, Entry>>& dirty);
+
+  // --- generations' records (maintenance.cc) ---
+  // Calls fn for every record of `g` whose entry is the current one in the index (records of
+  // replaced, deleted or expired versions are skipped).
+  void ForEachRecord(const Generation& g, const std::function<void(RecordMember)>& fn);
+  // Drops a retired generation once its entries have left the index (any left over are
+  // removed first, so no entry ever refers to a freed segment).
+  Status DropGeneration(const GenerationPtr& g);
   void MaintenanceLoop();
+  // Drops every non-head generation with no live entry left. Caller holds evict_mu_.
+  void DropEmptyGenerations();
+  // Removes the expired entries of index shards [first, first + n).
+  void RemoveExpiredIn(size_t first_shard, size_t shards);
+  // Removes an expired entry from the index (its record is ignored at open). Caller holds no
+  // stripe. False if it was gone already.
+  bool RemoveExpired(const Entry& e);
+  // Writes the reuse fields of entries changed since their records were written.
+  Status PersistDirty();
 
   Options options_;
   const std::string dir_;
   uint64_t budget_ = 0;
+  uint64_t memtable_bytes_ = 0;
   uint64_t generation_bytes_ = 0;
   std::atomic<bool> closed_{false};
 
   std::unique_ptr<rocksdb::DB> db_;
-  rocksdb::ColumnFamilyHandle* meta_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* default_cf_ = nullptr;
   std::shared_ptr<rocksdb::SstFileManager> sfm_;
   std::shared_ptr<rocksdb::WriteBufferManager> wbm_;
-  std::shared_ptr<rocksdb::Cache> blob_cache_;
   std::unique_ptr<Generations> gens_;
-  Index index_;
+  KeyIndex index_;
+  std::unique_ptr<ReadPool> read_pool_;
   std::mutex stripes_[kStripes];
   std::mutex evict_mu_;
   std::mutex rotate_mu_;
   Counters counters_;
-  uint64_t open_orphans_ = 0;  // meta records without a generation, found at open
-  uint64_t open_corrupt_ = 0;  // undecodable meta records, found at open
-  uint64_t open_damaged_ = 0;  // entries of generations dropped at open for a damaged SST
-  std::set<uint64_t> damaged_generations_;  // dropped at open; see DropDamagedGenerations
-  std::vector<std::string> damaged_sst_files_;
-  std::vector<std::string> damaged_keys_;  // the first kMaxReportedDamagedKeys, for Verify
-  static constexpr uint64_t kMaxReportedDamagedKeys = 1000;
+
+  // What the open found and dropped, for Verify.
+  struct OpenFindings {
+    uint64_t corrupt_records = 0;  // undecodable index records
+    uint64_t lost_writes = 0;      // records pointing past their file's end (never durable)
+    std::vector<std::string> damaged_sst_files;
+    std::vector<std::string> damaged_files;  // blob files with a bad header (deleted)
+    std::set<uint64_t> damaged_generations;
+  } found_;
 
   std::thread maintenance_;
   std::mutex maint_mu_;

@@ -49,11 +49,11 @@ struct ServerConfig {
   uint64_t max_disk_bytes = 0;                // 0 = 80% of the space available to the store
   std::string eviction_policy = "lru-reuse";  // lru-reuse | lru | fifo | none
   double max_reinsert_fraction = 0.5;         // [0, 1]
-  uint64_t generation_bytes = 0;              // 0 = max_disk_bytes / 16 in [64 MiB, 4 GiB]
+  uint64_t generation_bytes = 0;              // 0 = max_disk_bytes / 32 in [8 MiB, 64 GiB]
   bool wal = false;                           // write-ahead log
   bool wal_sync = false;                      // fsync the WAL on every write
-  uint64_t blob_cache_bytes = 0;              // DRAM cache of hot values; 0 = off
-  uint64_t memtable_bytes = 1ull << 30;       // total memtable memory
+  uint64_t blob_cache_bytes = 0;              // ignored (the page cache holds hot values)
+  uint64_t memtable_bytes = 0;                // index memtables; 0 = from the budget
   int64_t maintenance_interval_ms = 1000;     // [0, 2^32-1]; 0 = no background maintenance
   int64_t max_key_bytes = 65536;              // [1, 2^32-1]
 

@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
 
   larder_stats_t st;
   larder_stats(db, &st);
-  CHECK(st.keys == 1 && st.hits == 3 && st.misses == 1);
+  CHECK(st.keys == 1 && st.hits == 2 && st.misses == 1);  /* too small: no read */
 
   CHECK(larder_delete(db, "a", 1, &err) == LARDER_OK);
   CHECK(larder_delete(db, "a", 1, &err) == LARDER_NOT_FOUND);

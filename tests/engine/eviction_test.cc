@@ -12,9 +12,11 @@ using test::MakeValue;
 constexpr uint64_t kMiB = 1 << 20;
 
 struct Fixture {
-  explicit Fixture(EvictionPolicy p, uint64_t budget = 24 * kMiB, uint64_t gen = 4 * kMiB) {
+  explicit Fixture(EvictionPolicy p, uint64_t budget = 24 * kMiB, uint64_t gen = 4 * kMiB,
+                   std::vector<std::pair<std::string, std::string>> together = {}) {
     clock = std::make_shared<test::ManualClock>();
     opts.clock = clock;
+    opts.evict_together = std::move(together);
     opts.eviction_policy = p;
     opts.max_disk_bytes = budget;
     opts.generation_bytes = gen;
@@ -101,7 +103,7 @@ TEST(Eviction, NoneRefusesWritesOverBudget) {
     ASSERT_TRUE(f.store->Flush().ok());
   }
   ASSERT_TRUE(s.IsNoSpace()) << s.ToString();
-  EXPECT_NE(s.message().find("eviction-policy is none"), std::string::npos);
+  EXPECT_NE(s.message().find("eviction policy is none"), std::string::npos);
   EXPECT_FALSE(f.store->Contains(Fixture::Key(i))) << "a refused write left something behind";
   for (int j = 0; j < i; ++j) EXPECT_TRUE(f.Has(j));
   EXPECT_EQ(f.store->GetStats().evicted_keys, 0u);
@@ -154,7 +156,7 @@ namespace {
 
 TEST(Eviction, LmcacheMetadataGoesWithItsPayload) {
   // Payload and metadata straddle a generation boundary: metadata lands in the newer one.
-  Fixture f(EvictionPolicy::kFifo, 16 * kMiB, 2 * kMiB);
+  Fixture f(EvictionPolicy::kFifo, 16 * kMiB, 2 * kMiB, {{"kv_bytes", "metadata"}});
   for (int i = 0; i < 40; ++i) {
     std::string stem = "model@" + std::to_string(i) + "@";
     f.clock->Advance(10);
@@ -171,24 +173,6 @@ TEST(Eviction, LmcacheMetadataGoesWithItsPayload) {
   }
   EXPECT_EQ(orphans, 0) << "metadata left readable after its payload was evicted";
   EXPECT_GT(pairs, 5);
-}
-
-TEST(Eviction, BlobCacheServesExactBytes) {
-  test::TempDir dir;
-  Options o;
-  o.blob_cache_bytes = 64 * kMiB;
-  o.maintenance_interval_ms = 0;
-  o.max_disk_bytes = 1ull << 30;
-  auto r = Store::Open(o, dir.path());
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  auto& s = *r;
-  ASSERT_TRUE(s->Put("hot", MakeValue("hot", 2 * kMiB)).ok());
-  ASSERT_TRUE(s->Flush().ok());
-  for (int i = 0; i < 3; ++i) {
-    auto v = s->Get("hot");
-    ASSERT_TRUE(v.ok());
-    EXPECT_EQ(v->view(), MakeValue("hot", 2 * kMiB));
-  }
 }
 
 }  // namespace

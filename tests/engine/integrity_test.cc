@@ -71,14 +71,14 @@ TEST(Integrity, FlippedBlobBytesAreMissesNeverWrongBytes) {
   const int n = 16;
   const size_t size = 512 << 10;
   ASSERT_NO_FATAL_FAILURE(PutValuesAndClose(o, dir.path(), n, size));
-  // Flip one byte in the middle of each value region of every blob file.
+  // Flip bytes in the values of every blob file (past its 4 KiB header).
   std::mt19937 rng(7);
   int files = 0;
-  for (auto& e : fs::directory_iterator(dir.path())) {
-    if (e.path().extension() != ".blob") continue;
+  for (auto& e : fs::directory_iterator(fs::path(dir.path()) / "values")) {
+    if (e.path().extension() != ".lbv") continue;
     ++files;
     uint64_t len = fs::file_size(e.path());
-    for (int j = 0; j < 8; ++j) FlipByte(e.path(), 64 + rng() % (len - 128));
+    for (int j = 0; j < 8; ++j) FlipByte(e.path(), 4096 + rng() % (len - 4096));
   }
   ASSERT_GT(files, 0) << "no blob files: values did not go to blob storage";
 
@@ -112,7 +112,7 @@ std::vector<std::string> GenerationSstFiles(const std::string& dir, std::string*
   db->GetLiveFilesMetaData(&files);
   std::vector<std::string> out;
   for (const auto& f : files) {
-    if (f.column_family_name == "default" || f.column_family_name == "meta") continue;
+    if (f.column_family_name == "default") continue;
     if (cf_name->empty()) *cf_name = f.column_family_name;
     if (f.column_family_name == *cf_name) out.push_back(f.directory + "/" + f.relative_filename);
   }
@@ -143,7 +143,9 @@ TEST(Integrity, DamagedGenerationSstIsDroppedAtOpenNeverParsed) {
   int lost = static_cast<int>(missing.size());
   EXPECT_GT(lost, 0) << "the damaged generation " << cf << " was not dropped";
   EXPECT_GT(good, 0) << "undamaged generations were lost too";
-  EXPECT_EQ(s->GetStats().corruptions, static_cast<uint64_t>(lost));
+  // The damaged index cannot be read (Debian's librocksdb aborts on a malformed block), so its
+  // keys cannot be counted one by one: the dropped generation counts as one corruption.
+  EXPECT_EQ(s->GetStats().corruptions, 1u);
   EXPECT_EQ(s->GetStats().keys, static_cast<uint64_t>(good));
   ASSERT_TRUE(s->Close().ok());
 

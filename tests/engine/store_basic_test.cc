@@ -64,14 +64,14 @@ TEST_F(StoreTest, BadArgumentsChangeNothing) {
   std::string long_key(opts_.max_key_bytes + 1, 'k');
   Status s = store_->Put(long_key, "v");
   EXPECT_TRUE(s.IsInvalidArgument());
-  EXPECT_NE(s.message().find("max-key-bytes"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("max_key_bytes"), std::string::npos) << s.message();
   EXPECT_TRUE(store_->Get("").status().IsInvalidArgument());
   store_.reset();
   opts_.max_value_bytes = 1024;
   Reopen();
   s = store_->Put("k", std::string(1025, 'v'));
   EXPECT_TRUE(s.IsInvalidArgument());
-  EXPECT_NE(s.message().find("max-value-bytes"), std::string::npos);
+  EXPECT_NE(s.message().find("max_value_bytes"), std::string::npos);
   EXPECT_EQ(store_->GetStats().keys, 0u);
   Options bad = opts_;
   bad.max_reinsert_fraction = 2;

@@ -38,7 +38,12 @@ void larder_options_set_generation_bytes(larder_options_t* o, uint64_t v);
 /* "lru-reuse", "lru", "fifo" or "none"; returns LARDER_ERR_INVALID for other names. */
 int larder_options_set_eviction_policy(larder_options_t* o, const char* name);
 void larder_options_set_wal(larder_options_t* o, int on);
+/* Kept for ABI compatibility; does nothing (the page cache holds hot values). */
 void larder_options_set_blob_cache_bytes(larder_options_t* o, uint64_t v);
+/* Options::direct_reads, read_queue_depth and sync_writes (see larder/options.h). */
+void larder_options_set_direct_reads(larder_options_t* o, int on);
+void larder_options_set_read_queue_depth(larder_options_t* o, int depth);
+void larder_options_set_sync_writes(larder_options_t* o, int on);
 void larder_options_set_memtable_bytes(larder_options_t* o, uint64_t v);
 
 larder_t* larder_open(const larder_options_t* o, const char* dir, char** errptr);
@@ -54,10 +59,17 @@ int larder_get(larder_t* db, const char* key, size_t klen, larder_value_t** out,
 const char* larder_value_data(const larder_value_t* v);
 size_t larder_value_size(const larder_value_t* v);
 void larder_value_free(larder_value_t* v);
-/* Copies the value into buf (one copy, no allocation beyond RocksDB's read). *vlen gets the
- * value size; LARDER_ERR_BUFFER_TOO_SMALL (nothing copied) if cap < size. */
+/* Reads the verified value straight into buf (Store::GetInto: one read, no allocation).
+ * *vlen gets the value size; LARDER_ERR_BUFFER_TOO_SMALL (buf untouched) if cap < size. On
+ * other errors buf's contents are unspecified. */
 int larder_get_into(larder_t* db, const char* key, size_t klen, void* buf, size_t cap, size_t* vlen,
                     char** errptr);
+/* larder_get_into for n keys at once, the reads running in parallel (Store::MultiGetInto).
+ * codes[i] and vlens[i] receive each key's result as larder_get_into would return it; the
+ * function returns LARDER_OK unless the batch itself failed. */
+int larder_multi_get_into(larder_t* db, size_t n, const char* const* keys, const size_t* klens,
+                          void* const* bufs, const size_t* caps, size_t* vlens, int* codes,
+                          char** errptr);
 
 /* How many of the keys exist / how many leading keys exist. */
 uint64_t larder_exists(larder_t* db, size_t n, const char* const* keys, const size_t* klens);

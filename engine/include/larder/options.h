@@ -29,16 +29,17 @@ struct Options {
   // Create the data directory and database if missing. Default: true.
   bool create_if_missing = true;
 
-  // Disk budget in bytes for everything in the data directory (SST + blob + WAL, with
-  // unflushed memtable bytes counted as already written). Writes keep succeeding by evicting;
-  // usage never exceeds the budget by more than one generation. 0 = 80% of the filesystem's
-  // capacity available to the store when it opens (free space + what the store already uses).
-  // Default: 0.
+  // Disk budget in bytes for everything in the data directory (blob files, the index's SST
+  // and WAL files, with unflushed index memtable bytes counted as already written). Writes keep
+  // succeeding by evicting; usage never exceeds the budget by more than one generation. 0 = 80% of
+  // the filesystem's capacity available to the store when it opens (free space + what the store
+  // already uses). Default: 0.
   uint64_t max_disk_bytes = 0;
 
-  // Target bytes per generation (column family of one window of writes). 0 = max_disk_bytes/16
-  // clamped to [64 MiB, 4 GiB]. Smaller generations evict with finer granularity; larger ones
-  // need fewer column families. Default: 0.
+  // Target bytes per generation (one window of writes: a column family of index records and
+  // its blob files). 0 = max_disk_bytes / 32 clamped to [8 MiB, 64 GiB], so that dropping one
+  // returns at most ~3% of the budget and a small budget still holds data. Smaller generations
+  // evict with finer granularity; larger ones need fewer column families. Default: 0.
   uint64_t generation_bytes = 0;
 
   // Default: kLruReuse.
@@ -49,31 +50,39 @@ struct Options {
   double max_reinsert_fraction = 0.5;
 
   // Key suffix pairs evicted together: when a key ending in `first` is evicted, the key with
-  // the same stem ending in `second` is removed too, wherever it lives. The default pairs
-  // LMCache's redis:// layout (`<chunk>kv_bytes` + `<chunk>metadata`), so a chunk's metadata
-  // never claims a payload that eviction already dropped (LMCache's EXISTS probes metadata).
-  // Default: {{"kv_bytes", "metadata"}}.
-  std::vector<std::pair<std::string, std::string>> evict_together = {{"kv_bytes", "metadata"}};
+  // the same stem ending in `second` is removed too, wherever it lives (e.g. a payload and the
+  // small key that describes it; larder-server's `evict-together` option sets LMCache's pair).
+  // Default: none.
+  std::vector<std::pair<std::string, std::string>> evict_together;
 
-  // Write-ahead log. Off: a crash loses writes not yet flushed (they read as misses, never as
-  // wrong bytes); a clean Close() loses nothing. On: acknowledged writes survive a crash, and
-  // every value is written twice (WAL + blob file). Default: false.
+  // Write-ahead log of the index (values go to blob files either way, written once). Off: a
+  // crash loses the writes whose index records were not flushed yet (they read as misses,
+  // never as wrong bytes); a clean Close() loses nothing. On: acknowledged writes survive a
+  // process crash. docs/reliability.md states what each mode survives. Default: false.
   bool wal = false;
 
-  // fsync the WAL on every write (only with wal = true). Default: false.
+  // With wal: make every acknowledged write durable before acknowledging it (fdatasync of the
+  // value's blob file, then of the WAL; concurrent writers share the syncs), so it survives a
+  // power cut. Default: false.
   bool sync_writes = false;
 
-  // DRAM cache of hot values (RocksDB blob cache), in bytes; 0 disables it. Default: 0.
-  uint64_t blob_cache_bytes = 0;
+  // Memory of the index's memtables (records of ~100 bytes + key; values never pass through
+  // them). 0 = max_disk_bytes / 256 clamped to [16 MiB, 256 MiB]. Writers stall when full.
+  // Default: 0.
+  uint64_t memtable_bytes = 0;
 
-  // Total memtable memory (every value passes through a memtable before its flush writes it
-  // to a blob file). Writers stall when it is full. Default: 1 GiB.
-  uint64_t memtable_bytes = 1ull << 30;
+  // Read cold values with O_DIRECT when the caller's buffer is 4 KiB-aligned (GetInto,
+  // MultiGetInto): the disk writes straight into the caller's memory and the page cache is
+  // bypassed (and not filled). Warm values are faster through the page cache. Default: false.
+  bool direct_reads = false;
+
+  // Reads MultiGetInto keeps in flight at once (the engine's read threads). Default: 8.
+  int read_queue_depth = 8;
 
   // Largest key accepted, in bytes. Default: 64 KiB.
   uint32_t max_key_bytes = 64 * 1024;
 
-  // Largest value accepted, in bytes. Default: 512 MiB.
+  // Largest value accepted, in bytes; at most 4 GiB - 1. Default: 512 MiB.
   uint64_t max_value_bytes = 512ull << 20;
 
   // How often the background thread drops expired entries and fully expired generations,
@@ -81,12 +90,12 @@ struct Options {
   uint32_t maintenance_interval_ms = 1000;
 
   // Tune glibc malloc for multi-MiB buffers (mmap threshold, trim threshold, top pad) when the
-  // first Store opens. RocksDB's blob read path allocates two fresh buffers per read; with
-  // glibc defaults each is an mmap plus a page fault per 4 KiB, which caps reads near 1 GB/s.
-  // Process-wide. Default: true.
+  // first Store opens. Get allocates a buffer per value read; with glibc defaults each is an
+  // mmap plus a page fault per 4 KiB, which caps reads near 1 GB/s. Process-wide.
+  // Default: true.
   bool tune_allocator = true;
 
-  // RocksDB background threads (flush + compaction). Default: 2.
+  // RocksDB background threads (index flushes and compactions). Default: 2.
   int background_threads = 2;
 
   // Time source for expiry and reuse times. nullptr = the system clock. Tests inject one.

@@ -7,25 +7,28 @@
 #ifndef LARDER_STATS_FIELDS_H_
 #define LARDER_STATS_FIELDS_H_
 
-#define LARDER_STAT_GAUGES(X)                                                               \
-  X(keys, "live entries (expired ones not counted)")                                        \
-  X(live_bytes, "sum of live value sizes")                                                  \
-  X(disk_bytes, "bytes of the data directory's files (values, index, WAL)")                \
-  X(pending_bytes, "memtable bytes not yet flushed to disk")                                \
-  X(max_disk_bytes, "the disk budget in force")                                             \
+#define LARDER_STAT_GAUGES(X)                                                           \
+  X(keys, "entries (an expired one counts until maintenance removes it, as in DBSIZE)") \
+  X(live_bytes, "sum of the entries' value sizes")                                      \
+  X(disk_bytes, "bytes of the data directory's files (values, index, WAL)")             \
+  X(value_file_bytes, "bytes of the blob files (padding and replaced values included)") \
+  X(index_file_bytes, "bytes of the index's SST and WAL files")                         \
+  X(index_memory_bytes, "memory of the in-memory index (40-byte slots)")                \
+  X(pending_bytes, "memtable bytes not yet flushed to disk")                            \
+  X(max_disk_bytes, "the disk budget in force")                                         \
   X(generations, "generations (eviction windows) alive")
 
-#define LARDER_STAT_COUNTERS(X)                                                             \
-  X(hits, "Get/MultiGet lookups that returned a value")                                     \
-  X(misses, "Get/MultiGet lookups that returned NotFound")                                  \
-  X(reuses, "hits + Touch calls on live keys (what eviction counts)")                      \
-  X(evicted_keys, "live entries dropped by eviction")                                       \
-  X(evicted_bytes, "value bytes of the entries dropped by eviction")                        \
-  X(reinserted_keys, "entries kept by eviction (re-written to the newest generation)")      \
-  X(reinserted_bytes, "value bytes re-written by eviction")                                 \
-  X(expired_keys, "entries removed because their TTL passed")                               \
-  X(corruptions, "values that failed verification (served as misses)")                     \
-  X(bytes_read, "value bytes returned to callers")                                          \
+#define LARDER_STAT_COUNTERS(X)                                                        \
+  X(hits, "Get/MultiGet lookups that returned a value")                                \
+  X(misses, "Get/MultiGet lookups that returned NotFound")                             \
+  X(reuses, "hits + Touch calls on live keys (what eviction counts)")                  \
+  X(evicted_keys, "live entries dropped by eviction")                                  \
+  X(evicted_bytes, "value bytes of the entries dropped by eviction")                   \
+  X(reinserted_keys, "entries kept by eviction (re-written to the newest generation)") \
+  X(reinserted_bytes, "value bytes re-written by eviction")                            \
+  X(expired_keys, "entries removed because their TTL passed")                          \
+  X(corruptions, "values that failed verification (served as misses)")                 \
+  X(bytes_read, "value bytes returned to callers")                                     \
   X(bytes_written, "value bytes accepted by Put (reinsertions not included)")
 
 #define LARDER_STATS(X) LARDER_STAT_GAUGES(X) LARDER_STAT_COUNTERS(X)

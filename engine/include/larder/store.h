@@ -1,5 +1,6 @@
 // Store: the Larder engine. A disk-budgeted, TTL-aware store of large immutable values kept in
-// RocksDB blob files, evicting the entries least recently reused when the budget is reached.
+// blob files Larder writes itself (RocksDB keeps the index), evicting the entries least
+// recently reused when the budget is reached. See docs/architecture.md.
 //
 // Thread-safety: every method may be called from any number of threads at once.
 // Keys are binary strings of 1..Options::max_key_bytes bytes; values are binary strings of
@@ -18,8 +19,7 @@
 
 namespace larder {
 
-// A value read from the store, verified against its checksum. It pins the bytes RocksDB read
-// (no copy after the read); the bytes stay valid as long as the Value lives.
+// A value read from the store, verified against its checksum: one buffer, filled by one read.
 class Value {
  public:
   Value();
@@ -33,10 +33,28 @@ class Value {
 
  private:
   friend class StoreImpl;
-  struct Pin;
-  std::unique_ptr<Pin> pin_;
+  std::unique_ptr<char[]> buf_;
   const char* data_ = nullptr;
   size_t size_ = 0;
+};
+
+// A verified sequential read of one value, for callers that move it on in pieces (the server
+// streams a large value to a socket while it reads the next piece). Read() the value's bytes
+// in order, then Finish(): only then are the bytes known good. A value that fails
+// verification is counted in Stats::corruptions and removed, and Finish returns Corruption:
+// the caller must not deliver what it read (the server closes the connection before the last
+// piece, so a client never receives a complete wrong value).
+class ValueReader {
+ public:
+  virtual ~ValueReader() = default;
+  // The value's size in bytes.
+  virtual uint64_t size() const = 0;
+  // Bytes not read yet.
+  virtual uint64_t remaining() const = 0;
+  // Reads the next n <= remaining() bytes into buf.
+  virtual Status Read(char* buf, size_t n) = 0;
+  // After the last byte: checks the whole value (see above). Counts the hit or the miss.
+  virtual Status Finish() = 0;
 };
 
 // TTL sentinels returned by Store::Ttl (Redis's TTL/PTTL conventions).
@@ -64,9 +82,8 @@ struct ScanPage {
 struct KeyInfo {
   uint64_t value_size = 0;
   int64_t expire_at_ms = 0;    // 0 = none
-  int64_t created_ms = 0;      // when this version was written
-  int64_t last_access_ms = 0;  // last write, hit or touch
-  uint32_t reuse_count = 0;    // hits + touches since the write
+  int64_t last_access_ms = 0;  // last write, hit or touch (second precision)
+  uint32_t reuse_count = 0;    // hits + touches since the write or since eviction kept it
   uint64_t generation = 0;
 };
 
@@ -91,7 +108,29 @@ class Store {
   // Get for many keys; one Result per key, in order.
   virtual std::vector<Result<Value>> MultiGet(const std::vector<std::string_view>& keys) = 0;
 
-  // How many of `keys` exist (a key listed twice counts twice), from the index; no disk I/O.
+  // Reads the verified value of `key` into buf[0..cap) and returns its size: one read into the
+  // caller's memory (O_DIRECT with Options::direct_reads when buf is 4 KiB-aligned), then XXH3
+  // over it. NotFound as Get; InvalidArgument (buffer untouched) if cap is smaller than the
+  // value. On any error the buffer's contents are unspecified. Counts a reuse.
+  virtual Result<uint64_t> GetInto(std::string_view key, char* buf, size_t cap) = 0;
+
+  // GetInto for many keys at once: the reads run on the engine's read threads, up to
+  // Options::read_queue_depth at a time, so a batch of cold values keeps the disk's queue full.
+  // One Result per key, in order.
+  struct Buffer {
+    char* data;
+    size_t cap;
+  };
+  virtual std::vector<Result<uint64_t>> MultiGetInto(const std::vector<std::string_view>& keys,
+                                                     const std::vector<Buffer>& bufs) = 0;
+
+  // A sequential verified read of `key` (see ValueReader); NotFound as Get.
+  virtual Result<std::unique_ptr<ValueReader>> OpenValue(std::string_view key) = 0;
+
+  // How many of `keys` exist (a key listed twice counts twice), from the in-memory index; no
+  // disk I/O. The index identifies keys by a 64-bit hash, so for a key that is absent this
+  // answers 1 with probability (keys stored) / 2^64 (5e-13 at 10 M keys); reads never return
+  // another key's value (see docs/architecture.md).
   virtual uint64_t Exists(const std::vector<std::string_view>& keys) = 0;
   bool Contains(std::string_view key) { return Exists({key}) == 1; }
 
@@ -137,11 +176,12 @@ class Store {
   virtual Stats GetStats() = 0;
   virtual void ResetCounters() = 0;
 
-  // Writes memtables to disk (blob files), so that a crash loses nothing written before.
+  // Makes every acknowledged write durable: syncs the blob files, then writes the index's
+  // memtables to disk, so that a crash or a power cut loses nothing written before.
   virtual Status Flush() = 0;
 
-  // Compacts the metadata and the generations' SSTs (tiny: keys and blob references). Never
-  // rewrites values: blob garbage collection is off, space comes back by dropping generations.
+  // Compacts the index (small: keys and locations). Never rewrites values: space comes back by
+  // dropping generations.
   virtual Status Compact() = 0;
 
   // Flushes (when the WAL is off) and closes. Further calls return IOError. Also called by
@@ -149,16 +189,16 @@ class Store {
   virtual Status Close() = 0;
 };
 
-// Checks a data directory's values and metadata without serving it (the directory must not be
-// open elsewhere): every value against its XXH3 and RocksDB's blob-record CRC, and every block
-// of every SST file (metadata, inline values) against RocksDB's block checksums. `progress` is
-// called with (entries done, entries total) now and then. A directory too damaged to open is
-// an error status naming the file.
+// Checks a data directory's values and index without serving it (the directory must not be
+// open elsewhere): every value against its XXH3, and every block of every SST file (the index,
+// inline values) against RocksDB's block checksums. `progress` is called with (entries done,
+// entries total) now and then. A directory too damaged to open is an error status naming the
+// file.
 struct VerifyReport {
   uint64_t entries = 0;
   uint64_t ok = 0;
-  uint64_t corrupt = 0;               // value or metadata failed verification
-  uint64_t missing = 0;               // metadata without its value
+  uint64_t corrupt = 0;               // a value or an index record failed verification
+  uint64_t missing = 0;               // an index record whose value bytes are absent
   uint64_t sst_files = 0;             // SST files checked
   uint64_t corrupt_sst_files = 0;     // SST files with a block failing its checksum
   std::vector<std::string> problems;  // one line per bad entry or file (first 1000)

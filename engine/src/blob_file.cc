@@ -1,0 +1,181 @@
+#include "blob_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+namespace larder {
+
+namespace {
+
+std::string ErrnoText(int err) {
+  return std::strerror(err);
+}
+
+Status SyncDirectoryOf(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return Status::IOError("opening " + dir + ": " + ErrnoText(errno));
+  int rc = ::fsync(dfd);
+  int err = errno;
+  ::close(dfd);
+  if (rc != 0) return Status::IOError("syncing " + dir + ": " + ErrnoText(err));
+  return Status::OK();
+}
+
+// Writes all of buf at offset; returns 0 or the errno.
+int WriteFully(int fd, const char* buf, size_t n, uint64_t offset) {
+  while (n > 0) {
+    ssize_t w = ::pwrite(fd, buf, n, static_cast<off_t>(offset));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return errno;
+    if (w == 0) return EIO;
+    buf += w;
+    n -= static_cast<size_t>(w);
+    offset += static_cast<uint64_t>(w);
+  }
+  return 0;
+}
+
+}  // namespace
+
+BlobFile::BlobFile(std::string path, int fd, const format::BlobFileHeader& header, uint64_t end)
+    : path_(std::move(path)), fd_(fd), header_(header), end_(end), synced_(end) {}
+
+BlobFile::~BlobFile() {
+  ::close(fd_);
+  if (direct_fd_ >= 0) ::close(direct_fd_);
+}
+
+Result<std::shared_ptr<BlobFile>> BlobFile::Create(const std::string& path,
+                                                   const format::BlobFileHeader& header,
+                                                   bool durable) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOSPC || err == EDQUOT) return Status::NoSpace("disk full creating " + path);
+    return Status::IOError("creating " + path + ": " + ErrnoText(err));
+  }
+  std::shared_ptr<BlobFile> f(new BlobFile(path, fd, header, 0));
+  const std::string h = header.Encode();
+  if (int err = WriteFully(fd, h.data(), h.size(), 0); err != 0) {
+    f->MarkDeleted();
+    return f->WriteError("writing the header of", err);
+  }
+  f->end_ = h.size();
+  if (durable) {
+    if (::fdatasync(fd) != 0) return f->WriteError("syncing", errno);
+    if (Status s = SyncDirectoryOf(path); !s.ok()) return s;
+  }
+  f->synced_ = durable ? h.size() : 0;
+  return f;
+}
+
+Result<std::shared_ptr<BlobFile>> BlobFile::Open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return Status::IOError("opening " + path + ": " + ErrnoText(errno));
+  struct stat st {};
+  char buf[format::kValueAlign];
+  ssize_t n = ::fstat(fd, &st) == 0 ? ::pread(fd, buf, sizeof(buf), 0) : -1;
+  std::optional<format::BlobFileHeader> h;
+  if (n > 0) h = format::BlobFileHeader::Decode(std::string_view(buf, static_cast<size_t>(n)));
+  if (!h) {
+    ::close(fd);
+    return Status::Corruption(path + " has no valid blob file header");
+  }
+  return std::shared_ptr<BlobFile>(new BlobFile(path, fd, *h, static_cast<uint64_t>(st.st_size)));
+}
+
+Status BlobFile::WriteError(const char* what, int err) const {
+  if (err == ENOSPC || err == EDQUOT) return Status::NoSpace("disk full writing " + path_);
+  return Status::IOError(std::string(what) + " " + path_ + ": " + ErrnoText(err));
+}
+
+Status BlobFile::Append(const char* data, size_t n, uint64_t* offset) {
+  const uint64_t at = format::AlignUp(end());
+  if (int err = WriteFully(fd_, data, n, at); err != 0) return WriteError("writing", err);
+  *offset = at;
+  end_.store(at + n, std::memory_order_release);
+  return Status::OK();
+}
+
+Status BlobFile::AppendCopy(const BlobFile& src, uint64_t src_offset, size_t n, uint64_t* offset) {
+  const uint64_t at = format::AlignUp(end());
+  loff_t in = static_cast<loff_t>(src_offset), out = static_cast<loff_t>(at);
+  size_t left = n;
+  while (left > 0) {
+    ssize_t c = ::copy_file_range(src.fd_, &in, fd_, &out, left, 0);
+    if (c < 0 && errno == EINTR) continue;
+    if (c < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL)) {
+      // No in-kernel copy here: copy through a buffer.
+      std::vector<char> buf(std::min<size_t>(left, 1 << 20));
+      while (left > 0) {
+        size_t k = std::min(left, buf.size());
+        if (Status s = src.Read(static_cast<uint64_t>(in), buf.data(), k); !s.ok()) return s;
+        if (int err = WriteFully(fd_, buf.data(), k, static_cast<uint64_t>(out)); err != 0) {
+          return WriteError("writing", err);
+        }
+        in += static_cast<loff_t>(k);
+        out += static_cast<loff_t>(k);
+        left -= k;
+      }
+      break;
+    }
+    if (c < 0) return WriteError("copying into", errno);
+    if (c == 0) return Status::IOError("copying from " + src.path_ + ": range past its end");
+    left -= static_cast<size_t>(c);
+  }
+  *offset = at;
+  end_.store(at + n, std::memory_order_release);
+  return Status::OK();
+}
+
+Status BlobFile::ReadAt(int fd, uint64_t offset, char* buf, size_t n) const {
+  while (n > 0) {
+    ssize_t r = ::pread(fd, buf, n, static_cast<off_t>(offset));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Status::IOError("reading " + path_ + ": " + ErrnoText(errno));
+    if (r == 0) return Status::NotFound("range past the end of " + path_);
+    buf += r;
+    n -= static_cast<size_t>(r);
+    offset += static_cast<uint64_t>(r);
+  }
+  return Status::OK();
+}
+
+Status BlobFile::Read(uint64_t offset, char* buf, size_t n) const {
+  return ReadAt(fd_, offset, buf, n);
+}
+
+Status BlobFile::ReadDirect(uint64_t offset, char* buf, size_t n) {
+  int dfd;
+  {
+    std::lock_guard lock(direct_mu_);
+    if (direct_fd_ < 0) direct_fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+    dfd = direct_fd_;
+  }
+  if (dfd < 0) return Read(offset, buf, n);  // no O_DIRECT on this filesystem
+  return ReadAt(dfd, offset, buf, n);
+}
+
+Status BlobFile::Sync() {
+  const uint64_t target = end();
+  if (synced_.load(std::memory_order_acquire) >= target) return Status::OK();
+  std::lock_guard lock(sync_mu_);
+  if (synced_.load(std::memory_order_acquire) >= target) return Status::OK();  // a peer did it
+  const uint64_t covered = end();
+  if (::fdatasync(fd_) != 0) return WriteError("syncing", errno);
+  synced_.store(covered, std::memory_order_release);
+  return Status::OK();
+}
+
+void BlobFile::MarkDeleted() {
+  if (!deleted_.exchange(true)) ::unlink(path_.c_str());
+}
+
+}  // namespace larder

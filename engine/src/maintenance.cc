@@ -1,0 +1,207 @@
+// Walking a generation's records, and the background work: expiry, dropping generations with
+// nothing live left, persisting reuse counts, Clear, Flush, Compact, statistics.
+#include <rocksdb/write_batch.h>
+
+#include "format.h"
+#include "store_impl.h"
+
+namespace larder {
+
+void StoreImpl::ForEachRecord(const Generation& g, const std::function<void(RecordMember)>& fn) {
+  std::vector<uint32_t> file_segs;
+  {
+    std::lock_guard lock(g.mu);
+    file_segs = g.file_segs;
+  }
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, g.cf));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    auto ik = format::ParseIndexKey(it->key().ToStringView());
+    auto rec = format::IndexRecord::Decode(it->value().ToStringView());
+    if (!ik || !rec) continue;
+    const uint32_t seg = rec->is_inline                      ? g.inline_seg
+                         : rec->partition < file_segs.size() ? file_segs[rec->partition]
+                                                             : 0;
+    const uint64_t offset = rec->is_inline ? 0 : rec->offset;
+    const uint64_t check = rec->value_hash ^ format::KeyTag(ik->second);
+    std::optional<Located> at;
+    index_.ForHash(ik->first, [&](const Entry& e) {
+      if (e.seg != seg || e.offset != offset || e.check != check) return false;
+      at = Locate(e);
+      return true;
+    });
+    if (!seg || !at) continue;
+    RecordMember m;
+    m.key.assign(ik->second);
+    m.hash = ik->first;
+    m.at = std::move(*at);
+    m.rec_bytes.assign(it->value().data(), it->value().size());
+    m.rec = *rec;
+    m.rec.inline_value = {};
+    fn(std::move(m));
+  }
+}
+
+Status StoreImpl::DropGeneration(const GenerationPtr& g) {
+  if (g->live.load() > 0) {
+    // Entries without a matching record (not expected): they must not outlive their segment.
+    index_.ForEach([&](Entry& e) { return gens_->SegmentOf(e.seg).gen != g; });
+    g->live = 0;
+  }
+  return gens_->Drop(g);
+}
+
+void StoreImpl::RemoveExpiredIn(size_t first_shard, size_t shards) {
+  const int64_t now = Now();
+  std::vector<Entry> expired;
+  index_.ForEachInShards(first_shard, shards, [&](Entry& e) {
+    if (e.ExpiredAt(now)) expired.push_back(e);
+    return true;
+  });
+  for (const Entry& e : expired) RemoveExpired(e);
+}
+
+void StoreImpl::DropEmptyGenerations() {
+  std::vector<GenerationPtr> all = gens_->All();
+  for (size_t i = 0; i + 1 < all.size(); ++i) {
+    GenerationPtr& g = all[i];
+    if (g->live.load() > 0) continue;
+    gens_->Retire(*g);  // a write pinned to it before it stopped being the head may land
+    if (g->live.load() > 0) {
+      g->retired = false;
+      continue;
+    }
+    // A drop that fails leaves the generation for the next pass.
+    if (!gens_->Drop(g).ok()) break;
+  }
+}
+
+void StoreImpl::Maintain() {
+  if (closed_) return;
+  RemoveExpiredIn(0, KeyIndex::kShards);
+  std::lock_guard lock(evict_mu_);
+  DropEmptyGenerations();
+}
+
+void StoreImpl::MaintenanceLoop() {
+  // Each pass looks at 1/16 of the index for expired entries (reads never see them anyway),
+  // so a pass stays short however many keys there are.
+  constexpr size_t kShardsPerPass = KeyIndex::kShards / 16;
+  size_t cursor = 0;
+  std::unique_lock lock(maint_mu_);
+  while (!stop_maintenance_) {
+    maint_cv_.wait_for(lock, std::chrono::milliseconds(options_.maintenance_interval_ms));
+    if (stop_maintenance_) break;
+    lock.unlock();
+    RemoveExpiredIn(cursor, kShardsPerPass);
+    cursor = (cursor + kShardsPerPass) % KeyIndex::kShards;
+    {
+      std::lock_guard evict(evict_mu_);
+      DropEmptyGenerations();
+    }
+    lock.lock();
+  }
+}
+
+Status StoreImpl::PersistDirty() {
+  for (const GenerationPtr& g : gens_->All()) {
+    rocksdb::WriteBatch batch;
+    std::vector<Entry> persisted;
+    ForEachRecord(*g, [&](RecordMember m) {
+      if (!(m.at.entry.flags & Entry::kDirty)) return;
+      format::IndexRecord rec = *format::IndexRecord::Decode(m.rec_bytes);
+      rec.reuse_count = m.at.entry.reuse;
+      rec.last_access_ms = m.at.entry.last_access_ms;
+      batch.Put(g->cf, format::IndexKey(m.hash, m.key), rec.Encode());
+      persisted.push_back(m.at.entry);
+    });
+    if (batch.Count() == 0) continue;
+    rocksdb::Status s = db_->Write(WriteOpts(), &batch);
+    if (!s.ok()) return Status::IOError("persisting reuse counts: " + s.ToString());
+    // A hit after the snapshot marks the entry dirty again for the next pass.
+    for (const Entry& e : persisted) {
+      index_.Update(e, [](Entry& x) { x.flags &= static_cast<uint8_t>(~Entry::kDirty); });
+    }
+  }
+  return Status::OK();
+}
+
+Status StoreImpl::Clear() {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  std::lock_guard lock(evict_mu_);
+  uint64_t head_id;
+  {
+    std::lock_guard rl(rotate_mu_);
+    if (Status s = gens_->Rotate(Now()); !s.ok()) return s;
+    head_id = gens_->head_id();
+  }
+  std::vector<GenerationPtr> old;
+  for (GenerationPtr& g : gens_->All()) {
+    if (g->id >= head_id) continue;
+    gens_->Retire(*g);
+    old.push_back(std::move(g));
+  }
+  index_.ForEach([&](Entry& e) {
+    GenerationPtr g = gens_->SegmentOf(e.seg).gen;
+    return g && g->id >= head_id;
+  });
+  for (GenerationPtr& g : old) {
+    g->live = 0;
+    if (Status s = gens_->Drop(g); !s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+Stats StoreImpl::GetStats() {
+  Stats st;
+  if (closed_) return st;
+  st.keys = index_.size();
+  st.live_bytes = index_.ValueBytes();
+  st.value_file_bytes = gens_->FileBytes();
+  uint64_t wal = 0;
+  rocksdb::VectorLogPtr logs;
+  if (db_->GetSortedWalFiles(logs).ok()) {
+    for (auto& l : logs) wal += l->SizeFileBytes();
+  }
+  st.index_file_bytes = sfm_->GetTotalSize() + wal;
+  st.disk_bytes = st.value_file_bytes + st.index_file_bytes;
+  st.index_memory_bytes = index_.MemoryBytes();
+  st.pending_bytes = wbm_->memory_usage();
+  st.max_disk_bytes = budget_;
+  st.generations = gens_->size();
+#define LARDER_COPY_COUNTER(name, doc) st.name = counters_.name.load();
+  LARDER_STAT_COUNTERS(LARDER_COPY_COUNTER)
+#undef LARDER_COPY_COUNTER
+  return st;
+}
+
+void StoreImpl::ResetCounters() {
+#define LARDER_RESET_COUNTER(name, doc) counters_.name.store(0);
+  LARDER_STAT_COUNTERS(LARDER_RESET_COUNTER)
+#undef LARDER_RESET_COUNTER
+}
+
+Status StoreImpl::Flush() {
+  if (!db_) return Status::IOError("store is closed");
+  // Values first: a durable record must never point at bytes that are not.
+  if (Status s = gens_->SyncAll(); !s.ok()) return s;
+  std::vector<rocksdb::ColumnFamilyHandle*> cfs{default_cf_};
+  std::vector<GenerationPtr> all = gens_->All();  // held: a drop cannot free a handle in use
+  for (auto& g : all) cfs.push_back(g->cf);
+  rocksdb::Status s = db_->Flush(rocksdb::FlushOptions(), cfs);
+  return s.ok() ? Status::OK() : Status::IOError("flushing the index: " + s.ToString());
+}
+
+Status StoreImpl::Compact() {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  if (Status s = PersistDirty(); !s.ok()) return s;
+  std::vector<GenerationPtr> all = gens_->All();
+  for (auto& g : all) {
+    rocksdb::Status s = db_->CompactRange(rocksdb::CompactRangeOptions(), g->cf, nullptr, nullptr);
+    if (!s.ok()) return Status::IOError("compacting the index: " + s.ToString());
+  }
+  return Status::OK();
+}
+
+}  // namespace larder

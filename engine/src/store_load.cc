@@ -1,0 +1,162 @@
+// At open, after RocksDB: check the index's SST files, attach the blob files to their
+// generations, and rebuild the in-memory index from the records.
+#include <malloc.h>
+#include <rocksdb/sst_file_reader.h>
+#include <rocksdb/write_batch.h>
+
+#include <filesystem>
+
+#include "format.h"
+#include "store_impl.h"
+
+namespace larder {
+
+std::string StoreImpl::DamagedTableFiles(const rocksdb::DBOptions& db) const {
+  std::string bad;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(dir_, ec)) {
+    if (f.path().extension() != ".sst") continue;
+    rocksdb::SstFileReader reader(rocksdb::Options(db, rocksdb::ColumnFamilyOptions()));
+    rocksdb::Status s = reader.Open(f.path().string());
+    if (s.ok()) s = reader.VerifyChecksum();
+    if (!s.ok()) bad += (bad.empty() ? "" : ", ") + f.path().string();
+  }
+  return bad.empty() ? "" : " (table files failing their checksums: " + bad + ")";
+}
+
+Status StoreImpl::DropDamagedGenerations() {
+  std::vector<rocksdb::LiveFileMetaData> files;
+  db_->GetLiveFilesMetaData(&files);
+  rocksdb::Options opts(db_->GetDBOptions(), rocksdb::ColumnFamilyOptions());
+  for (const auto& f : files) {
+    std::optional<uint64_t> id = format::ParseIndexCfName(f.column_family_name);
+    if (!id || found_.damaged_generations.count(*id)) continue;
+    const std::string path = f.directory + "/" + f.relative_filename;
+    rocksdb::SstFileReader reader(opts);
+    rocksdb::Status rs = reader.Open(path);
+    if (rs.ok()) rs = reader.VerifyChecksum();
+    if (rs.ok()) continue;
+    found_.damaged_sst_files.push_back(path + " (" + rs.ToString() + ")");
+    found_.damaged_generations.insert(*id);
+  }
+  // Debian's librocksdb, built with assertions, aborts on a malformed block: a generation
+  // whose index is damaged is dropped unread, values and all.
+  for (uint64_t id : found_.damaged_generations) {
+    GenerationPtr g = gens_->Find(id);
+    if (!g) continue;
+    counters_.corruptions++;
+    if (Status s = gens_->Drop(g); !s.ok()) {
+      return Status::Corruption("dropping generation " + std::to_string(id) + " of " + dir_ +
+                                ", which has a damaged SST file: " + s.message());
+    }
+  }
+  return Status::OK();
+}
+
+Status StoreImpl::LoadBlobFiles() {
+  const std::string dir = gens_->values_dir();
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+    auto name = format::ParseBlobFileName(f.path().filename().string());
+    if (!name) continue;  // not ours
+    GenerationPtr g = gens_->Find(name->first);
+    if (g && g->HasPartition(name->second)) continue;  // created by this open (a conversion)
+    auto file = g ? BlobFile::Open(f.path().string()) : Status::NotFound();
+    if (file.ok() && (*file)->header().generation == name->first &&
+        (*file)->header().partition == name->second) {
+      gens_->AttachFile(*g, std::move(file).value());
+      continue;
+    }
+    if (g) found_.damaged_files.push_back(f.path().string() + " (bad header)");
+    // A file of a dropped generation (a crash between the drop and the unlink), or one that
+    // cannot be read: its values are gone either way.
+    std::filesystem::remove(f.path(), ec);
+  }
+  if (ec) return Status::IOError("listing " + dir + ": " + ec.message());
+  return Status::OK();
+}
+
+void StoreImpl::LoadRecord(Generation& g, const std::vector<BlobFilePtr>& files,
+                           std::string_view ik_bytes, std::string_view value, int64_t now,
+                           rocksdb::WriteBatch* cleanup) {
+  auto ik = format::ParseIndexKey(ik_bytes);
+  auto rec = format::IndexRecord::Decode(value);
+  if (!ik || !rec) {
+    found_.corrupt_records++;
+    counters_.corruptions++;
+    cleanup->Delete(g.cf, rocksdb::Slice(ik_bytes.data(), ik_bytes.size()));
+    return;
+  }
+  if (rec->expire_at_ms != 0 && rec->expire_at_ms <= now) {
+    counters_.expired_keys++;
+    cleanup->Delete(g.cf, rocksdb::Slice(ik_bytes.data(), ik_bytes.size()));
+    return;
+  }
+  Entry e;
+  e.hash = ik->first;
+  e.check = rec->value_hash ^ format::KeyTag(ik->second);
+  e.size = static_cast<uint32_t>(rec->value_size);
+  e.expire_at_ms = rec->expire_at_ms;
+  e.last_access_ms = rec->last_access_ms;
+  e.access_gen = static_cast<uint16_t>(g.id);
+  e.reuse = static_cast<uint8_t>(std::min<uint32_t>(rec->reuse_count, 255));
+  if (rec->is_inline) {
+    e.seg = g.inline_seg;
+    e.flags = Entry::kInline;
+  } else {
+    const BlobFile* f = rec->partition < files.size() ? files[rec->partition].get() : nullptr;
+    if (!f || rec->offset + rec->value_size > f->end()) {
+      // The record became durable but its value did not (a power cut with the WAL on and
+      // wal-sync off): the write is lost, nothing is damaged.
+      found_.lost_writes++;
+      cleanup->Delete(g.cf, rocksdb::Slice(ik_bytes.data(), ik_bytes.size()));
+      return;
+    }
+    std::lock_guard lock(g.mu);
+    e.seg = g.file_segs[rec->partition];
+    e.offset = rec->offset;
+  }
+  // Generations load oldest first, so a key found again is a newer version (left behind by
+  // a crash between writes that normally delete the older record in the same batch).
+  if (std::optional<Located> older = LookupExact(e.hash, ik->second)) {
+    if (index_.Replace(older->entry, e) && older->seg.gen) older->seg.gen->live--;
+    if (older->seg.gen) cleanup->Delete(older->seg.gen->cf, format::IndexKey(e.hash, ik->second));
+  } else {
+    index_.Insert(e);
+  }
+  g.live++;
+  if (g.start_ms == 0 || rec->created_ms < g.start_ms) g.start_ms = rec->created_ms;
+}
+
+Status StoreImpl::LoadIndex() {
+  const int64_t now = Now();
+  for (const GenerationPtr& g : gens_->All()) {
+    std::vector<BlobFilePtr> files;
+    {
+      std::lock_guard lock(g->mu);
+      files = g->files;
+    }
+    rocksdb::ReadOptions ro;
+    ro.fill_cache = false;
+    ro.readahead_size = 2 << 20;
+    rocksdb::WriteBatch cleanup;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, g->cf));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      LoadRecord(*g, files, it->key().ToStringView(), it->value().ToStringView(), now, &cleanup);
+    }
+    if (!it->status().ok()) {
+      return Status::Corruption("reading the index of generation " + std::to_string(g->id) + ": " +
+                                it->status().ToString());
+    }
+    it.reset();
+    if (cleanup.Count() > 0) {
+      rocksdb::Status ws = db_->Write(WriteOpts(), &cleanup);
+      if (!ws.ok()) return Status::IOError("cleaning the index: " + ws.ToString());
+    }
+  }
+  index_.ShrinkToFit();
+  malloc_trim(0);  // what the load allocated for a while goes back to the system
+  return Status::OK();
+}
+
+}  // namespace larder

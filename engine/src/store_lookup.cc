@@ -1,0 +1,102 @@
+// Finding a key: the in-memory index by hash, the stored index record when two keys share a
+// hash or a write must be sure whose entry it replaces.
+#include "format.h"
+#include "store_impl.h"
+
+namespace larder {
+
+Located StoreImpl::Locate(const Entry& e) const {
+  return Located{e, gens_->SegmentOf(e.seg)};
+}
+
+std::optional<Located> StoreImpl::LookupFast(uint64_t hash, std::string_view key) {
+  std::optional<Located> first;
+  // The segment is resolved while the entry is in the index, so its id cannot have been reused.
+  size_t n = index_.ForHash(hash, [&](const Entry& e) {
+    if (!first) first = Locate(e);
+    return false;
+  });
+  if (n > 1) first = LookupExact(hash, key);
+  if (first && first->entry.ExpiredAt(Now())) {
+    RemoveExpired(first->entry);  // lazily, as Redis does on access
+    return std::nullopt;
+  }
+  return first;
+}
+
+bool StoreImpl::RemoveExpired(const Entry& e) {
+  // Removed from the index only: the record stays in its generation, where an expired record
+  // is ignored at open and leaves with the generation. Under the stripe the entry cannot
+  // leave the index (nor its generation be dropped) between the lookup and the erase.
+  std::lock_guard stripe(Stripe(e.hash));
+  GenerationPtr gen;
+  index_.ForHash(e.hash, [&](const Entry& x) {
+    if (x.SameVersion(e)) gen = Locate(x).seg.gen;
+    return bool(gen);
+  });
+  if (!gen || !index_.Erase(e)) return false;
+  gen->live--;
+  counters_.expired_keys++;
+  return true;
+}
+
+std::optional<Located> StoreImpl::LookupExact(uint64_t hash, std::string_view key) {
+  std::vector<Located> candidates;
+  index_.ForHash(hash, [&](const Entry& e) {
+    candidates.push_back(Locate(e));
+    return false;
+  });
+  for (const Located& c : candidates) {
+    if (RecordMatches(hash, key, c)) return c;
+  }
+  return std::nullopt;
+}
+
+bool RecordIs(const format::IndexRecord& r, std::string_view key, const Located& at) {
+  if (!at.seg.gen || r.generation != at.seg.gen->id || r.is_inline != at.entry.is_inline()) {
+    return false;
+  }
+  if (!r.is_inline && (r.partition != at.seg.partition || r.offset != at.entry.offset)) {
+    return false;
+  }
+  return (r.value_hash ^ format::KeyTag(key)) == at.entry.check;
+}
+
+bool StoreImpl::RecordMatches(uint64_t hash, std::string_view key, const Located& at,
+                              format::IndexRecord* record, std::string* bytes) {
+  if (!at.seg.gen) return false;
+  std::string local;
+  std::string* buf = bytes ? bytes : &local;
+  rocksdb::Status s =
+      db_->Get(rocksdb::ReadOptions(), at.seg.gen->cf, format::IndexKey(hash, key), buf);
+  if (!s.ok()) return false;
+  std::optional<format::IndexRecord> r = format::IndexRecord::Decode(*buf);
+  if (!r || !RecordIs(*r, key, at)) return false;
+  if (record) *record = *r;
+  return true;
+}
+
+uint16_t StoreImpl::HeadGen() const {
+  return static_cast<uint16_t>(gens_->head_id());
+}
+
+void StoreImpl::MarkReused(const Entry& e) {
+  const int64_t now = Now();
+  const uint16_t gen = HeadGen();
+  if (index_.Update(e, [&](Entry& x) {
+        if (x.reuse < 255) x.reuse++;
+        x.last_access_ms = now;
+        x.access_gen = gen;
+        x.flags |= Entry::kDirty;
+      })) {
+    counters_.reuses++;
+  }
+}
+
+int64_t StoreImpl::ExactExpiry(uint64_t hash, std::string_view key, const Located& at) {
+  if (at.entry.expire_at_ms != Entry::kFarExpiry) return at.entry.expire_at_ms;
+  format::IndexRecord r;
+  return RecordMatches(hash, key, at, &r) ? r.expire_at_ms : Entry::kFarExpiry;
+}
+
+}  // namespace larder

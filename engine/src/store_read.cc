@@ -1,0 +1,218 @@
+// The read paths of StoreImpl: one read of the value's bytes into the caller's memory, then
+// XXH3 over them, checked against the index (which folds a hash of the key in, so the bytes
+// are known to be this key's).
+#include <xxh_x86dispatch.h>
+#include <xxhash.h>
+
+#include <cstring>
+
+#include "format.h"
+#include "larder/glob.h"
+#include "store_impl.h"
+
+namespace larder {
+
+namespace {
+
+constexpr uint64_t kMinDirectBytes = 64 * 1024;
+
+bool Aligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % format::kValueAlign == 0;
+}
+
+}  // namespace
+
+Value::Value() = default;
+Value::~Value() = default;
+Value::Value(Value&&) noexcept = default;
+Value& Value::operator=(Value&&) noexcept = default;
+
+Status StoreImpl::ReadVerified(uint64_t hash, std::string_view key, const Located& at, char* buf,
+                               bool allow_direct) {
+  const Entry& e = at.entry;
+  if (e.is_inline()) {
+    format::IndexRecord r;
+    std::string bytes;
+    if (!RecordMatches(hash, key, at, &r, &bytes)) return Status::NotFound();
+    std::memcpy(buf, r.inline_value.data(), e.size);
+  } else {
+    if (!at.seg.file) return Status::NotFound();
+    BlobFile& f = *at.seg.file;
+    const uint64_t direct =
+        allow_direct && options_.direct_reads && Aligned(buf) && e.size >= kMinDirectBytes
+            ? e.size / format::kValueAlign * format::kValueAlign
+            : 0;
+    Status s = direct ? f.ReadDirect(e.offset, buf, direct) : Status::OK();
+    if (s.ok()) s = f.Read(e.offset + direct, buf + direct, e.size - direct);
+    if (!s.ok()) return Status::Corruption(s.message());
+  }
+  if ((format::Checksum(buf, e.size) ^ format::KeyTag(key)) != e.check) {
+    return Status::Corruption("checksum mismatch");
+  }
+  return Status::OK();
+}
+
+Status StoreImpl::OnBadValue(uint64_t hash, std::string_view key, const Located& at,
+                             Status read_status) {
+  std::lock_guard stripe(Stripe(hash));
+  bool still_there = false;
+  index_.ForHash(hash, [&](const Entry& x) { return still_there = x.SameVersion(at.entry); });
+  if (!still_there) return Status::NotFound("changed during read");  // replaced or evicted
+  if (!RecordMatches(hash, key, at)) return Status::NotFound();      // another key's bytes
+  counters_.corruptions++;
+  // The key goes: a corrupt value is a miss from now on. If even the removal fails, reads keep
+  // finding the bad bytes and keep answering a miss.
+  RemoveLocked(hash, key, at).PermitUncheckedError();
+  return Status::Corruption(read_status.message() + " (" + at.seg.gen->cf->GetName() + ")");
+}
+
+Result<uint64_t> StoreImpl::ReadInto(uint64_t hash, std::string_view key, char* buf, size_t cap) {
+  for (int attempt = 0;; ++attempt) {
+    std::optional<Located> at = LookupFast(hash, key);
+    if (!at) break;
+    if (at->entry.size > cap) {
+      return Status::InvalidArgument("buffer of " + std::to_string(cap) +
+                                     " bytes is smaller than the value (" +
+                                     std::to_string(at->entry.size) + " bytes)");
+    }
+    Status s = ReadVerified(hash, key, *at, buf, /*allow_direct=*/true);
+    if (s.ok()) {
+      MarkReused(at->entry);
+      counters_.hits++;
+      counters_.bytes_read += at->entry.size;
+      return uint64_t{at->entry.size};
+    }
+    if (s.IsCorruption()) s = OnBadValue(hash, key, *at, s);
+    // A version replaced while being read is read again, once.
+    if (attempt == 0 && s.message() == "changed during read") continue;
+    counters_.misses++;
+    return Status::NotFound(s.IsCorruption() ? "corrupt value removed" : "");
+  }
+  counters_.misses++;
+  return Status::NotFound();
+}
+
+Result<uint64_t> StoreImpl::GetInto(std::string_view key, char* buf, size_t cap) {
+  if (Status s = CheckKey(key); !s.ok()) return s;
+  return ReadInto(format::KeyHash(key), key, buf, cap);
+}
+
+Result<Value> StoreImpl::Get(std::string_view key) {
+  if (Status s = CheckKey(key); !s.ok()) return s;
+  const uint64_t hash = format::KeyHash(key);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::optional<Located> at = LookupFast(hash, key);
+    if (!at) break;
+    Value v;
+    v.buf_.reset(new char[at->entry.size]);  // not zeroed: the read fills it
+    Result<uint64_t> n = ReadInto(hash, key, v.buf_.get(), at->entry.size);
+    if (n.ok()) {
+      v.data_ = v.buf_.get();
+      v.size_ = *n;
+      return v;
+    }
+    if (!n.status().IsInvalidArgument()) return n.status();
+    // Overwritten by a larger value since the lookup: size the buffer again.
+  }
+  counters_.misses++;
+  return Status::NotFound();
+}
+
+std::vector<Result<Value>> StoreImpl::MultiGet(const std::vector<std::string_view>& keys) {
+  std::vector<Result<Value>> out;
+  out.reserve(keys.size());
+  for (auto k : keys) out.push_back(Get(k));
+  return out;
+}
+
+std::vector<Result<uint64_t>> StoreImpl::MultiGetInto(const std::vector<std::string_view>& keys,
+                                                      const std::vector<Buffer>& bufs) {
+  std::vector<Result<uint64_t>> out(keys.size(), Status::InvalidArgument("not read"));
+  if (bufs.size() != keys.size()) {
+    std::fill(out.begin(), out.end(),
+              Status::InvalidArgument("MultiGetInto needs one buffer per key"));
+    return out;
+  }
+  read_pool_->ParallelFor(keys.size(),
+                          [&](size_t i) { out[i] = GetInto(keys[i], bufs[i].data, bufs[i].cap); });
+  return out;
+}
+
+uint64_t StoreImpl::Exists(const std::vector<std::string_view>& keys) {
+  uint64_t n = 0;
+  for (auto k : keys) {
+    if (CheckKey(k).ok() && LookupFast(format::KeyHash(k), k)) ++n;
+  }
+  return n;
+}
+
+uint64_t StoreImpl::PrefixCount(const std::vector<std::string_view>& keys) {
+  uint64_t n = 0;
+  for (auto k : keys) {
+    if (!CheckKey(k).ok() || !LookupFast(format::KeyHash(k), k)) break;
+    ++n;
+  }
+  return n;
+}
+
+int64_t StoreImpl::Ttl(std::string_view key) {
+  if (!CheckKey(key).ok()) return kTtlNoKey;
+  const uint64_t hash = format::KeyHash(key);
+  std::optional<Located> at = LookupFast(hash, key);
+  if (!at) return kTtlNoKey;
+  if (at->entry.expire_at_ms == 0) return kTtlNoExpiry;
+  return std::max<int64_t>(0, ExactExpiry(hash, key, *at) - Now());
+}
+
+Result<KeyInfo> StoreImpl::Info(std::string_view key) {
+  if (Status s = CheckKey(key); !s.ok()) return s;
+  const uint64_t hash = format::KeyHash(key);
+  std::optional<Located> at = LookupFast(hash, key);
+  if (!at) return Status::NotFound();
+  KeyInfo i;
+  i.value_size = at->entry.size;
+  i.expire_at_ms = at->entry.expire_at_ms == 0 ? 0 : ExactExpiry(hash, key, *at);
+  i.last_access_ms = at->entry.last_access_ms;
+  i.reuse_count = at->entry.reuse;
+  i.generation = at->seg.gen ? at->seg.gen->id : 0;
+  return i;
+}
+
+uint64_t StoreImpl::Touch(const std::vector<std::string_view>& keys) {
+  uint64_t n = 0;
+  for (auto k : keys) {
+    if (!CheckKey(k).ok()) continue;
+    std::optional<Located> at = LookupFast(format::KeyHash(k), k);
+    if (!at) continue;
+    MarkReused(at->entry);
+    ++n;
+  }
+  return n;
+}
+
+ScanPage StoreImpl::Scan(uint64_t cursor, std::string_view pattern, size_t count) {
+  ScanPage page;
+  if (closed_) return page;
+  std::vector<Entry> entries;
+  page.next_cursor = index_.Scan(cursor, count, &entries);
+  const int64_t now = Now();
+  const bool all = pattern.empty() || pattern == "*";
+  for (const Entry& e : entries) {
+    if (e.ExpiredAt(now)) continue;
+    Located at = Locate(e);
+    if (!at.seg.gen) continue;  // evicted since
+    // The key is in the generation's records, under its hash.
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), at.seg.gen->cf));
+    const std::string prefix = format::IndexKey(e.hash, "");
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      auto ik = format::ParseIndexKey(it->key().ToStringView());
+      auto r = format::IndexRecord::Decode(it->value().ToStringView());
+      if (!ik || !r || !RecordIs(*r, ik->second, at)) continue;
+      if (all || GlobMatch(pattern, ik->second)) page.keys.emplace_back(ik->second);
+      break;
+    }
+  }
+  return page;
+}
+
+}  // namespace larder

@@ -1,0 +1,227 @@
+// The write paths of StoreImpl. A value goes from the caller's buffer to the head
+// generation's blob file in one write; then, under the key's stripe, one WriteBatch writes its
+// index record (and deletes the replaced version's record in another generation), and the
+// in-memory index is updated. A record therefore only ever points at bytes already written.
+#include <rocksdb/write_batch.h>
+
+#include "format.h"
+#include "store_impl.h"
+
+namespace larder {
+
+Status Store::Put(std::string_view key, std::string_view value, int64_t ttl_ms) {
+  PutOptions o;
+  if (ttl_ms > 0) o.expire_at_ms = SystemClock()->NowMs() + ttl_ms;
+  return Put(key, value, o);
+}
+
+Status Store::Expire(std::string_view key, int64_t ttl_ms) {
+  return SetExpiry(key, SystemClock()->NowMs() + ttl_ms);
+}
+
+Status StoreImpl::CheckOpen() const {
+  return closed_ ? Status::IOError("store is closed") : Status::OK();
+}
+
+Status StoreImpl::CheckKey(std::string_view key) const {
+  if (closed_) return Status::IOError("store is closed");
+  if (key.empty()) return Status::InvalidArgument("empty key");
+  if (key.size() > options_.max_key_bytes) {
+    return Status::InvalidArgument("key of " + std::to_string(key.size()) +
+                                   " bytes exceeds max_key_bytes (" +
+                                   std::to_string(options_.max_key_bytes) + ")");
+  }
+  return Status::OK();
+}
+
+rocksdb::WriteOptions StoreImpl::WriteOpts() const {
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = !options_.wal;
+  wo.sync = options_.wal && options_.sync_writes;
+  // A write may race with the drop of the generation holding a key's older record; its delete
+  // of that record is then moot, not an error.
+  wo.ignore_missing_column_families = true;
+  return wo;
+}
+
+namespace {
+
+Status WriteFailed(const rocksdb::Status& s, const std::string& dir, const char* what) {
+  if (s.IsNoSpace()) return Status::NoSpace("disk full " + std::string(what) + " in " + dir);
+  return Status::IOError(std::string(what) + " failed: " + s.ToString());
+}
+
+}  // namespace
+
+Status StoreImpl::AppendValue(std::string_view value, const Generations::WriteTicket& t, Entry* e,
+                              format::IndexRecord* rec) {
+  BlobFilePtr to_sync;
+  {
+    auto lease = gens_->LeasePartition(t, Now());
+    if (!lease.ok()) return lease.status();
+    BlobFile& f = lease->file();
+    const uint64_t before = f.disk_bytes();
+    uint64_t offset = 0;
+    if (Status s = f.Append(value.data(), value.size(), &offset); !s.ok()) return s;
+    const uint64_t grown = f.disk_bytes() - before;
+    gens_->AddFileBytes(grown);
+    t.gen().bytes += grown;
+    e->seg = lease->seg();
+    e->offset = offset;
+    rec->partition = lease->partition();
+    rec->offset = offset;
+    if (options_.wal && options_.sync_writes) to_sync = lease->file_ptr();
+  }
+  // With sync_writes an acknowledged value must be durable before its record is. The lease is
+  // released first: the sync covers this value, and the next writer may append meanwhile.
+  return to_sync ? to_sync->Sync() : Status::OK();
+}
+
+Status StoreImpl::StageValue(uint64_t hash, std::string_view key, std::string_view value,
+                             uint64_t value_hash, const Generations::WriteTicket& t, Entry* e,
+                             format::IndexRecord* rec) {
+  Generation& gen = t.gen();
+  e->hash = hash;
+  e->check = value_hash ^ format::KeyTag(key);
+  e->size = static_cast<uint32_t>(value.size());
+  e->access_gen = static_cast<uint16_t>(gen.id);
+  rec->generation = gen.id;
+  rec->value_size = value.size();
+  rec->value_hash = value_hash;
+  if (value.size() >= format::kMinBlobBytes) return AppendValue(value, t, e, rec);
+  e->seg = gen.inline_seg;
+  e->flags = Entry::kInline;
+  rec->is_inline = true;
+  rec->inline_value = value;
+  gen.bytes += format::StoredBytes(key.size(), value.size());
+  return Status::OK();
+}
+
+Status StoreImpl::Commit(uint64_t hash, std::string_view key, const Entry& e,
+                         const format::IndexRecord& rec, Generation& gen,
+                         const std::optional<Located>& old) {
+  const std::string ik = format::IndexKey(hash, key);
+  rocksdb::WriteBatch batch;
+  batch.Put(gen.cf, ik, rec.Encode());
+  if (old && old->seg.gen && old->seg.gen->id != gen.id) batch.Delete(old->seg.gen->cf, ik);
+  rocksdb::Status s = db_->Write(WriteOpts(), &batch);
+  if (!s.ok()) return WriteFailed(s, dir_, "writing the index");
+  if (old && index_.Replace(old->entry, e)) {
+    if (old->seg.gen) old->seg.gen->live--;
+  } else {
+    index_.Insert(e);
+  }
+  gen.live++;
+  return Status::OK();
+}
+
+Status StoreImpl::RemoveLocked(uint64_t hash, std::string_view key, const Located& at) {
+  if (at.seg.gen) {
+    rocksdb::WriteBatch batch;
+    batch.Delete(at.seg.gen->cf, format::IndexKey(hash, key));
+    rocksdb::Status s = db_->Write(WriteOpts(), &batch);
+    if (!s.ok()) return WriteFailed(s, dir_, "deleting from the index");
+  }
+  if (index_.Erase(at.entry) && at.seg.gen) at.seg.gen->live--;
+  return Status::OK();
+}
+
+Status StoreImpl::Put(std::string_view key, std::string_view value, const PutOptions& opts) {
+  if (Status s = CheckKey(key); !s.ok()) return s;
+  if (value.size() > options_.max_value_bytes) {
+    return Status::InvalidArgument("value of " + std::to_string(value.size()) +
+                                   " bytes exceeds max_value_bytes (" +
+                                   std::to_string(options_.max_value_bytes) + ")");
+  }
+  const uint64_t hash = format::KeyHash(key);
+  const int64_t now = Now();
+  const bool conditional = opts.mode != PutMode::kAlways;
+  std::unique_lock stripe(Stripe(hash), std::defer_lock);
+  auto condition_holds = [&](const std::optional<Located>& old) {
+    bool live = old && !old->entry.ExpiredAt(now);
+    return opts.mode == PutMode::kAlways || (opts.mode == PutMode::kIfAbsent) != live;
+  };
+  if (conditional) {
+    // NX / XX: the condition and the write are one step for other writers of the key.
+    stripe.lock();
+    if (!condition_holds(LookupExact(hash, key)))
+      return Status::ConditionNotMet("condition not met");
+  }
+  if (!opts.keep_ttl && opts.expire_at_ms != 0 && opts.expire_at_ms <= now) {
+    // Already expired: the key goes away and nothing is written.
+    if (!stripe.owns_lock()) stripe.lock();
+    std::optional<Located> old = LookupExact(hash, key);
+    return old ? RemoveLocked(hash, key, *old) : Status::OK();
+  }
+  const uint64_t stored = format::StoredBytes(key.size(), value.size());
+  if (!conditional) {
+    if (Status s = MakeRoom(stored); !s.ok()) return s;
+  } else if (BudgetUsage() + stored > budget_) {
+    // Evicting needs the stripes: let go of this one meanwhile, then check again.
+    stripe.unlock();
+    if (Status s = MakeRoom(stored); !s.ok()) return s;
+    stripe.lock();
+    if (!condition_holds(LookupExact(hash, key)))
+      return Status::ConditionNotMet("condition not met");
+  }
+  const uint64_t value_hash = format::Checksum(value);  // outside the stripe for plain SETs
+
+  auto ticket = gens_->BeginWrite();
+  if (!ticket.ok()) return ticket.status();
+  Generation& gen = ticket->gen();
+  Entry e;
+  format::IndexRecord rec;
+  e.expire_at_ms = rec.expire_at_ms = opts.expire_at_ms;
+  e.last_access_ms = rec.created_ms = rec.last_access_ms = now;
+  if (Status s = StageValue(hash, key, value, value_hash, *ticket, &e, &rec); !s.ok()) return s;
+  if (!stripe.owns_lock()) stripe.lock();
+  std::optional<Located> old = LookupExact(hash, key);
+  if (opts.keep_ttl) {
+    rec.expire_at_ms = old && !old->entry.ExpiredAt(now) ? ExactExpiry(hash, key, *old) : 0;
+    e.expire_at_ms = rec.expire_at_ms;
+  }
+  if (Status s = Commit(hash, key, e, rec, gen, old); !s.ok()) return s;
+  stripe.unlock();
+  counters_.bytes_written += value.size();
+  if (gen.bytes >= generation_bytes_) MaybeRotate();
+  return Status::OK();
+}
+
+Status StoreImpl::Delete(std::string_view key) {
+  if (Status s = CheckKey(key); !s.ok()) return s;
+  const uint64_t hash = format::KeyHash(key);
+  std::lock_guard lock(Stripe(hash));
+  std::optional<Located> at = LookupExact(hash, key);
+  if (!at) return Status::NotFound();
+  Status s = RemoveLocked(hash, key, *at);
+  if (!s.ok()) return s;
+  if (at->entry.ExpiredAt(Now())) {
+    counters_.expired_keys++;
+    return Status::NotFound();
+  }
+  return Status::OK();
+}
+
+Status StoreImpl::SetExpiry(std::string_view key, int64_t expire_at_ms) {
+  if (Status s = CheckKey(key); !s.ok()) return s;
+  const uint64_t hash = format::KeyHash(key);
+  std::lock_guard lock(Stripe(hash));
+  std::optional<Located> at = LookupExact(hash, key);
+  if (!at || at->entry.ExpiredAt(Now())) {
+    if (at) RemoveLocked(hash, key, *at).PermitUncheckedError();  // maintenance retries
+    return Status::NotFound();
+  }
+  if (expire_at_ms != 0 && expire_at_ms <= Now()) return RemoveLocked(hash, key, *at);
+  format::IndexRecord rec;
+  std::string bytes;
+  if (!RecordMatches(hash, key, *at, &rec, &bytes)) return Status::NotFound();
+  rec.expire_at_ms = expire_at_ms;
+  rocksdb::WriteBatch batch;
+  batch.Put(at->seg.gen->cf, format::IndexKey(hash, key), rec.Encode());
+  rocksdb::Status s = db_->Write(WriteOpts(), &batch);
+  if (!s.ok()) return WriteFailed(s, dir_, "writing the index");
+  index_.Update(at->entry, [&](Entry& x) { x.expire_at_ms = expire_at_ms; });
+  return Status::OK();
+}
+
+}  // namespace larder

@@ -1,0 +1,99 @@
+// OpenValue: a sequential verified read (larder::ValueReader) for callers that move a value on
+// in pieces, hashing each piece as it is read and checking the whole at Finish().
+#include <xxh_x86dispatch.h>
+#include <xxhash.h>
+
+#include <cstring>
+
+#include "format.h"
+#include "store_impl.h"
+
+namespace larder {
+
+namespace {
+
+class ValueReaderImpl final : public ValueReader {
+ public:
+  ValueReaderImpl(StoreImpl* store, uint64_t hash, std::string_view key, Located at,
+                  std::string inline_record)
+      : store_(store),
+        hash_(hash),
+        key_(key),
+        at_(std::move(at)),
+        inline_record_(std::move(inline_record)),
+        state_(XXH3_createState()) {
+    XXH3_64bits_reset(state_);
+  }
+  ~ValueReaderImpl() override { XXH3_freeState(state_); }
+
+  uint64_t size() const override { return at_.entry.size; }
+  uint64_t remaining() const override { return at_.entry.size - pos_; }
+
+  Status Read(char* buf, size_t n) override {
+    if (n > remaining()) return Status::InvalidArgument("read past the end of the value");
+    if (failed_) return Status::Corruption("an earlier read failed");
+    if (at_.entry.is_inline()) {
+      std::memcpy(buf, InlineValue().data() + pos_, n);
+    } else if (Status s = at_.seg.file->Read(at_.entry.offset + pos_, buf, n); !s.ok()) {
+      failed_ = true;
+      return Status::Corruption(s.message());
+    }
+    XXH3_64bits_update_dispatch(state_, buf, n);
+    pos_ += n;
+    return Status::OK();
+  }
+
+  Status Finish() override {
+    if (remaining() != 0) return Status::InvalidArgument("Finish before the last byte was read");
+    const bool good =
+        !failed_ && (XXH3_64bits_digest(state_) ^ format::KeyTag(key_)) == at_.entry.check;
+    return store_->FinishRead(hash_, key_, at_, good);
+  }
+
+ private:
+  std::string_view InlineValue() const {
+    std::string_view rec(inline_record_);
+    return rec.substr(format::IndexRecord::kInlineOffset, at_.entry.size);
+  }
+
+  StoreImpl* const store_;
+  const uint64_t hash_;
+  const std::string key_;
+  const Located at_;
+  const std::string inline_record_;  // the encoded index record of an inline value
+  XXH3_state_t* const state_;
+  uint64_t pos_ = 0;
+  bool failed_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ValueReader>> StoreImpl::OpenValue(std::string_view key) {
+  if (Status s = CheckKey(key); !s.ok()) return s;
+  const uint64_t hash = format::KeyHash(key);
+  std::optional<Located> at = LookupFast(hash, key);
+  std::string record;
+  if (at && at->entry.is_inline() && !RecordMatches(hash, key, *at, nullptr, &record)) {
+    at.reset();  // another key's entry, or replaced meanwhile
+  }
+  if (!at || (!at->entry.is_inline() && !at->seg.file)) {
+    counters_.misses++;
+    return Status::NotFound();
+  }
+  return std::unique_ptr<ValueReader>(
+      new ValueReaderImpl(this, hash, key, std::move(*at), std::move(record)));
+}
+
+Status StoreImpl::FinishRead(uint64_t hash, std::string_view key, const Located& at, bool good) {
+  if (good) {
+    MarkReused(at.entry);
+    counters_.hits++;
+    counters_.bytes_read += at.entry.size;
+    return Status::OK();
+  }
+  counters_.misses++;
+  Status s = OnBadValue(hash, key, at, Status::Corruption("checksum mismatch"));
+  return s.IsCorruption() ? s : Status::Corruption("the value read was not this key's");
+}
+
+}  // namespace larder
