@@ -122,6 +122,8 @@ class StoreImpl final : public Store {
   Status LoadBlobFiles();
   // Rebuilds the in-memory index from the records, oldest generation first.
   Status LoadIndex();
+  // Remembers a key the open dropped, for Verify's report.
+  void NoteDroppedKey(uint64_t gen, std::string_view key, const char* why);
   void LoadRecord(Generation& g, const std::vector<BlobFilePtr>& files, std::string_view ik,
                   std::string_view value, int64_t now, rocksdb::WriteBatch* cleanup);
 
@@ -239,6 +241,8 @@ class StoreImpl final : public Store {
     uint64_t lost_writes = 0;      // records pointing past their file's end (never durable)
     std::vector<std::string> damaged_sst_files;
     std::vector<std::string> damaged_files;  // blob files with a bad header (deleted)
+    std::set<std::pair<uint64_t, uint16_t>> damaged_partitions;  // theirs
+    std::vector<std::string> dropped_keys;  // "generation G key 'k': why", the first 1000
     std::set<uint64_t> damaged_generations;
   } found_;
 

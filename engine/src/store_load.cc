@@ -67,13 +67,22 @@ Status StoreImpl::LoadBlobFiles() {
       gens_->AttachFile(*g, std::move(file).value());
       continue;
     }
-    if (g) found_.damaged_files.push_back(f.path().string() + " (bad header)");
+    if (g) {
+      found_.damaged_files.push_back(f.path().string() + " (bad header)");
+      found_.damaged_partitions.insert(*name);
+    }
     // A file of a dropped generation (a crash between the drop and the unlink), or one that
     // cannot be read: its values are gone either way.
     std::filesystem::remove(f.path(), ec);
   }
   if (ec) return Status::IOError("listing " + dir + ": " + ec.message());
   return Status::OK();
+}
+
+void StoreImpl::NoteDroppedKey(uint64_t gen, std::string_view key, const char* why) {
+  if (found_.dropped_keys.size() >= 1000) return;
+  found_.dropped_keys.push_back("generation " + std::to_string(gen) + " key '" + std::string(key) +
+                                "': " + why);
 }
 
 void StoreImpl::LoadRecord(Generation& g, const std::vector<BlobFilePtr>& files,
@@ -106,10 +115,17 @@ void StoreImpl::LoadRecord(Generation& g, const std::vector<BlobFilePtr>& files,
   } else {
     const BlobFile* f = rec->partition < files.size() ? files[rec->partition].get() : nullptr;
     if (!f || rec->offset + rec->value_size > f->end()) {
-      // The record became durable but its value did not (a power cut with the WAL on and
-      // wal-sync off): the write is lost, nothing is damaged.
-      found_.lost_writes++;
       cleanup->Delete(g.cf, rocksdb::Slice(ik_bytes.data(), ik_bytes.size()));
+      if (found_.damaged_partitions.count({g.id, rec->partition})) {
+        found_.corrupt_records++;
+        counters_.corruptions++;
+        NoteDroppedKey(g.id, ik->second, "its blob file is damaged");
+      } else {
+        // The record became durable but its value did not (a power cut with the WAL on and
+        // wal-sync off): the write is lost, nothing is damaged.
+        found_.lost_writes++;
+        NoteDroppedKey(g.id, ik->second, "value missing (never reached the disk)");
+      }
       return;
     }
     std::lock_guard lock(g.mu);

@@ -51,6 +51,7 @@ VerifyReport StoreImpl::VerifyAll(void (*progress)(uint64_t, uint64_t, void*), v
     AddProblem(&r, std::to_string(found_.lost_writes) +
                        " index records whose values never reached the disk");
   }
+  for (const std::string& k : found_.dropped_keys) AddProblem(&r, k);
   const uint64_t total = index_.size();
   r.entries = total + r.corrupt + r.missing;
   uint64_t done = 0;

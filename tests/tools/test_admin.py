@@ -74,14 +74,14 @@ class AdminTest(unittest.TestCase):
         self.assertEqual(r.stderr, b"", "progress must not be drawn when stderr is not a tty")
 
     def test_verify_finds_injected_corruption(self):
-        blobs = glob.glob(os.path.join(self.dir, "*.blob"))
+        blobs = glob.glob(os.path.join(self.dir, "values", "*.lbv"))
         self.assertTrue(blobs, "values were not stored in blob files")
         rng = random.Random(9)
         for path in blobs:
             size = os.path.getsize(path)
             with open(path, "r+b") as f:
                 for _ in range(6):
-                    off = rng.randrange(64, size - 64)
+                    off = rng.randrange(4096, size)  # past the header, in the values
                     f.seek(off)
                     b = f.read(1)
                     f.seek(off)
