@@ -25,17 +25,18 @@ Status StoreImpl::MakeRoom(uint64_t incoming) {
                            ") reached and the eviction policy is none");
   }
   std::lock_guard lock(evict_mu_);
-  EvictUntil(budget_, incoming, options_.eviction_policy);
-  return Status::OK();
+  return EvictUntil(budget_, incoming, options_.eviction_policy);
 }
 
-void StoreImpl::EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy policy) {
+Status StoreImpl::EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy policy) {
   uint64_t estimate = BudgetUsage();
   while (estimate + incoming > target) {
-    uint64_t freed = EvictOldest(policy);
+    uint64_t freed = 0;
+    if (Status s = EvictOldest(policy, &freed); !s.ok()) return s;
     if (freed == 0) break;
     estimate = std::min(BudgetUsage(), estimate - std::min(estimate, freed));
   }
+  return Status::OK();
 }
 
 Status StoreImpl::EvictTo(uint64_t target_bytes) {
@@ -43,8 +44,7 @@ Status StoreImpl::EvictTo(uint64_t target_bytes) {
   EvictionPolicy p = options_.eviction_policy;
   if (p == EvictionPolicy::kNone) p = EvictionPolicy::kFifo;
   std::lock_guard lock(evict_mu_);
-  EvictUntil(target_bytes, 0, p);
-  return Status::OK();
+  return EvictUntil(target_bytes, 0, p);
 }
 
 void StoreImpl::MaybeRotate() {
@@ -119,12 +119,13 @@ bool StoreImpl::Reinsert(RecordMember& m) {
   return true;
 }
 
-uint64_t StoreImpl::EvictOldest(EvictionPolicy policy) {
+Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t* freed) {
+  *freed = 0;
   std::vector<GenerationPtr> all = gens_->All();
   if (all.size() == 1) {
-    if (all[0]->bytes == 0) return 0;  // nothing but an empty head
+    if (all[0]->bytes == 0) return Status::OK();  // nothing but an empty head
     std::lock_guard lock(rotate_mu_);
-    if (!gens_->Rotate(Now()).ok()) return 0;
+    if (Status s = gens_->Rotate(Now()); !s.ok()) return s;
     all = gens_->All();
   }
   GenerationPtr victim = all[0];
@@ -140,34 +141,44 @@ uint64_t StoreImpl::EvictOldest(EvictionPolicy policy) {
       drop.push_back(std::move(m));
     }
   });
+  const uint64_t reinserted = ReinsertKept(&keep, &drop, *victim);
+  const uint64_t bytes = victim->bytes;
+  // The index first: if its drop fails, every entry stays where it is, on disk and in memory.
+  Status s = DropGeneration(victim, [&] {
+    for (const RecordMember& m : drop) {
+      std::lock_guard stripe(Stripe(m.hash));
+      if (!index_.Erase(m.at.entry)) continue;
+      victim->live--;
+      if (m.at.entry.ExpiredAt(now)) {
+        counters_.expired_keys++;
+      } else {
+        counters_.evicted_keys++;
+        counters_.evicted_bytes += m.at.entry.size;
+      }
+    }
+  });
+  if (!s.ok()) return s.IsNoSpace() ? s : Status::IOError("eviction failed: " + s.message());
+  EvictCompanions(drop, *victim);
+  *freed = std::max<uint64_t>(1, bytes - std::min(bytes, reinserted));
+  return Status::OK();
+}
+
+uint64_t StoreImpl::ReinsertKept(std::vector<RecordMember>* keep, std::vector<RecordMember>* drop,
+                                 const Generation& victim) {
   // Most recently used first, up to the reinsertion cap; the rest is dropped.
-  std::sort(keep.begin(), keep.end(), [](const RecordMember& a, const RecordMember& b) {
+  std::sort(keep->begin(), keep->end(), [](const RecordMember& a, const RecordMember& b) {
     return a.at.entry.last_access_ms > b.at.entry.last_access_ms;
   });
-  const uint64_t cap = static_cast<uint64_t>(options_.max_reinsert_fraction * victim->bytes);
+  const uint64_t cap = static_cast<uint64_t>(options_.max_reinsert_fraction * victim.bytes);
   uint64_t reinserted = 0;
-  for (RecordMember& m : keep) {
+  for (RecordMember& m : *keep) {
     if (reinserted + m.at.entry.size <= cap && Reinsert(m)) {
       reinserted += m.at.entry.size;
     } else {
-      drop.push_back(std::move(m));
+      drop->push_back(std::move(m));
     }
   }
-  for (const RecordMember& m : drop) {
-    std::lock_guard stripe(Stripe(m.hash));
-    if (!index_.Erase(m.at.entry)) continue;
-    victim->live--;
-    if (m.at.entry.ExpiredAt(now)) {
-      counters_.expired_keys++;
-    } else {
-      counters_.evicted_keys++;
-      counters_.evicted_bytes += m.at.entry.size;
-    }
-  }
-  EvictCompanions(drop, *victim);
-  const uint64_t bytes = victim->bytes;
-  if (!DropGeneration(victim).ok()) return 0;
-  return std::max<uint64_t>(1, bytes - std::min(bytes, reinserted));
+  return reinserted;
 }
 
 void StoreImpl::EvictCompanions(const std::vector<RecordMember>& evicted,

@@ -43,6 +43,9 @@ inline uint64_t Checksum(std::string_view s) {
 }
 // The key's 64-bit hash: the in-memory index's identity of a key, never 0.
 uint64_t KeyHash(std::string_view key);
+// Tests only: replaces KeyHash's function for the whole process (nullptr restores it), so that
+// tests can make keys collide.
+void SetKeyHashForTesting(uint64_t (*fn)(std::string_view));
 // A second, independent 64-bit hash of the key. The in-memory index keeps value_hash ^ KeyTag
 // so that a read verifies both the bytes and that they belong to the key asked for, even when
 // two keys share a KeyHash.

@@ -166,12 +166,16 @@ void Generations::Retire(Generation& g) {
   g.idle_cv.wait(lock, [&] { return g.writers.load() == 0; });
 }
 
-Status Generations::Drop(const GenerationPtr& g) {
+Status Generations::DropIndex(const GenerationPtr& g) {
   rocksdb::Status rs = db_->DropColumnFamily(g->cf);
-  if (!rs.ok()) {
-    g->retired = false;
-    return Status::IOError("dropping generation " + std::to_string(g->id) + ": " + rs.ToString());
-  }
+  if (rs.ok()) return Status::OK();
+  g->retired = false;
+  if (rs.IsNoSpace())
+    return Status::NoSpace("dropping generation " + std::to_string(g->id) + ": " + rs.ToString());
+  return Status::IOError("dropping generation " + std::to_string(g->id) + ": " + rs.ToString());
+}
+
+void Generations::Release(const GenerationPtr& g) {
   std::vector<BlobFilePtr> files;
   {
     std::lock_guard glock(g->mu);
@@ -192,7 +196,6 @@ Status Generations::Drop(const GenerationPtr& g) {
     file_bytes_ -= f->disk_bytes();
     f->MarkDeleted();
   }
-  return Status::OK();
 }
 
 Status Generations::SyncAll() const {

@@ -136,9 +136,13 @@ class Generations {
   Status Rotate(int64_t now_ms);
   // Stops new writes into `g` and waits for the ones in flight. `g` must not be the head.
   void Retire(Generation& g);
-  // Drops a retired generation: its column family, its files (unlinked now) and its segment
-  // ids. The caller has removed its entries from the index. On error nothing is dropped.
-  Status Drop(const GenerationPtr& g);
+  // Dropping a retired generation takes two steps, with the index entries removed between
+  // them. DropIndex drops its column family (durably, in the MANIFEST; reads of the dropped
+  // family keep working for handles still held); on error nothing is dropped and the caller
+  // must not remove anything. Release then forgets the generation, unlinks its files and frees
+  // its segment ids: no index entry may refer to them any more.
+  Status DropIndex(const GenerationPtr& g);
+  void Release(const GenerationPtr& g);
 
   // Bytes of every live blob file on disk.
   uint64_t FileBytes() const { return file_bytes_.load(std::memory_order_relaxed); }

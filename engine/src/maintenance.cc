@@ -2,6 +2,8 @@
 // nothing live left, persisting reuse counts, Clear, Flush, Compact, statistics.
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
+
 #include "format.h"
 #include "store_impl.h"
 
@@ -43,13 +45,17 @@ void StoreImpl::ForEachRecord(const Generation& g, const std::function<void(Reco
   }
 }
 
-Status StoreImpl::DropGeneration(const GenerationPtr& g) {
+Status StoreImpl::DropGeneration(const GenerationPtr& g,
+                                 const std::function<void()>& remove_entries) {
+  if (Status s = gens_->DropIndex(g); !s.ok()) return s;
+  remove_entries();
   if (g->live.load() > 0) {
     // Entries without a matching record (not expected): they must not outlive their segment.
     index_.ForEach([&](Entry& e) { return gens_->SegmentOf(e.seg).gen != g; });
     g->live = 0;
   }
-  return gens_->Drop(g);
+  gens_->Release(g);
+  return Status::OK();
 }
 
 void StoreImpl::RemoveExpiredIn(size_t first_shard, size_t shards) {
@@ -73,7 +79,7 @@ void StoreImpl::DropEmptyGenerations() {
       continue;
     }
     // A drop that fails leaves the generation for the next pass.
-    if (!gens_->Drop(g).ok()) break;
+    if (!DropGeneration(g, [] {}).ok()) break;
   }
 }
 
@@ -136,21 +142,25 @@ Status StoreImpl::Clear() {
     if (Status s = gens_->Rotate(Now()); !s.ok()) return s;
     head_id = gens_->head_id();
   }
-  std::vector<GenerationPtr> old;
+  std::vector<GenerationPtr> dropped;
+  Status s;
   for (GenerationPtr& g : gens_->All()) {
     if (g->id >= head_id) continue;
     gens_->Retire(*g);
-    old.push_back(std::move(g));
+    s = gens_->DropIndex(g);
+    if (!s.ok()) break;
+    dropped.push_back(std::move(g));
   }
+  // One pass over the index for all of them; what could not be dropped stays whole.
   index_.ForEach([&](Entry& e) {
     GenerationPtr g = gens_->SegmentOf(e.seg).gen;
-    return g && g->id >= head_id;
+    return !g || std::find(dropped.begin(), dropped.end(), g) == dropped.end();
   });
-  for (GenerationPtr& g : old) {
+  for (GenerationPtr& g : dropped) {
     g->live = 0;
-    if (Status s = gens_->Drop(g); !s.ok()) return s;
+    gens_->Release(g);
   }
-  return Status::OK();
+  return s;
 }
 
 Stats StoreImpl::GetStats() {

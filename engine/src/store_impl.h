@@ -59,7 +59,8 @@ struct RecordMember {
 
 class StoreImpl final : public Store {
  public:
-  StoreImpl(const Options& options, std::string dir);
+  // `env`: RocksDB's Env (nullptr = the default; tests inject faults through it).
+  StoreImpl(const Options& options, std::string dir, rocksdb::Env* env = nullptr);
   ~StoreImpl() override;
 
   Status OpenDb();
@@ -186,11 +187,16 @@ class StoreImpl final : public Store {
   uint64_t BudgetUsage() const;
   // Evicts until `incoming` more bytes fit in the budget (or NoSpace with kNone).
   Status MakeRoom(uint64_t incoming);
-  // Evicts the oldest generation by `policy`. Returns the bytes it freed net of reinsertion
-  // (0 if nothing is left to evict).
-  uint64_t EvictOldest(EvictionPolicy policy);
+  // Evicts the oldest generation by `policy`; *freed gets the bytes it freed net of
+  // reinsertion (0 if nothing is left to evict). An error (the index refused the drop)
+  // leaves every entry where it was.
+  Status EvictOldest(EvictionPolicy policy, uint64_t* freed);
   // Evicts until usage + incoming <= target (or nothing is left). Caller holds evict_mu_.
-  void EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy policy);
+  Status EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy policy);
+  // Reinserts the entries of `keep` the policy's cap allows, most recently used first; moves
+  // the others to `drop`. Returns the value bytes reinserted.
+  uint64_t ReinsertKept(std::vector<RecordMember>* keep, std::vector<RecordMember>* drop,
+                        const Generation& victim);
   // Re-writes a kept entry of the generation being evicted into the head (the value copied
   // inside the kernel). False if it was not kept.
   bool Reinsert(RecordMember& m);
@@ -202,9 +208,10 @@ class StoreImpl final : public Store {
   // Calls fn for every record of `g` whose entry is the current one in the index (records of
   // replaced, deleted or expired versions are skipped).
   void ForEachRecord(const Generation& g, const std::function<void(RecordMember)>& fn);
-  // Drops a retired generation once its entries have left the index (any left over are
-  // removed first, so no entry ever refers to a freed segment).
-  Status DropGeneration(const GenerationPtr& g);
+  // Drops a retired generation: its index (an error leaves everything as it was), then
+  // `remove_entries` takes its entries out of the index (any it leaves are removed after, so no
+  // entry ever refers to a freed segment), then its files and segments go.
+  Status DropGeneration(const GenerationPtr& g, const std::function<void()>& remove_entries);
   void MaintenanceLoop();
   // Drops every non-head generation with no live entry left. Caller holds evict_mu_.
   void DropEmptyGenerations();
@@ -218,6 +225,7 @@ class StoreImpl final : public Store {
 
   Options options_;
   const std::string dir_;
+  rocksdb::Env* const env_;
   uint64_t budget_ = 0;
   uint64_t memtable_bytes_ = 0;
   uint64_t generation_bytes_ = 0;

@@ -45,7 +45,7 @@ Status StoreImpl::DropDamagedGenerations() {
     GenerationPtr g = gens_->Find(id);
     if (!g) continue;
     counters_.corruptions++;
-    if (Status s = gens_->Drop(g); !s.ok()) {
+    if (Status s = DropGeneration(g, [] {}); !s.ok()) {
       return Status::Corruption("dropping generation " + std::to_string(id) + " of " + dir_ +
                                 ", which has a damaged SST file: " + s.message());
     }

@@ -13,6 +13,7 @@
 #include "format.h"
 #include "format_v1.h"
 #include "store_impl.h"
+#include "testing.h"
 
 namespace larder {
 namespace {
@@ -79,7 +80,10 @@ class SyncValuesBeforeFlush : public rocksdb::EventListener {
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> Store::Open(const Options& options, const std::string& dir) {
+namespace {
+
+Result<std::unique_ptr<Store>> OpenStore(const Options& options, const std::string& dir,
+                                         rocksdb::Env* env) {
   if (dir.empty()) return Status::InvalidArgument("data directory path is empty");
   if (options.max_reinsert_fraction < 0 || options.max_reinsert_fraction > 1) {
     return Status::InvalidArgument("max_reinsert_fraction must be in [0, 1]");
@@ -91,14 +95,25 @@ Result<std::unique_ptr<Store>> Store::Open(const Options& options, const std::st
   if (options.read_queue_depth < 1) {
     return Status::InvalidArgument("read_queue_depth must be at least 1");
   }
-  auto store = std::make_unique<StoreImpl>(options, dir);
+  auto store = std::make_unique<StoreImpl>(options, dir, env);
   Status s = store->OpenDb();
   if (!s.ok()) return s;
   return std::unique_ptr<Store>(std::move(store));
 }
 
-StoreImpl::StoreImpl(const Options& options, std::string dir)
-    : options_(options), dir_(std::move(dir)) {
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::Open(const Options& options, const std::string& dir) {
+  return OpenStore(options, dir, nullptr);
+}
+
+Result<std::unique_ptr<Store>> testing::OpenWithEnv(const Options& options, const std::string& dir,
+                                                    rocksdb::Env* env) {
+  return OpenStore(options, dir, env);
+}
+
+StoreImpl::StoreImpl(const Options& options, std::string dir, rocksdb::Env* env)
+    : options_(options), dir_(std::move(dir)), env_(env) {
   if (!options_.clock) options_.clock = SystemClock();
 }
 
@@ -123,6 +138,7 @@ Status StoreImpl::SizeFromBudget() {
 
 rocksdb::DBOptions StoreImpl::DbOptions() {
   rocksdb::DBOptions db;
+  if (env_) db.env = env_;
   db.create_if_missing = options_.create_if_missing;
   db.create_missing_column_families = true;
   db.atomic_flush = true;  // a batch spanning two generations reaches disk whole (WAL off)

@@ -1,0 +1,111 @@
+// RocksDB refusing writes (fault injection through its FileSystem): DEL, EXPIRE and eviction
+// report the error and change nothing, so that no key comes back after a restart that the
+// store said was gone, and none goes that it said was kept.
+#include <gtest/gtest.h>
+#include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
+
+#include <atomic>
+
+#include "larder/store.h"
+#include "test_util.h"
+#include "testing.h"
+
+namespace larder {
+namespace {
+
+using test::MakeValue;
+
+// Every write to a RocksDB file (WAL, MANIFEST, SST) fails while `failing` is set, as on a
+// disk that went read-only or full.
+class FailingFs : public rocksdb::FileSystemWrapper {
+ public:
+  explicit FailingFs(std::shared_ptr<rocksdb::FileSystem> base)
+      : FileSystemWrapper(std::move(base)) {}
+  const char* Name() const override { return "FailingFs"; }
+  std::atomic<bool> failing{false};
+
+  rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                    rocksdb::IODebugContext* dbg) override {
+    if (failing) return rocksdb::IOStatus::IOError("injected: cannot create " + f);
+    rocksdb::IOStatus s = target()->NewWritableFile(f, o, r, dbg);
+    if (s.ok()) *r = std::make_unique<File>(std::move(*r), &failing);
+    return s;
+  }
+
+ private:
+  class File : public rocksdb::FSWritableFileOwnerWrapper {
+   public:
+    File(std::unique_ptr<rocksdb::FSWritableFile> t, std::atomic<bool>* failing)
+        : FSWritableFileOwnerWrapper(std::move(t)), failing_(failing) {}
+    rocksdb::IOStatus Append(const rocksdb::Slice& d, const rocksdb::IOOptions& o,
+                             rocksdb::IODebugContext* dbg) override {
+      if (*failing_) return rocksdb::IOStatus::IOError("injected write failure");
+      return FSWritableFileOwnerWrapper::Append(d, o, dbg);
+    }
+    rocksdb::IOStatus Append(const rocksdb::Slice& d, const rocksdb::IOOptions& o,
+                             const rocksdb::DataVerificationInfo& v,
+                             rocksdb::IODebugContext* dbg) override {
+      if (*failing_) return rocksdb::IOStatus::IOError("injected write failure");
+      return FSWritableFileOwnerWrapper::Append(d, o, v, dbg);
+    }
+    rocksdb::IOStatus Sync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
+      if (*failing_) return rocksdb::IOStatus::IOError("injected sync failure");
+      return FSWritableFileOwnerWrapper::Sync(o, dbg);
+    }
+
+   private:
+    std::atomic<bool>* failing_;
+  };
+};
+
+TEST(Faults, RefusedIndexWritesChangeNothingAndNothingComesBack) {
+  test::TempDir dir;
+  auto fs = std::make_shared<FailingFs>(rocksdb::FileSystem::Default());
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  Options o;
+  o.wal = true;  // a DEL or an EXPIRE reaches the disk when it is acknowledged
+  o.maintenance_interval_ms = 0;
+  o.max_disk_bytes = 1ull << 30;
+  o.generation_bytes = 4 << 20;
+  {
+    auto r = testing::OpenWithEnv(o, dir.path(), env.get());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    Store& s = **r;
+    for (int i = 0; i < 12; ++i) {
+      std::string k = "k" + std::to_string(i);
+      ASSERT_TRUE(s.Put(k, MakeValue(k, 1 << 20)).ok());
+    }
+    ASSERT_TRUE(s.Delete("k0").ok());  // before the fault: gone for good
+    fs->failing = true;
+    Status del = s.Delete("k1");
+    EXPECT_FALSE(del.ok()) << "DEL answered OK though its delete never reached the disk";
+    EXPECT_TRUE(s.Contains("k1"));
+    Status exp = s.SetExpiry("k2", 1);  // in the past: deletes
+    EXPECT_FALSE(exp.ok());
+    Status ttl = s.SetExpiry("k3", SystemClock()->NowMs() + 60000);
+    EXPECT_FALSE(ttl.ok());
+    EXPECT_EQ(s.Ttl("k3"), kTtlNoExpiry);
+    Status ev = s.EvictTo(0);
+    EXPECT_FALSE(ev.ok()) << "eviction answered OK though its drop never reached the disk";
+    for (int i = 1; i < 12; ++i) EXPECT_TRUE(s.Contains("k" + std::to_string(i))) << i;
+    fs->failing = false;
+    s.Close().PermitUncheckedError();  // RocksDB may keep reporting the earlier failure
+  }
+  auto r = Store::Open(o, dir.path());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Store& s = **r;
+  EXPECT_FALSE(s.Contains("k0")) << "a key deleted before the fault came back";
+  for (int i = 1; i < 12; ++i) {
+    std::string k = "k" + std::to_string(i);
+    auto v = s.Get(k);
+    ASSERT_TRUE(v.ok()) << k << ": " << v.status().ToString();
+    EXPECT_EQ(v->view(), MakeValue(k, 1 << 20)) << k;
+  }
+  EXPECT_EQ(s.Ttl("k3"), kTtlNoExpiry);
+  EXPECT_EQ(s.GetStats().corruptions, 0u);
+}
+
+}  // namespace
+}  // namespace larder

@@ -1,0 +1,166 @@
+// The read paths into caller memory: GetInto, MultiGetInto, OpenValue (streamed, verified at
+// Finish), direct reads, values on both sides of the inline/blob boundary.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "larder/store.h"
+#include "test_util.h"
+
+namespace larder {
+namespace {
+
+using test::MakeValue;
+namespace fs = std::filesystem;
+
+class ReadPathsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Reopen(); }
+  void Reopen() {
+    store_.reset();
+    opts_.maintenance_interval_ms = 0;
+    opts_.max_disk_bytes = 1ull << 30;
+    auto r = Store::Open(opts_, dir_.path());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    store_ = std::move(r).value();
+  }
+  // Flips one byte of the blob file holding the values, at the value's middle.
+  void DamageBlobFiles() {
+    for (auto& e : fs::directory_iterator(fs::path(dir_.path()) / "values")) {
+      std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+      uint64_t off = fs::file_size(e.path()) - 100;
+      char c;
+      f.seekg(static_cast<std::streamoff>(off));
+      f.read(&c, 1);
+      c ^= 0x40;
+      f.seekp(static_cast<std::streamoff>(off));
+      f.write(&c, 1);
+    }
+  }
+
+  test::TempDir dir_;
+  Options opts_;
+  std::unique_ptr<Store> store_;
+};
+
+constexpr size_t kSizes[] = {0,     1,     100,     16383,          16384,
+                             16385, 65536, 1 << 20, (1 << 20) + 17, 5 << 20};
+
+TEST_F(ReadPathsTest, GetIntoReadsExactBytesAcrossTheInlineBlobBoundary) {
+  for (size_t size : kSizes) {
+    std::string k = "k" + std::to_string(size);
+    ASSERT_TRUE(store_->Put(k, MakeValue(k, size)).ok()) << size;
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t size : kSizes) {
+      std::string k = "k" + std::to_string(size);
+      std::string buf(size + 10, '#');
+      auto n = store_->GetInto(k, buf.data(), buf.size());
+      ASSERT_TRUE(n.ok()) << n.status().ToString();
+      EXPECT_EQ(*n, size);
+      EXPECT_EQ(buf.substr(0, size), MakeValue(k, size)) << size;
+      EXPECT_EQ(buf.substr(size), std::string(10, '#')) << "wrote past the value";
+    }
+    Reopen();  // the same from disk
+  }
+  std::string small(4, '#');
+  auto r = store_->GetInto("k100", small.data(), small.size());
+  EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
+  EXPECT_EQ(small, "####") << "a too-small buffer must stay untouched";
+  EXPECT_TRUE(store_->GetInto("absent", small.data(), small.size()).status().IsNotFound());
+}
+
+TEST_F(ReadPathsTest, MultiGetIntoAnswersEachKeyInOrder) {
+  std::vector<std::string> keys;
+  for (int i = 0; i < 40; ++i) {
+    keys.push_back("m" + std::to_string(i));
+    if (i % 5 == 3) continue;  // absent
+    ASSERT_TRUE(store_->Put(keys.back(), MakeValue(keys.back(), 300000 + i)).ok());
+  }
+  std::vector<std::string> bufs(keys.size(), std::string(400000, '\0'));
+  std::vector<std::string_view> kv(keys.begin(), keys.end());
+  std::vector<Store::Buffer> b;
+  for (auto& s : bufs) b.push_back({s.data(), s.size()});
+  auto rs = store_->MultiGetInto(kv, b);
+  ASSERT_EQ(rs.size(), keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i % 5 == 3) {
+      EXPECT_TRUE(rs[i].status().IsNotFound()) << i;
+      continue;
+    }
+    ASSERT_TRUE(rs[i].ok()) << i << rs[i].status().ToString();
+    ASSERT_EQ(*rs[i], 300000 + i);
+    EXPECT_EQ(bufs[i].substr(0, *rs[i]), MakeValue(keys[i], 300000 + i)) << i;
+  }
+  EXPECT_EQ(store_->GetStats().misses, 8u);
+}
+
+TEST_F(ReadPathsTest, OpenValueStreamsPiecesAndVerifiesAtFinish) {
+  const size_t size = (3 << 20) + 5;
+  ASSERT_TRUE(store_->Put("v", MakeValue("v", size)).ok());
+  ASSERT_TRUE(store_->Put("small", "tiny").ok());
+  auto r = store_->OpenValue("v");
+  ASSERT_TRUE(r.ok());
+  ValueReader& vr = **r;
+  EXPECT_EQ(vr.size(), size);
+  std::string got;
+  std::string piece(1 << 20, '\0');
+  while (vr.remaining() > 0) {
+    size_t n = std::min<uint64_t>(piece.size(), vr.remaining());
+    ASSERT_TRUE(vr.Read(piece.data(), n).ok());
+    got.append(piece.data(), n);
+  }
+  EXPECT_TRUE(vr.Finish().ok());
+  EXPECT_EQ(got, MakeValue("v", size));
+  auto s = store_->OpenValue("small");
+  ASSERT_TRUE(s.ok());
+  char buf[4];
+  ASSERT_TRUE((*s)->Read(buf, 4).ok());
+  EXPECT_TRUE((*s)->Finish().ok());
+  EXPECT_EQ(std::string(buf, 4), "tiny");
+  EXPECT_TRUE(store_->OpenValue("absent").status().IsNotFound());
+  EXPECT_EQ(store_->GetStats().hits, 2u);
+}
+
+TEST_F(ReadPathsTest, DamagedValueFailsAtFinishAndIsRemoved) {
+  const size_t size = 2 << 20;
+  ASSERT_TRUE(store_->Put("v", MakeValue("v", size)).ok());
+  ASSERT_TRUE(store_->Flush().ok());
+  DamageBlobFiles();
+  auto r = store_->OpenValue("v");
+  ASSERT_TRUE(r.ok());
+  std::string buf(size, '\0');
+  ASSERT_TRUE((*r)->Read(buf.data(), size / 2).ok());  // the first half is intact...
+  ASSERT_TRUE((*r)->Read(buf.data() + size / 2, size / 2).ok());
+  Status fin = (*r)->Finish();  // ...but the whole is not: the caller must not deliver it
+  EXPECT_TRUE(fin.IsCorruption()) << fin.ToString();
+  EXPECT_EQ(store_->GetStats().corruptions, 1u);
+  EXPECT_FALSE(store_->Contains("v"));
+  EXPECT_TRUE(store_->Get("v").status().IsNotFound());
+}
+
+TEST_F(ReadPathsTest, DirectReadsIntoAlignedBuffersReadTheSameBytes) {
+  store_.reset();
+  opts_.direct_reads = true;
+  Reopen();
+  const size_t size = (1 << 20) + 123;  // an aligned part read directly, the tail buffered
+  ASSERT_TRUE(store_->Put("d", MakeValue("d", size)).ok());
+  ASSERT_TRUE(store_->Flush().ok());
+  void* mem = nullptr;
+  ASSERT_EQ(posix_memalign(&mem, 4096, 2 << 20), 0);
+  std::unique_ptr<char, decltype(&free)> buf(static_cast<char*>(mem), &free);
+  auto n = store_->GetInto("d", buf.get(), 2 << 20);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(std::string(buf.get(), *n), MakeValue("d", size));
+  // An unaligned buffer takes the buffered path.
+  auto m = store_->GetInto("d", buf.get() + 1, (2 << 20) - 1);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(std::string(buf.get() + 1, *m), MakeValue("d", size));
+}
+
+}  // namespace
+}  // namespace larder
