@@ -1,6 +1,7 @@
 #include "blob_file.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <vector>
+
+#include "guarded_read.h"
 
 namespace larder {
 
@@ -43,6 +46,20 @@ int WriteFully(int fd, const char* buf, size_t n, uint64_t offset) {
 }
 
 }  // namespace
+
+std::shared_ptr<PendingWrite> PendingWrite::CopyOf(std::string_view value) {
+  auto w = std::make_shared<PendingWrite>();
+  w->size = value.size();
+  w->capacity = format::AlignUp(value.size());
+  void* mem = nullptr;
+  if (posix_memalign(&mem, format::kValueAlign, std::max<size_t>(w->capacity, 1)) != 0) {
+    return nullptr;
+  }
+  w->buf.reset(static_cast<char*>(mem));
+  std::memcpy(w->buf.get(), value.data(), value.size());
+  std::memset(w->buf.get() + value.size(), 0, w->capacity - value.size());
+  return w;
+}
 
 BlobFile::BlobFile(std::string path, int fd, const format::BlobFileHeader& header, uint64_t end)
     : path_(std::move(path)), fd_(fd), header_(header), end_(end), synced_(end) {}
@@ -104,7 +121,97 @@ Status BlobFile::Append(const char* data, size_t n, uint64_t* offset) {
   return Status::OK();
 }
 
+void BlobFile::AppendPending(std::shared_ptr<PendingWrite> w, uint64_t* offset) {
+  const uint64_t at = format::AlignUp(end());
+  const size_t n = w->size;
+  {
+    std::lock_guard lock(pending_mu_);
+    pending_[at] = std::move(w);
+  }
+  *offset = at;
+  end_.store(at + n, std::memory_order_release);
+}
+
+int BlobFile::DirectFd() {
+  std::lock_guard lock(direct_mu_);
+  if (!direct_tried_) {
+    direct_tried_ = true;
+    direct_fd_ = ::open(path_.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);
+  }
+  return direct_fd_;
+}
+
+void BlobFile::Supersede(uint64_t offset) {
+  std::lock_guard lock(pending_mu_);
+  if (auto it = pending_.find(offset); it != pending_.end()) it->second->superseded = true;
+}
+
+void BlobFile::WritePending(uint64_t offset, const PendingWrite& w) {
+  if (w.superseded) {
+    std::lock_guard lock(pending_mu_);
+    pending_.erase(offset);
+    pending_cv_.notify_all();
+    return;
+  }
+  const int dfd = DirectFd();
+  // O_DIRECT takes the whole aligned buffer (the zeroed tail lands in the padding); without
+  // it, the value's bytes alone go through the page cache.
+  int err = dfd >= 0 ? WriteFully(dfd, w.buf.get(), w.capacity, offset)
+                     : WriteFully(fd_, w.buf.get(), w.size, offset);
+  if (err == EINVAL && dfd >= 0) err = WriteFully(fd_, w.buf.get(), w.size, offset);
+  {
+    std::lock_guard lock(pending_mu_);
+    pending_.erase(offset);
+  }
+  pending_cv_.notify_all();
+  if (err != 0 && w.on_error) w.on_error(WriteError("writing", err));
+}
+
+bool BlobFile::ReadPending(uint64_t offset, char* buf, size_t n) const {
+  std::lock_guard lock(pending_mu_);
+  if (pending_.empty()) return false;
+  auto it = pending_.upper_bound(offset);
+  if (it == pending_.begin()) return false;
+  --it;
+  const PendingWrite& w = *it->second;
+  if (offset < it->first || offset + n > it->first + w.size) return false;
+  std::memcpy(buf, w.buf.get() + (offset - it->first), n);
+  return true;
+}
+
+Status BlobFile::HashInPlace(uint64_t offset, size_t n, uint64_t* hash) const {
+  static const uint64_t kPage = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t start = offset / kPage * kPage;
+  const size_t len = static_cast<size_t>(offset + n - start);
+  if (n == 0) {
+    *hash = format::Checksum(nullptr, 0);
+    return Status::OK();
+  }
+  void* m = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd_, static_cast<off_t>(start));
+  if (m == MAP_FAILED) return Status::IOError("mapping " + path_ + ": " + ErrnoText(errno));
+  Status s;
+  if (::madvise(m, len, MADV_POPULATE_READ) != 0) {
+    s = Status::IOError("reading " + path_ + ": " + ErrnoText(errno));
+  } else {
+    *hash = GuardedChecksum(static_cast<const char*>(m) + (offset - start), n, &s, path_);
+  }
+  ::munmap(m, len);
+  return s;
+}
+
+bool BlobFile::IsPending(uint64_t offset, size_t n) const {
+  std::lock_guard lock(pending_mu_);
+  auto it = pending_.upper_bound(offset + n);
+  return it != pending_.begin() && std::prev(it)->first + std::prev(it)->second->size > offset;
+}
+
 Status BlobFile::AppendCopy(const BlobFile& src, uint64_t src_offset, size_t n, uint64_t* offset) {
+  if (src.IsPending(src_offset, n)) {
+    // Not on disk yet: copy it from its buffer.
+    std::vector<char> buf(n);
+    if (Status s = src.Read(src_offset, buf.data(), n); !s.ok()) return s;
+    return Append(buf.data(), n, offset);
+  }
   const uint64_t at = format::AlignUp(end());
   loff_t in = static_cast<loff_t>(src_offset), out = static_cast<loff_t>(at);
   size_t left = n;
@@ -149,23 +256,26 @@ Status BlobFile::ReadAt(int fd, uint64_t offset, char* buf, size_t n) const {
 }
 
 Status BlobFile::Read(uint64_t offset, char* buf, size_t n) const {
+  if (ReadPending(offset, buf, n)) return Status::OK();
   return ReadAt(fd_, offset, buf, n);
 }
 
 Status BlobFile::ReadDirect(uint64_t offset, char* buf, size_t n) {
-  int dfd;
-  {
-    std::lock_guard lock(direct_mu_);
-    if (direct_fd_ < 0) direct_fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-    dfd = direct_fd_;
-  }
+  if (ReadPending(offset, buf, n)) return Status::OK();
+  const int dfd = DirectFd();
   if (dfd < 0) return Read(offset, buf, n);  // no O_DIRECT on this filesystem
   return ReadAt(dfd, offset, buf, n);
+}
+
+void BlobFile::WaitPendingBelow(uint64_t end) {
+  std::unique_lock lock(pending_mu_);
+  pending_cv_.wait(lock, [&] { return pending_.empty() || pending_.begin()->first >= end; });
 }
 
 Status BlobFile::Sync() {
   const uint64_t target = end();
   if (synced_.load(std::memory_order_acquire) >= target) return Status::OK();
+  WaitPendingBelow(target);
   std::lock_guard lock(sync_mu_);
   if (synced_.load(std::memory_order_acquire) >= target) return Status::OK();  // a peer did it
   const uint64_t covered = end();

@@ -8,7 +8,11 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,6 +21,23 @@
 #include "larder/status.h"
 
 namespace larder {
+
+// A value acknowledged but not written yet (ValueWriter): its bytes in a buffer aligned to
+// kValueAlign, `capacity` = AlignUp(size) bytes (the tail past `size` zeroed), which is what an
+// O_DIRECT write takes.
+struct PendingWrite {
+  std::unique_ptr<char, void (*)(void*)> buf{nullptr, &std::free};
+  size_t size = 0;
+  size_t capacity = 0;
+  // Runs on a writer thread if the write fails (the store then forgets the value).
+  std::function<void(const Status&)> on_error;
+  // Replaced or deleted before it was written: nobody can reach it any more, so the writer
+  // skips it (its range stays a hole: garbage that occupies no disk block).
+  std::atomic<bool> superseded{false};
+
+  // An aligned copy of `value`; nullptr if memory is short.
+  static std::shared_ptr<PendingWrite> CopyOf(std::string_view value);
+};
 
 class BlobFile {
  public:
@@ -43,6 +64,13 @@ class BlobFile {
   // Writes `n` bytes at the next aligned offset and returns that offset in *offset. Only the
   // lease holder may call it. On failure nothing becomes visible (end() is unchanged).
   Status Append(const char* data, size_t n, uint64_t* offset);
+  // Reserves the next aligned range for `w` and registers it as pending: reads of the range
+  // are served from w's buffer until WritePending has written it. Only the lease holder may
+  // call it.
+  void AppendPending(std::shared_ptr<PendingWrite> w, uint64_t* offset);
+  // Writes the pending range at `offset` (O_DIRECT where the filesystem allows it, buffered
+  // otherwise), then forgets it; a failure goes to w.on_error.
+  void WritePending(uint64_t offset, const PendingWrite& w);
   // Appends n bytes copied from `src` at `src_offset`, inside the kernel (copy_file_range).
   Status AppendCopy(const BlobFile& src, uint64_t src_offset, size_t n, uint64_t* offset);
   // Reads exactly n bytes at `offset` (buffered). An error or a short read is an IOError naming
@@ -50,12 +78,22 @@ class BlobFile {
   Status Read(uint64_t offset, char* buf, size_t n) const;
   // The same through O_DIRECT: `buf` and `n` multiples of kValueAlign and `offset` aligned.
   Status ReadDirect(uint64_t offset, char* buf, size_t n);
-  // Makes everything appended so far durable (fdatasync); concurrent callers share one sync.
+  // XXH3 of [offset, offset + n) read in place: through a temporary mapping of the file whose
+  // pages are made present first (MADV_POPULATE_READ, which reports an unreadable page as an
+  // error rather than a SIGBUS), so the bytes are hashed where they lie in the page cache, with
+  // no copy. The range must not be pending. IOError naming the file if it cannot be read.
+  Status HashInPlace(uint64_t offset, size_t n, uint64_t* hash) const;
+  // Makes everything appended so far durable: waits for its pending writes, then fdatasync;
+  // concurrent callers share one sync.
   Status Sync();
   // True when bytes were appended since the last Sync.
   bool NeedsSync() const { return synced_.load(std::memory_order_acquire) < end(); }
 
   int fd() const { return fd_; }
+  // Whether [offset, offset + n) overlaps a write still pending (its bytes not in the file).
+  bool IsPending(uint64_t offset, size_t n) const;
+  // The value at `offset` was replaced or deleted: if its write is still pending, skip it.
+  void Supersede(uint64_t offset);
   // Unlinks the file now; the descriptor closes with the last holder.
   void MarkDeleted();
 
@@ -63,11 +101,21 @@ class BlobFile {
   BlobFile(std::string path, int fd, const format::BlobFileHeader& header, uint64_t end);
   Status ReadAt(int fd, uint64_t offset, char* buf, size_t n) const;
   Status WriteError(const char* what, int err) const;
+  // Copies [offset, offset + n) from a pending write's buffer; false if not pending.
+  bool ReadPending(uint64_t offset, char* buf, size_t n) const;
+  // Waits until no write below `end` is pending.
+  void WaitPendingBelow(uint64_t end);
+  // The O_DIRECT descriptor, opened on first use; -1 where the filesystem refuses O_DIRECT.
+  int DirectFd();
 
   const std::string path_;
   const int fd_;
-  int direct_fd_ = -1;  // opened on first ReadDirect
+  int direct_fd_ = -1;  // opened on first use
+  bool direct_tried_ = false;
   std::mutex direct_mu_;
+  mutable std::mutex pending_mu_;
+  std::condition_variable pending_cv_;
+  std::map<uint64_t, std::shared_ptr<PendingWrite>> pending_;  // by offset
   const format::BlobFileHeader header_;
   std::atomic<uint64_t> end_;
   std::atomic<uint64_t> synced_;

@@ -177,7 +177,7 @@ Stats StoreImpl::GetStats() {
   st.index_file_bytes = sfm_->GetTotalSize() + wal;
   st.disk_bytes = st.value_file_bytes + st.index_file_bytes;
   st.index_memory_bytes = index_.MemoryBytes();
-  st.pending_bytes = wbm_->memory_usage();
+  st.pending_bytes = wbm_->memory_usage() + (writer_ ? writer_->pending_bytes() : 0);
   st.max_disk_bytes = budget_;
   st.generations = gens_->size();
 #define LARDER_COPY_COUNTER(name, doc) st.name = counters_.name.load();

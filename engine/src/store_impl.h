@@ -24,6 +24,7 @@
 #include "key_index.h"
 #include "larder/store.h"
 #include "read_pool.h"
+#include "value_writer.h"
 
 namespace larder {
 
@@ -73,6 +74,7 @@ class StoreImpl final : public Store {
   std::vector<Result<uint64_t>> MultiGetInto(const std::vector<std::string_view>& keys,
                                              const std::vector<Buffer>& bufs) override;
   Result<std::unique_ptr<ValueReader>> OpenValue(std::string_view key) override;
+  Result<FileRange> GetFileRange(std::string_view key) override;
   uint64_t Exists(const std::vector<std::string_view>& keys) override;
   uint64_t PrefixCount(const std::vector<std::string_view>& keys) override;
   Status Delete(std::string_view key) override;
@@ -170,8 +172,10 @@ class StoreImpl final : public Store {
                     uint64_t value_hash, const Generations::WriteTicket& t, Entry* e,
                     format::IndexRecord* rec);
   // Appends a blob value into the head; fills e's location.
-  Status AppendValue(std::string_view value, const Generations::WriteTicket& t, Entry* e,
-                     format::IndexRecord* rec);
+  Status AppendValue(std::string_view key, std::string_view value,
+                     const Generations::WriteTicket& t, Entry* e, format::IndexRecord* rec);
+  // A background write of the value of (hash, key) failed: the version goes (record, index).
+  void OnFailedWrite(uint64_t hash, const std::string& key, const Entry& e);
   // Writes the record of a new version of `key` (replacing `old`'s in another generation)
   // and updates the index. Caller holds the key's stripe.
   Status Commit(uint64_t hash, std::string_view key, const Entry& e, const format::IndexRecord& rec,
@@ -228,6 +232,7 @@ class StoreImpl final : public Store {
   rocksdb::Env* const env_;
   uint64_t budget_ = 0;
   uint64_t memtable_bytes_ = 0;
+  uint64_t write_buffer_bytes_ = 0;
   uint64_t generation_bytes_ = 0;
   std::atomic<bool> closed_{false};
 
@@ -238,6 +243,8 @@ class StoreImpl final : public Store {
   std::unique_ptr<Generations> gens_;
   KeyIndex index_;
   std::unique_ptr<ReadPool> read_pool_;
+  std::unique_ptr<ValueWriter> writer_;    // null with the WAL on (values are written in place)
+  std::atomic<bool> write_failed_{false};  // a background write failed; write in place
   std::mutex stripes_[kStripes];
   std::mutex evict_mu_;
   std::mutex rotate_mu_;

@@ -67,10 +67,12 @@ Status StoreImpl::LoadBlobFiles() {
       gens_->AttachFile(*g, std::move(file).value());
       continue;
     }
-    if (g) {
+    if (g && f.file_size(ec) >= format::kValueAlign) {
       found_.damaged_files.push_back(f.path().string() + " (bad header)");
       found_.damaged_partitions.insert(*name);
     }
+    // Shorter than its header: its creation never became durable (a power cut), and its
+    // records' values with it: lost writes, not damage.
     // A file of a dropped generation (a crash between the drop and the unlink), or one that
     // cannot be read: its values are gone either way.
     std::filesystem::remove(f.path(), ec);

@@ -53,16 +53,28 @@ Status WriteFailed(const rocksdb::Status& s, const std::string& dir, const char*
 
 }  // namespace
 
-Status StoreImpl::AppendValue(std::string_view value, const Generations::WriteTicket& t, Entry* e,
+Status StoreImpl::AppendValue(std::string_view key, std::string_view value,
+                              const Generations::WriteTicket& t, Entry* e,
                               format::IndexRecord* rec) {
-  BlobFilePtr to_sync;
+  // WAL off: copied into an engine buffer and written in the background (ValueWriter) --
+  // unless a background write failed lately: then in place, so that a full disk answers the
+  // writer itself, until a write succeeds again.
+  std::shared_ptr<PendingWrite> pending =
+      writer_ && !write_failed_.load() ? PendingWrite::CopyOf(value) : nullptr;
+  BlobFilePtr file;
   {
     auto lease = gens_->LeasePartition(t, Now());
     if (!lease.ok()) return lease.status();
     BlobFile& f = lease->file();
     const uint64_t before = f.disk_bytes();
     uint64_t offset = 0;
-    if (Status s = f.Append(value.data(), value.size(), &offset); !s.ok()) return s;
+    if (pending) {
+      f.AppendPending(pending, &offset);
+    } else if (Status s = f.Append(value.data(), value.size(), &offset); !s.ok()) {
+      return s;
+    } else {
+      write_failed_ = false;
+    }
     const uint64_t grown = f.disk_bytes() - before;
     gens_->AddFileBytes(grown);
     t.gen().bytes += grown;
@@ -70,11 +82,26 @@ Status StoreImpl::AppendValue(std::string_view value, const Generations::WriteTi
     e->offset = offset;
     rec->partition = lease->partition();
     rec->offset = offset;
-    if (options_.wal && options_.sync_writes) to_sync = lease->file_ptr();
+    file = lease->file_ptr();
+  }
+  if (pending) {
+    pending->on_error = [this, hash = e->hash, k = std::string(key), version = *e](const Status&) {
+      OnFailedWrite(hash, k, version);
+    };
+    writer_->Submit(std::move(file), e->offset, std::move(pending));
+    return Status::OK();
   }
   // With sync_writes an acknowledged value must be durable before its record is. The lease is
   // released first: the sync covers this value, and the next writer may append meanwhile.
-  return to_sync ? to_sync->Sync() : Status::OK();
+  return options_.wal && options_.sync_writes ? file->Sync() : Status::OK();
+}
+
+void StoreImpl::OnFailedWrite(uint64_t hash, const std::string& key, const Entry& e) {
+  counters_.failed_writes++;
+  write_failed_ = true;
+  std::lock_guard stripe(Stripe(hash));
+  std::optional<Located> at = LookupExact(hash, key);
+  if (at && at->entry.SameVersion(e)) RemoveLocked(hash, key, *at).PermitUncheckedError();
 }
 
 Status StoreImpl::StageValue(uint64_t hash, std::string_view key, std::string_view value,
@@ -88,7 +115,7 @@ Status StoreImpl::StageValue(uint64_t hash, std::string_view key, std::string_vi
   rec->generation = gen.id;
   rec->value_size = value.size();
   rec->value_hash = value_hash;
-  if (value.size() >= format::kMinBlobBytes) return AppendValue(value, t, e, rec);
+  if (value.size() >= format::kMinBlobBytes) return AppendValue(key, value, t, e, rec);
   e->seg = gen.inline_seg;
   e->flags = Entry::kInline;
   rec->is_inline = true;
@@ -108,6 +135,7 @@ Status StoreImpl::Commit(uint64_t hash, std::string_view key, const Entry& e,
   if (!s.ok()) return WriteFailed(s, dir_, "writing the index");
   if (old && index_.Replace(old->entry, e)) {
     if (old->seg.gen) old->seg.gen->live--;
+    if (old->seg.file) old->seg.file->Supersede(old->entry.offset);
   } else {
     index_.Insert(e);
   }
@@ -123,6 +151,7 @@ Status StoreImpl::RemoveLocked(uint64_t hash, std::string_view key, const Locate
     if (!s.ok()) return WriteFailed(s, dir_, "deleting from the index");
   }
   if (index_.Erase(at.entry) && at.seg.gen) at.seg.gen->live--;
+  if (at.seg.file) at.seg.file->Supersede(at.entry.offset);
   return Status::OK();
 }
 

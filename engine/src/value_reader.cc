@@ -1,5 +1,6 @@
 // OpenValue: a sequential verified read (larder::ValueReader) for callers that move a value on
 // in pieces, hashing each piece as it is read and checking the whole at Finish().
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxh_x86dispatch.h>
 #include <xxhash.h>
 
@@ -82,6 +83,30 @@ Result<std::unique_ptr<ValueReader>> StoreImpl::OpenValue(std::string_view key) 
   }
   return std::unique_ptr<ValueReader>(
       new ValueReaderImpl(this, hash, key, std::move(*at), std::move(record)));
+}
+
+Result<Store::FileRange> StoreImpl::GetFileRange(std::string_view key) {
+  if (Status s = CheckKey(key); !s.ok()) return s;
+  const uint64_t hash = format::KeyHash(key);
+  std::optional<Located> at = LookupFast(hash, key);
+  if (!at) {
+    counters_.misses++;
+    return Status::NotFound();
+  }
+  const Entry& e = at->entry;
+  BlobFile* f = at->seg.file.get();
+  if (e.is_inline() || !f || f->IsPending(e.offset, e.size)) {
+    return Status::NotSupported("the value is not in a file");
+  }
+  // Hashed where the bytes lie in the page cache (a cold value is read into it first), so the
+  // caller's sendfile finds them there.
+  uint64_t hash_read = 0;
+  Status s = f->HashInPlace(e.offset, e.size, &hash_read);
+  const bool good = s.ok() && (hash_read ^ format::KeyTag(key)) == e.check;
+  if (Status fin = FinishRead(hash, key, *at, good); !fin.ok()) {
+    return fin.IsCorruption() ? Status::NotFound("corrupt value removed") : Status::NotFound();
+  }
+  return FileRange{f->fd(), e.offset, e.size, at->seg.file};
 }
 
 Status StoreImpl::FinishRead(uint64_t hash, std::string_view key, const Located& at, bool good) {

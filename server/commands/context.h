@@ -30,6 +30,9 @@ struct ClientState {
   std::string laddr;  // local address (immutable)
   int fd = -1;
   bool unix_socket = false;
+  // Replies may send values straight from their files (sendfile); false where the transport
+  // cannot (e.g. TLS, which encrypts in user space).
+  bool sendfile_ok = true;
   int64_t created_ms = 0;
 
   // Owned by the command in flight.

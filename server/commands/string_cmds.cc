@@ -9,10 +9,29 @@ namespace cmd {
 
 namespace {
 
-// Replies a value without copying it (the reply pins the engine's buffer).
+// Replies a value without copying it (the reply holds the engine's buffer).
 void ReplyValue(Ctx& ctx, Value value) {
   auto pinned = std::make_shared<Value>(std::move(value));
   ctx.w.BulkExternal(pinned->data(), pinned->size(), pinned);
+}
+
+// Replies the value of `key` (nil on a miss; the engine's error, or nil if `errors_as_nil`):
+// sent from its file where it is in one (sendfile: no copy in user space), through a buffer
+// otherwise.
+void ReplyStored(Ctx& ctx, std::string_view key, bool errors_as_nil = false) {
+  auto fail = [&](const Status& s) { errors_as_nil ? ctx.w.Null() : ReplyStatus(ctx, s); };
+  if (ctx.client.sendfile_ok) {
+    auto range = ctx.store().GetFileRange(key);
+    if (range.ok()) {
+      return ctx.w.BulkFile(range->fd, range->offset, range->size, std::move(range->keepalive));
+    }
+    if (range.status().IsNotFound()) return ctx.w.Null();
+    if (!range.status().IsNotSupported()) return fail(range.status());
+  }
+  auto r = ctx.store().Get(key);
+  if (r.ok()) return ReplyValue(ctx, std::move(r.value()));
+  if (r.status().IsNotFound()) return ctx.w.Null();
+  fail(r.status());
 }
 
 // Reads `key` as a full string; false (and an error reply) on engine failure. A miss sets
@@ -63,10 +82,7 @@ void IncrDecr(Ctx& ctx, int64_t delta) {
 }  // namespace
 
 void Get(Ctx& ctx) {
-  auto r = ctx.store().Get(ctx.argv[1]);
-  if (r.ok()) return ReplyValue(ctx, std::move(r.value()));
-  if (r.status().IsNotFound()) return ctx.w.Null();
-  ReplyStatus(ctx, r.status());
+  ReplyStored(ctx, ctx.argv[1]);
 }
 
 // SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]
@@ -171,16 +187,9 @@ void GetDel(Ctx& ctx) {
 }
 
 void MGet(Ctx& ctx) {
-  std::vector<std::string_view> keys(ctx.argv.begin() + 1, ctx.argv.end());
-  auto results = ctx.store().MultiGet(keys);
-  ctx.w.ArrayHeader(results.size());
-  for (auto& r : results) {
-    if (r.ok()) {
-      ReplyValue(ctx, std::move(r.value()));
-    } else {
-      ctx.w.Null();  // misses and failures alike, as Redis does for non-strings
-    }
-  }
+  ctx.w.ArrayHeader(ctx.argc() - 1);
+  // Misses and failures alike are nil, as Redis answers for keys of other types.
+  for (size_t i = 1; i < ctx.argc(); ++i) ReplyStored(ctx, ctx.argv[i], /*errors_as_nil=*/true);
 }
 
 void MSet(Ctx& ctx) {

@@ -1,5 +1,6 @@
 #include "net/connection.h"
 
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -19,6 +20,9 @@ Connection::Connection(Server& server, Socket socket, std::shared_ptr<ClientStat
       parser_(limits),
       inbuf_(kReadBufferBytes) {
   bufs_.reserve(kMaxIov);
+  // Non-blocking at the descriptor, for the writes made outside Asio (sendmsg, sendfile).
+  asio::error_code ignored;
+  socket_.native_non_blocking(true, ignored);
 }
 
 void Connection::Start() {
@@ -171,14 +175,26 @@ size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool
   return rpos;
 }
 
-void Connection::WriteNow(int fd, resp::OutputQueue& q) {
+ssize_t Connection::SendSome(int fd, const resp::OutputQueue& q) {
+  int file_fd;
+  uint64_t offset;
+  size_t n;
+  if (q.FrontFile(&file_fd, &offset, &n)) {
+    // The page-cache pages go to the socket by reference (the descriptor is non-blocking).
+    off_t off = static_cast<off_t>(offset);
+    return ::sendfile(fd, file_fd, &off, std::min<size_t>(n, kMaxSendfileBytes));
+  }
   struct iovec iov[kMaxIov];
+  struct msghdr msg = {};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = q.FillIov(iov, kMaxIov);
+  return ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void Connection::WriteNow(int fd, resp::OutputQueue& q) {
   size_t written = 0;
   while (!q.empty()) {
-    struct msghdr msg = {};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = q.FillIov(iov, kMaxIov);
-    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = SendSome(fd, q);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // full socket buffer or an error: the io thread's write handles it
     q.Consume(static_cast<size_t>(n));
@@ -200,7 +216,7 @@ void Connection::AfterCommand() {
 void Connection::AppendOutput(resp::OutputQueue& q) {
   size_t n = q.bytes();
   if (n == 0) return;
-  if (n < kCopyReplyBytes && !out_.empty()) {
+  if (n < kCopyReplyBytes && !out_.empty() && !q.has_files()) {
     // Copy small replies into the tail block (appending while a write is in flight is
     // allowed); the source keeps any external bytes alive until copied.
     struct iovec iov[16];
@@ -272,10 +288,29 @@ void Connection::StartWrite() {
     if (close_after_write_) CloseNow();
     return;
   }
+  while (!out_.empty() && out_.front().empty() && out_.size() > 1) out_.pop_front();
+  if (out_.front().has_files()) {
+    // sendfile when the socket can take more; file segments mixed with memory ones are sent in
+    // order by SendSome.
+    writing_ = true;
+    socket_.async_wait(
+        asio::socket_base::wait_write, [self = shared_from_this()](const asio::error_code& ec) {
+          ssize_t n = 0;
+          if (!ec) {
+            n = self->SendSome(self->socket_.native_handle(), self->out_.front());
+          }
+          if (ec || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            self->OnWrite(ec ? ec : asio::error_code(errno, asio::system_category()), 0);
+            return;
+          }
+          self->OnWrite({}, n > 0 ? static_cast<size_t>(n) : 0);
+        });
+    return;
+  }
   size_t n = 0;
   for (const resp::OutputQueue& q : out_) {
     n += q.FillIov(iov_ + n, kMaxIov - n);
-    if (n == kMaxIov) break;
+    if (n == kMaxIov || q.has_files()) break;  // a file segment is sent before what follows
   }
   bufs_.clear();
   for (size_t i = 0; i < n; ++i) bufs_.emplace_back(iov_[i].iov_base, iov_[i].iov_len);

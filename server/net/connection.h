@@ -51,6 +51,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Replies smaller than this are copied into the current output block rather than queued.
   static constexpr size_t kCopyReplyBytes = 64 * 1024;
   static constexpr size_t kMaxIov = 64;
+  static constexpr size_t kMaxSendfileBytes = 8ull << 20;  // per sendfile call
   // A pool job also runs the pipelined requests already buffered behind its own, up to
   // these bounds, saving two thread hops per request.
   static constexpr size_t kMaxBatchCommands = 256;
@@ -64,6 +65,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // On the pool, when no earlier reply is pending: writes what the socket takes of q now
   // (non-blocking) and consumes it; the rest stays in q for the io thread.
   void WriteNow(int fd, resp::OutputQueue& q);
+  // One non-blocking send of q's first bytes: sendfile for a file segment, sendmsg for the
+  // memory segments before the next one. Returns what the call returned (errno set on -1).
+  static ssize_t SendSome(int fd, const resp::OutputQueue& q);
   void AfterCommand();
   // The configuration in force, cached per connection (refreshed after CONFIG SET).
   const config::ServerConfig& Cfg();

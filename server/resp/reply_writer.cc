@@ -67,11 +67,33 @@ void OutputQueue::AppendExternal(const char* p, size_t n, std::shared_ptr<void> 
   bytes_ += n;
 }
 
+void OutputQueue::AppendFile(int fd, uint64_t offset, size_t n,
+                             std::shared_ptr<const void> keepalive) {
+  if (n == 0) return;
+  Segment& s = segments_.emplace_back();
+  s.fd = fd;
+  s.file_offset = offset;
+  s.size = n;
+  s.capacity = n;
+  s.keepalive = std::move(keepalive);
+  bytes_ += n;
+  ++files_;
+}
+
+bool OutputQueue::FrontFile(int* fd, uint64_t* offset, size_t* n) const {
+  if (segments_.empty() || segments_.front().fd < 0) return false;
+  const Segment& s = segments_.front();
+  *fd = s.fd;
+  *offset = s.file_offset + front_offset_;
+  *n = s.size - front_offset_;
+  return true;
+}
+
 size_t OutputQueue::FillIov(struct iovec* iov, size_t max) const {
   size_t used = 0;
   size_t skip = front_offset_;
   for (const Segment& s : segments_) {
-    if (used == max) break;
+    if (used == max || s.fd >= 0) break;
     if (s.size > skip) {
       iov[used].iov_base = const_cast<char*>(s.data + skip);
       iov[used].iov_len = s.size - skip;
@@ -95,6 +117,7 @@ void OutputQueue::Consume(size_t n) {
     n -= left;
     front_offset_ = 0;
     if (front.block != nullptr && front.capacity == kBlockSize) spare_ = std::move(front.block);
+    if (front.fd >= 0) --files_;
     segments_.pop_front();
   }
 }
@@ -103,6 +126,7 @@ void OutputQueue::Clear() {
   segments_.clear();
   front_offset_ = 0;
   bytes_ = 0;
+  files_ = 0;
 }
 
 // ---- ReplyWriter ----
@@ -226,6 +250,13 @@ void ReplyWriter::BulkExternal(const char* p, size_t n, std::shared_ptr<void> ke
   }
   BulkHeader(n);
   queue_.AppendExternal(p, n, std::move(keepalive));
+  queue_.Append("\r\n");
+}
+
+void ReplyWriter::BulkFile(int fd, uint64_t offset, size_t n,
+                           std::shared_ptr<const void> keepalive) {
+  BulkHeader(n);
+  queue_.AppendFile(fd, offset, n, std::move(keepalive));
   queue_.Append("\r\n");
 }
 

@@ -14,8 +14,10 @@
 namespace larder::resp {
 
 // Bytes waiting to be written to a socket, in order: owned blocks (small writes are packed
-// into kBlockSize blocks, so many replies become few iovecs) and external segments (bytes
-// owned elsewhere, kept alive by a shared_ptr until written). Not thread-safe.
+// into kBlockSize blocks, so many replies become few iovecs), external segments (bytes owned
+// elsewhere, kept alive by a shared_ptr until written) and file segments (a range of a file,
+// sent with sendfile(2): the kernel hands page-cache pages to the socket, no copy). Not
+// thread-safe.
 class OutputQueue {
  public:
   static constexpr size_t kBlockSize = 16 * 1024;
@@ -35,11 +37,18 @@ class OutputQueue {
   // Appends p[0..n) by reference. `keepalive` must keep those bytes valid and unchanged; it
   // is released once they are consumed (or the queue is cleared or destroyed).
   void AppendExternal(const char* p, size_t n, std::shared_ptr<void> keepalive);
+  // Appends [offset, offset + n) of file `fd`, which `keepalive` keeps open and unchanged.
+  void AppendFile(int fd, uint64_t offset, size_t n, std::shared_ptr<const void> keepalive);
 
-  // Fills iov[0..max) with the pending bytes in order; returns the number of entries used
-  // (0 only if empty() or max == 0). Entries stay valid until the next Consume() or Clear();
-  // appending meanwhile is allowed (it only adds bytes after them).
+  // Fills iov[0..max) with the pending bytes in order, up to the first file segment; returns
+  // the number of entries used (0 if empty(), max == 0, or a file segment comes first).
+  // Entries stay valid until the next Consume() or Clear(); appending meanwhile is allowed
+  // (it only adds bytes after them).
   size_t FillIov(struct iovec* iov, size_t max) const;
+  // If a file segment comes first, its remaining range; otherwise false.
+  bool FrontFile(int* fd, uint64_t* offset, size_t* n) const;
+  // Whether any file segment is pending.
+  bool has_files() const { return files_ > 0; }
   // Marks the first n pending bytes as written (n <= bytes()). Frees finished blocks and
   // releases the keepalives of finished external segments.
   void Consume(size_t n);
@@ -55,10 +64,12 @@ class OutputQueue {
  private:
   struct Segment {
     const char* data = nullptr;
-    size_t size = 0;                  // bytes in the segment
-    size_t capacity = 0;              // owned blocks: usable bytes; external segments: == size
-    std::unique_ptr<char[]> block;    // owned storage, null for external segments
-    std::shared_ptr<void> keepalive;  // external segments only
+    size_t size = 0;                // bytes in the segment
+    size_t capacity = 0;            // owned blocks: usable bytes; external segments: == size
+    std::unique_ptr<char[]> block;  // owned storage, null for external segments
+    std::shared_ptr<const void> keepalive;  // external and file segments
+    int fd = -1;                            // file segments: data is null, bytes from here
+    uint64_t file_offset = 0;
   };
 
   // Appends an owned block with room for at least n bytes.
@@ -69,6 +80,7 @@ class OutputQueue {
   std::deque<Segment> segments_;
   size_t front_offset_ = 0;        // bytes of segments_.front() already consumed
   size_t bytes_ = 0;               // pending bytes
+  size_t files_ = 0;               // file segments pending
   std::unique_ptr<char[]> spare_;  // one finished kBlockSize block, reused by NewBlock()
 };
 
@@ -100,6 +112,9 @@ class ReplyWriter {
   // Same encoding as BulkString; p[0..n) is referenced without copying when n >=
   // kMinExternal, and `keepalive` (e.g. a pinned RocksDB value) holds it until written.
   void BulkExternal(const char* p, size_t n, std::shared_ptr<void> keepalive);
+  // Same encoding as BulkString, the bytes being [offset, offset + n) of file `fd` (sent with
+  // sendfile); `keepalive` keeps the file open and the range unchanged until written.
+  void BulkFile(int fd, uint64_t offset, size_t n, std::shared_ptr<const void> keepalive);
   void Null();                 // RESP2 $-1, RESP3 _
   void NullArray();            // RESP2 *-1, RESP3 _
   void Boolean(bool value);    // RESP3 #t / #f, RESP2 :1 / :0

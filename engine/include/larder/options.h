@@ -71,6 +71,14 @@ struct Options {
   // Default: 0.
   uint64_t memtable_bytes = 0;
 
+  // With the WAL off, a value of 16 KiB or more is acknowledged once it is copied into a buffer
+  // of the engine's, and background writers move it to its blob file with O_DIRECT (no copy
+  // into the page cache, no wait for the disk); reads are served from the buffer meanwhile.
+  // This bounds the bytes waiting there; writers wait beyond it. A crash loses them, as it
+  // loses every write of the WAL-off mode not flushed yet; a flush waits for them.
+  // 0 = max_disk_bytes / 64 clamped to [64 MiB, 1 GiB]. Default: 0.
+  uint64_t write_buffer_bytes = 0;
+
   // Read cold values with O_DIRECT when the caller's buffer is 4 KiB-aligned (GetInto,
   // MultiGetInto): the disk writes straight into the caller's memory and the page cache is
   // bypassed (and not filled). Warm values are faster through the page cache. Default: false.

@@ -14,7 +14,7 @@
   X(value_file_bytes, "bytes of the blob files (padding and replaced values included)") \
   X(index_file_bytes, "bytes of the index's SST and WAL files")                         \
   X(index_memory_bytes, "memory of the in-memory index (40-byte slots)")                \
-  X(pending_bytes, "memtable bytes not yet flushed to disk")                            \
+  X(pending_bytes, "bytes accepted, not yet on disk: index memtables, buffered values") \
   X(max_disk_bytes, "the disk budget in force")                                         \
   X(generations, "generations (eviction windows) alive")
 
@@ -28,6 +28,7 @@
   X(reinserted_bytes, "value bytes re-written by eviction")                            \
   X(expired_keys, "entries removed because their TTL passed")                          \
   X(corruptions, "values that failed verification (served as misses)")                 \
+  X(failed_writes, "acknowledged values whose background write failed (key removed)")   \
   X(bytes_read, "value bytes returned to callers")                                     \
   X(bytes_written, "value bytes accepted by Put (reinsertions not included)")
 

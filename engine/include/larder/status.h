@@ -44,6 +44,7 @@ class [[nodiscard]] Status {
   bool IsCorruption() const { return code_ == Code::kCorruption; }
   bool IsBusy() const { return code_ == Code::kBusy; }
   bool IsConditionNotMet() const { return code_ == Code::kConditionNotMet; }
+  bool IsNotSupported() const { return code_ == Code::kNotSupported; }
   Code code() const { return code_; }
   const std::string& message() const { return msg_; }
   // "NotFound: <message>"-style text for logs.

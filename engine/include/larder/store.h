@@ -127,6 +127,20 @@ class Store {
   // A sequential verified read of `key` (see ValueReader); NotFound as Get.
   virtual Result<std::unique_ptr<ValueReader>> OpenValue(std::string_view key) = 0;
 
+  // Where the verified value of `key` lies in its blob file, for callers that send it with
+  // sendfile(2) rather than copying it (the server's GET). The bytes were read and checked
+  // (XXH3) by this call, so they sit in the page cache; `keepalive` keeps the file open while
+  // the caller holds it. Blob files are append-only: the range never changes while it lives.
+  // NotFound as Get; NotSupported for a value that is not in a file (a small value stored in
+  // the index, or one not written to disk yet): read it with Get or GetInto. Counts a reuse.
+  struct FileRange {
+    int fd = -1;
+    uint64_t offset = 0;
+    uint64_t size = 0;
+    std::shared_ptr<const void> keepalive;
+  };
+  virtual Result<FileRange> GetFileRange(std::string_view key) = 0;
+
   // How many of `keys` exist (a key listed twice counts twice), from the in-memory index; no
   // disk I/O. The index identifies keys by a 64-bit hash, so for a key that is absent this
   // answers 1 with probability (keys stored) / 2^64 (5e-13 at 10 M keys); reads never return

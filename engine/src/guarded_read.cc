@@ -1,0 +1,57 @@
+#include "guarded_read.h"
+
+#include <csetjmp>
+#include <csignal>
+#include <mutex>
+
+#include "format.h"
+
+namespace larder {
+
+namespace {
+
+thread_local sigjmp_buf* t_guard = nullptr;
+struct sigaction g_previous;
+
+void OnSigbus(int sig, siginfo_t* info, void* ctx) {
+  if (sigjmp_buf* g = t_guard) {
+    t_guard = nullptr;
+    siglongjmp(*g, 1);
+  }
+  // Not ours: what was there before decides.
+  if (g_previous.sa_flags & SA_SIGINFO) {
+    if (g_previous.sa_sigaction) return g_previous.sa_sigaction(sig, info, ctx);
+  } else if (g_previous.sa_handler != SIG_IGN && g_previous.sa_handler != SIG_DFL) {
+    return g_previous.sa_handler(sig);
+  }
+  std::signal(SIGBUS, SIG_DFL);
+  std::raise(SIGBUS);
+}
+
+void InstallOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = &OnSigbus;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &g_previous);
+  });
+}
+
+}  // namespace
+
+uint64_t GuardedChecksum(const char* p, size_t n, Status* s, const std::string& what) {
+  InstallOnce();
+  sigjmp_buf jb;
+  if (sigsetjmp(jb, 1) != 0) {
+    *s = Status::IOError("reading " + what + ": a page could not be read (SIGBUS)");
+    return 0;
+  }
+  t_guard = &jb;
+  const uint64_t h = format::Checksum(p, n);
+  t_guard = nullptr;
+  return h;
+}
+
+}  // namespace larder

@@ -1,0 +1,19 @@
+// Reading mapped file pages without risking the process: a page that cannot be read (an I/O
+// error after the page left the page cache) raises SIGBUS on access. GuardedChecksum hashes
+// mapped bytes with a SIGBUS handler armed for this thread only, which turns the fault into an
+// error status instead of a crash. Other threads' SIGBUS keep their previous disposition.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "larder/status.h"
+
+namespace larder {
+
+// XXH3 of p[0..n), mapped file bytes. On a SIGBUS while reading them, *s becomes an IOError
+// naming `what` and the returned value is meaningless.
+uint64_t GuardedChecksum(const char* p, size_t n, Status* s, const std::string& what);
+
+}  // namespace larder

@@ -1,0 +1,67 @@
+#include "value_writer.h"
+
+#include <pthread.h>
+
+namespace larder {
+
+ValueWriter::ValueWriter(int threads, uint64_t max_pending_bytes)
+    : max_pending_(max_pending_bytes) {
+  for (int i = 0; i < threads; ++i) {
+    threads_.emplace_back([this] {
+      ::pthread_setname_np(::pthread_self(), "larder:write");
+      Work();
+    });
+  }
+}
+
+ValueWriter::~ValueWriter() {
+  Drain();
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void ValueWriter::Submit(BlobFilePtr file, uint64_t offset, std::shared_ptr<PendingWrite> w) {
+  const uint64_t n = w->capacity;
+  std::unique_lock lock(mu_);
+  // One write larger than the whole budget still goes, alone.
+  room_cv_.wait(lock, [&] { return pending_ == 0 || pending_ + n <= max_pending_; });
+  pending_ += n;
+  queue_.push_back(Job{std::move(file), offset, std::move(w)});
+  work_cv_.notify_one();
+}
+
+void ValueWriter::Work() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stop_
+    Job job = std::move(queue_.front());
+    queue_.pop_front();
+    ++in_flight_;
+    lock.unlock();
+    job.file->WritePending(job.offset, *job.w);
+    const uint64_t n = job.w->capacity;
+    job.w.reset();
+    lock.lock();
+    --in_flight_;
+    pending_ -= n;
+    room_cv_.notify_all();
+    if (queue_.empty() && in_flight_ == 0) drained_cv_.notify_all();
+  }
+}
+
+void ValueWriter::Drain() {
+  std::unique_lock lock(mu_);
+  drained_cv_.wait(lock, [&] { return queue_.empty() && in_flight_ == 0; });
+}
+
+uint64_t ValueWriter::pending_bytes() const {
+  std::lock_guard lock(mu_);
+  return pending_;
+}
+
+}  // namespace larder
