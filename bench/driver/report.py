@@ -33,7 +33,7 @@ def val(rows, key, **kw):
     return r[key] if r else None
 
 
-def server_tables(raw, fio):
+def server_tables(raw):
     s = raw.get("servers", [])
     sizes = sorted({r["size"] for r in s})
     conns = sorted({r["conns"] for r in s if r["phase"] == "set"})
@@ -41,11 +41,14 @@ def server_tables(raw, fio):
            "GB/s = 1e9 value bytes/s over all connections; latency per request (ms, p50/p99); "
            "×Redis = this peer's GB/s over Redis's in the same run, same size and connections; "
            "cold = SAVE, page cache of the data files dropped, then each key read once "
-           "(×fio: over `fio` direct sequential read at the same block size, 1 job); device "
-           "B/value B = the server's `/proc/PID/io` write_bytes over SET + SAVE per value byte; "
-           "SET GB/s counts until the last SET is acknowledged (Larder: in its memtable, "
-           "Redis: in RAM); SET+SAVE GB/s adds the SAVE that writes Larder's memtables to blob "
-           "files (the sustained rate once the memtable is full); "
+           "(×fio: over `fio --rw=randread --direct=1` at the same block size, 1 job, at a "
+           "queue depth equal to the connections: psync for 1, io_uring (libaio if refused) "
+           "for 4; — otherwise); device B/value B = the server's `/proc/PID/io` write_bytes "
+           "over SET + SAVE per value byte; "
+           "SET GB/s counts until the last SET is acknowledged (Larder: value written to a "
+           "blob file, in the page cache, index record in the memtable; Redis: in RAM); "
+           "SET+SAVE GB/s adds the SAVE (Larder: `Flush`, which syncs the blob files and "
+           "writes the index's memtables), so it is the durable rate; "
            "cold read B/value B = its read_bytes over the cold reads per value byte (above 1: "
            "kernel readahead fetched more than was asked for). "
            "resp-load hashes every GET reply (XXH3-64, as the bytes arrive) and compares it "
@@ -57,8 +60,8 @@ def server_tables(raw, fio):
            "| device B/value B |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for size in sizes:
-        fio_gbs = val(fio, "gbs", size=size)
         for c in conns:
+            fio_gbs = fio_qd(raw, c, size)
             red_set = val(s, "gbs", label="redis", phase="set", size=size, conns=c)
             red_get = val(s, "gbs", label="redis", phase="get", size=size, conns=c)
             for peer in ("larder", "larder-wal", "redis"):
@@ -88,58 +91,164 @@ def server_tables(raw, fio):
         if r["phase"] == "exists":
             out.append("| %s | %s | %.0f | %.0f |" % (r["label"], human(r["size"]),
                                                       r["p50_ms"] * 1000, r["p99_ms"] * 1000))
+    return out + redis_benchmark_table(raw)
+
+
+def redis_benchmark_table(raw):
+    out = []
     rb = raw.get("redis_benchmark", [])
     if rb:
-        out += ["", "Cross-check with `redis-benchmark -t set,get -d SIZE -c 4` (requests/s; it "
-                "does not check values):", "",
-                "| value | op | larder | redis | larder ×Redis |", "|---|---|---|---|---|"]
+        out += ["", "`redis-benchmark -c 4 -d SIZE` (requests/s; it does not check values): "
+                "`-t set,get` uses one key (every SET overwrites it, every GET reads it); "
+                "`-r 100000000` runs `-t set` with a fresh random key per SET. GB/s = requests/s "
+                "× value size.", "",
+                "| value | op | keys | requests | larder req/s | redis req/s | larder ×Redis "
+                "| larder GB/s |", "|---|---|---|---|---|---|---|---|"]
         for size in sorted({r["size"] for r in rb}):
-            for op in ("SET", "GET"):
-                a = val(rb, "rps", server="larder", size=size, op=op)
-                b = val(rb, "rps", server="redis", size=size, op=op)
-                out.append("| %s | %s | %s | %s | %s |" % (human(size), op, f2(a), f2(b),
-                                                           f2(ratio(a, b))))
+            for op, keyspace in (("SET", "one"), ("GET", "one"), ("SET", "random")):
+                kw = dict(size=size, op=op, keyspace=keyspace)
+                a, b = val(rb, "rps", server="larder", **kw), val(rb, "rps", server="redis", **kw)
+                n = val(rb, "requests", **kw)
+                if a is None and b is None:
+                    continue
+                out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    human(size), op, "`-r 100000000`" if keyspace == "random" else "one",
+                    n if n is not None else "—", f2(a), f2(b), f2(ratio(a, b)),
+                    f2(a and a * size / 1e9)))
+    return out + budget_lines(raw)
+
+
+def budget_lines(raw):
+    """What budget larder-server ran with, against the most value bytes one case writes."""
+    out = []
+    cases = [r.get("ops", 0) * r["size"] for r in raw.get("servers", []) if r["phase"] == "set"]
+    cases += [r.get("requests", 0) * r["size"] for r in raw.get("redis_benchmark", [])
+              if r["op"] == "SET"]
+    for name, info in sorted(raw.get("server_info", {}).items()):
+        if "max_disk_bytes" not in info:
+            continue
+        most = max(cases) if cases else 0
+        out += ["", "`%s` ran with its default disk budget (80%% of the space available to it "
+                "at start): %.1f GiB, %s the most value bytes one case writes between "
+                "FLUSHALLs (%d MiB); it evicted %d keys over the whole run." % (
+                    name, info["max_disk_bytes"] / (1 << 30),
+                    "%.0f×" % (info["max_disk_bytes"] / most) if most else "—",
+                    most >> 20, info.get("evicted_keys", 0))]
     return out
 
 
-def inproc_table(raw, fio):
+def peer_name(r):
+    return r["peer"] + (" (direct_reads)" if is_direct(r) else "")
+
+
+def inproc_table(raw):
     rows = raw.get("inproc", [])
     out = ["## In-process: liblarder vs plain RocksDB vs one file per chunk (larder-peers)", "",
-           "Same values, every read checked (XXH3). Put includes the final flush/sync; warm = "
-           "page cache hot; cold = fdatasync + fadvise(DONTNEED) on every file. `rocksdb` = "
-           "default Options (WAL on, no blob files); `rocksdb-nowal` the same with "
-           "disableWAL; `files` = one file per chunk, no fsync (syncfs at the end). device "
-           "B/value B = /proc/self/io write_bytes (flushes and compactions included) per value "
-           "byte; cold read B/value B = /proc/self/io read_bytes over the cold pass per value byte. "
-           "×larder = this peer over liblarder, same case. The bench hashes every value read "
-           "(XXH3-64) for every peer alike; liblarder also verifies its own stored checksum "
-           "inside Get, which is part of its cost.", "",
-           "| value | threads | peer | Put GB/s | ×larder | warm GET GB/s | ×larder | cold GET "
-           "GB/s | ×larder | cold ×fio | cold p50/p99 ms | cold read B/value B | device B/value B |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "Same values, every read checked (XXH3-64 of every value read, computed by the bench "
+           "for every peer alike; liblarder also verifies its stored checksum inside GetInto, "
+           "which is part of its cost). Put includes the final flush/sync (durable Put); warm = "
+           "page cache hot; cold = fdatasync + fadvise(DONTNEED) on every file. `larder` = "
+           "liblarder with default options (WAL off), reading with `GetInto` into a per-thread "
+           "reused 4 KiB-aligned buffer; `larder (direct_reads)` the same with "
+           "`Options::direct_reads`; `rocksdb` = default Options (WAL on, no blob files); "
+           "`rocksdb-nowal` the same with disableWAL; `files` = one file per chunk, `write(2)`, "
+           "no fsync (syncfs at the end), `read(2)` into the same kind of buffer. ×files = this "
+           "peer over `files`, same size and threads. device B/value B = /proc/self/io "
+           "write_bytes (flushes and compactions included) per value byte; cold read B/value B "
+           "= read_bytes over the cold pass per value byte.", "",
+           "| value | threads | peer | Put GB/s | ×files | warm GET GB/s | ×files | cold GET "
+           "GB/s | ×files | cold p50/p99 ms | cold read B/value B | device B/value B |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        base = find(rows, peer="larder", size=r["size"], threads=r["threads"])
-        fio_gbs = val(fio, "gbs", size=r["size"])
-        me = r["peer"] == "larder"
-        out.append("| %s | %d | %s | %.2f | %s | %.2f | %s | %.2f | %s | %s | %.1f/%.1f | %s "
-                   "| %.2f |" % (
-            human(r["size"]), r["threads"], r["peer"], r["put_gbs"],
-            "1" if me else f2(ratio(r["put_gbs"], base and base["put_gbs"])), r["warm_gbs"],
-            "1" if me else f2(ratio(r["warm_gbs"], base and base["warm_gbs"])), r["cold_gbs"],
-            "1" if me else f2(ratio(r["cold_gbs"], base and base["cold_gbs"])),
-            f2(ratio(r["cold_gbs"], fio_gbs)), r["cold_p50_ms"], r["cold_p99_ms"],
-            f2(r.get("cold_read_per_value_byte")), r["device_per_value_byte"]))
-    rand = raw.get("fio_rand", [])
-    out += ["", "`fio --rw=read --direct=1 --ioengine=psync --numjobs=1 --bs=SIZE` on the same "
-            "filesystem (the disk's sequential read limit, the goals' reference), and the same "
-            "with `--rw=randread` (random offsets, as reads of shuffled keys land):", "",
-            "| block | seq GB/s | seq p50 ms | seq p99 ms | randread GB/s | randread p50 ms |",
-            "|---|---|---|---|---|---|"]
-    for r in fio:
-        rr = find(rand, size=r["size"])
-        out.append("| %s | %.2f | %.2f | %.2f | %s | %s |" % (
-            human(r["size"]), r["gbs"], r["p50_ms"], r["p99_ms"], f2(rr and rr["gbs"]),
-            f2(rr and rr["p50_ms"])))
+        f = find(rows, peer="files", size=r["size"], threads=r["threads"])
+        me = r["peer"] == "files"
+
+        def x(key):
+            return "1" if me else f2(ratio(r[key], f and f[key]))
+        out.append("| %s | %d | %s | %.2f | %s | %.2f | %s | %.2f | %s | %.1f/%.1f | %s | %.2f |"
+                   % (human(r["size"]), r["threads"], peer_name(r), r["put_gbs"], x("put_gbs"),
+                      r["warm_gbs"], x("warm_gbs"), r["cold_gbs"], x("cold_gbs"),
+                      r["cold_p50_ms"], r["cold_p99_ms"], f2(r.get("cold_read_per_value_byte")),
+                      r["device_per_value_byte"]))
+    mg = [r for r in rows if "multiget_cold_gbs" in r]
+    if mg:
+        out += ["", "Batched cold reads: the same cold preparation, then every key (shuffled) "
+                "through `MultiGetInto`, %d keys per call into %d 4 KiB-aligned caller buffers "
+                "per thread (the engine reads them on its read threads, `read_queue_depth` at a "
+                "time); latency per batch. ×fio QD8 = over `fio --rw=randread --direct=1 "
+                "--iodepth=8` at the same block size." % (mg[0]["batch"], mg[0]["batch"]), "",
+                "| value | threads | peer | read_queue_depth | MultiGetInto cold GB/s | batch "
+                "p50/p99 ms | ×fio QD8 | ×its cold Get |", "|---|---|---|---|---|---|---|---|"]
+        for r in mg:
+            out.append("| %s | %d | %s | %s | %.2f | %.1f/%.1f | %s | %s |" % (
+                human(r["size"]), r["threads"], peer_name(r),
+                r.get("options", {}).get("read_queue_depth", "—"), r["multiget_cold_gbs"],
+                r["multiget_p50_ms"], r["multiget_p99_ms"],
+                f2(ratio(r["multiget_cold_gbs"], fio_qd(raw, 8, r["size"]))),
+                f2(ratio(r["multiget_cold_gbs"], r["cold_gbs"]))))
+    return out + [""] + fio_table(raw)
+
+
+def fio_table(raw):
+    fio, qd = raw.get("fio_seq", []), raw.get("fio_qd", [])
+    engines = sorted({r["ioengine"] for r in qd}) or ["io_uring"]
+    out = ["fio on the same filesystem, one job, `--direct=1`, block = value size: `--rw=read "
+           "--ioengine=psync` (sequential, one request at a time: the disk's streaming limit), "
+           "`--rw=randread --ioengine=psync` (QD1), and `--rw=randread --ioengine=%s "
+           "--iodepth=4 / 8` (the references for cold GET over 4 connections and for "
+           "MultiGetInto)." % "/".join(engines), "",
+           "| block | seq GB/s | seq p50/p99 ms | randread QD1 GB/s | randread QD4 GB/s | QD4 "
+           "p50/p99 ms | randread QD8 GB/s | QD8 p50/p99 ms |", "|---|---|---|---|---|---|---|---|"]
+    sizes = sorted({r["size"] for r in fio + qd + raw.get("fio_rand", [])})
+    for size in sizes:
+        seq = find(fio, size=size)
+        q4, q8 = find(qd, size=size, iodepth=4), find(qd, size=size, iodepth=8)
+
+        def lat(r):
+            return "%.2f/%.2f" % (r["p50_ms"], r["p99_ms"]) if r else "—"
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            human(size), f2(seq and seq["gbs"]), lat(seq), f2(fio_qd(raw, 1, size)),
+            f2(q4 and q4["gbs"]), lat(q4), f2(q8 and q8["gbs"]), lat(q8)))
+    return out
+
+
+def engine_tables(raw):
+    out = []
+    ram = raw.get("ram") or {}
+    if ram:
+        out += ["## RAM per key after a restart (larder-bench --parts ram)", "",
+                "%d LMCache-shaped keys of %d bytes (`meta-llama/Llama-3.1-8B-Instruct@<rank "
+                "08x>@0@<64 hex>`), %d KiB values (the smallest that go to blob files), written "
+                "and closed; then a fresh process reads VmRSS just before and just after "
+                "`Store::Open` (which loads the index): it grew by %.1f MiB = **%.1f B/key** "
+                "(anonymous memory alone %.1f B/key); the engine's `index_memory_bytes` = %.1f "
+                "B/key; the open took %.2f s. The store held %.2f GB on disk (budget %.1f GiB)."
+                % (ram["keys"], ram["key_bytes"], ram["value_bytes"] >> 10,
+                   (ram["rss_after_open_bytes"] - ram["rss_before_open_bytes"]) / MiB,
+                   ram["rss_per_key"], ram.get("rss_anon_per_key", float("nan")),
+                   ram["index_memory_per_key"], ram["open_seconds"], ram["disk_bytes"] / 1e9,
+                   ram["max_disk_bytes"] / (1 << 30)), ""]
+    wa = raw.get("wa") or {}
+    if wa:
+        out += ["## Device bytes written per value byte, eviction running (larder-bench "
+                "--parts wa)", "",
+                "4 MiB values, 4× the budget written, 10%% of writes followed by a read of a "
+                "recent chunk (reuse, so eviction re-inserts); generation and memtable sizes "
+                "%s. Device bytes = /proc/self/io write_bytes (the whole "
+                "process, RocksDB's threads included); net = minus cancelled_write_bytes (dirty "
+                "pages of dropped files never written back)." % (
+                    "generation_bytes %d, memtable_bytes %d (0 = derived)" % (
+                        wa["generation_bytes_option"], wa["memtable_bytes_option"])
+                    if wa.get("generation_bytes_option") or wa.get("memtable_bytes_option")
+                    else "derived from the budget (the engine's defaults)"), "",
+                "| WAL | written | budget | device B/value B | net | of which reinserted | "
+                "evicted keys | reinserted keys | disk at end |",
+                "|---|---|---|---|---|---|---|---|---|",
+                "| %s | %d MiB | %d MiB | %.3f | %.3f | %.3f | %d | %d | %.0f MiB |" % (
+                    "on" if wa["wal"] else "off", wa["value_bytes"] >> 20, wa["budget"] >> 20,
+                    wa["device_per_value_byte"], wa["net_per_value_byte"],
+                    wa["reinserted_per_value_byte"], wa["evicted_keys"], wa["reinserted_keys"],
+                    wa["disk_bytes_end"] / MiB), ""]
     return out
 
 
@@ -191,53 +300,139 @@ def hit_tables(raw):
     return out
 
 
-def goals(raw, fio):
-    s, hit, inproc = raw.get("servers", []), raw.get("hit", []), raw.get("inproc", [])
-    out = ["## Goals", "", "| goal | worst case measured | met |", "|---|---|---|"]
+# The value sizes and thread counts of the in-process goals.
+GOAL_SIZES = (1 * MiB, 4 * MiB, 32 * MiB)
+GOAL_THREADS = (1, 2)
 
-    def check(name, cases, want):
+
+def is_direct(r):
+    return bool(r.get("options", {}).get("direct_reads"))
+
+
+def fio_qd(raw, depth, size):
+    """fio randread GB/s at queue depth `depth` (QD1: psync; else io_uring/libaio)."""
+    if depth == 1:
+        return val(raw.get("fio_rand", []), "gbs", size=size)
+    return val(raw.get("fio_qd", []), "gbs", size=size, iodepth=depth)
+
+
+class GoalTable:
+    """Rows of `| goal | worst case measured | met |`: the worst case is the one furthest from
+    the goal; 'short'/'over' is how far it misses, relative to the goal."""
+
+    def __init__(self):
+        self.lines = ["| goal | worst case measured | met |", "|---|---|---|"]
+
+    def check(self, name, cases, want, at_most=False, expected=None):
         cases = [c for c in cases if c[1] is not None]
         if not cases:
-            out.append("| %s | not measured | — |" % name)
+            self.lines.append("| %s | not measured | — |" % name)
             return
-        worst = min(cases, key=lambda c: c[1])
-        out.append("| %s | %.3f (%s) | %s |" % (name, worst[1], worst[0],
-                                                "yes" if worst[1] >= want else
-                                                "no: %.2f%% short" % ((1 - worst[1] / want) * 100)))
+        worst = (max if at_most else min)(cases, key=lambda c: c[1])
+        if (worst[1] <= want) if at_most else (worst[1] >= want):
+            verdict = "yes"
+        elif at_most:
+            verdict = "no: %.2f%% over" % ((worst[1] / want - 1) * 100)
+        else:
+            verdict = "no: %.2f%% short" % ((1 - worst[1] / want) * 100)
+        partial = ("; %d of %d cases measured" % (len(cases), expected)
+                   if expected and len(cases) < expected else "")
+        self.lines.append("| %s | %.3f (%s%s) | %s |" % (name, worst[1], worst[0], partial,
+                                                         verdict))
 
-    for op, want in (("get", 1.2), ("set", 1.0)):
-        cases = []
-        for r in s:
-            if r["label"] == "larder" and r["phase"] == op and r["size"] >= 4 * MiB:
-                red = val(s, "gbs", label="redis", phase=op, size=r["size"], conns=r["conns"])
-                cases.append(("%s, %d conns" % (human(r["size"]), r["conns"]),
-                              ratio(r["gbs"], red)))
-        check("%s ≥ %.1f× Redis at 4–32 MiB" % (op.upper(), want), cases, want)
-    cases = []
-    for r in s:
-        if r["label"] == "larder" and r["phase"] == "cold" and r["conns"] == 1:
-            cases.append(("server, %s" % human(r["size"]),
-                          ratio(r["gbs"], val(fio, "gbs", size=r["size"]))))
-    for r in inproc:
-        if r["peer"] == "larder" and r["threads"] == 1:
-            cases.append(("in-process, %s" % human(r["size"]),
-                          ratio(r["cold_gbs"], val(fio, "gbs", size=r["size"]))))
-    check("cold GET ≥ 0.85× fio direct read (1 conn / 1 thread)", cases, 0.85)
+
+def inproc_goals(t, raw, direct):
+    """The four in-process goals, over the larder rows with direct_reads == `direct`."""
+    rows = raw.get("inproc", [])
+    mine = [r for r in rows if r["peer"] == "larder" and is_direct(r) == direct and
+            r["size"] in GOAL_SIZES and r["threads"] in GOAL_THREADS]
+    n = len(GOAL_SIZES) * len(GOAL_THREADS)
+
+    def case(r):
+        return "%s, %d thread%s" % (human(r["size"]), r["threads"], "s" if r["threads"] > 1 else "")
+
+    def vs_files(key):
+        return [(case(r), ratio(r[key], val(rows, key, peer="files", size=r["size"],
+                                            threads=r["threads"]))) for r in mine]
+    t.check("in-process durable Put ≥ 0.9× files (1, 4, 32 MiB; 1, 2 threads)",
+            vs_files("put_gbs"), 0.9, expected=n)
+    t.check("in-process warm Get ≥ 0.8× files", vs_files("warm_gbs"), 0.8, expected=n)
+    t.check("in-process cold Get ≥ 0.9× files", vs_files("cold_gbs"), 0.9, expected=n)
+    t.check("in-process batched cold MultiGetInto ≥ 0.9× fio randread QD8, same block size",
+            [(case(r), ratio(r.get("multiget_cold_gbs"), fio_qd(raw, 8, r["size"])))
+             for r in mine], 0.9, expected=n)
+
+
+def resp_goals(t, raw):
+    rb, s = raw.get("redis_benchmark", []), raw.get("servers", [])
+
+    def vs_redis(op, keyspace, sizes):
+        return [("%s, %s" % (human(r["size"]), "`-r 100000000`" if keyspace == "random"
+                             else "one key"),
+                 ratio(r["rps"], val(rb, "rps", server="redis", op=op, keyspace=keyspace,
+                                     size=r["size"])))
+                for r in rb if r["server"] == "larder" and r["op"] == op and
+                r.get("keyspace", "one") == keyspace and r["size"] in sizes]
+    t.check("RESP GET ≥ 1.5× Redis at 1 and 4 MiB (redis-benchmark -c 4)",
+            vs_redis("GET", "one", (MiB, 4 * MiB)), 1.5, expected=2)
+    t.check("RESP GET ≥ 1.1× Redis at 16 MiB", vs_redis("GET", "one", (16 * MiB,)), 1.1,
+            expected=1)
+    sizes = (MiB, 4 * MiB, 16 * MiB)
+    t.check("RESP SET ≥ 1.0× Redis, plain redis-benchmark (one key overwritten)",
+            vs_redis("SET", "one", sizes), 1.0, expected=3)
+    t.check("RESP SET ≥ 1.0× Redis with `-r 100000000` (fresh keys)",
+            vs_redis("SET", "random", sizes), 1.0, expected=3)
+    t.check("RESP cold GET, 4 connections ≥ 0.8× fio randread QD4 (every size measured)",
+            [(human(r["size"]), ratio(r["gbs"], fio_qd(raw, 4, r["size"]))) for r in s
+             if r["label"] == "larder" and r["phase"] == "cold" and r["conns"] == 4], 0.8)
+
+
+def goals(raw):
+    hit = raw.get("hit", [])
+    t = GoalTable()
+    inproc_goals(t, raw, direct=False)
+    resp_goals(t, raw)
+    ram = raw.get("ram") or {}
+    if ram:
+        note = "" if ram["keys"] == 300000 else "; the goal counts 300,000"
+        t.check("RAM per key ≤ 64 B, 300,000 LMCache-shaped keys, after a restart",
+                [("VmRSS growth over Store::Open / %d keys%s; index %.1f B/key" % (
+                    ram["keys"], note, ram["index_memory_per_key"]), ram["rss_per_key"])],
+                64, at_most=True)
+    else:
+        t.check("RAM per key ≤ 64 B, 300,000 LMCache-shaped keys, after a restart", [], 64)
+    wa = raw.get("wa") or {}
+    t.check("device bytes written per value byte ≤ 1.1, WAL off, eviction running",
+            [("%d MiB of 4 MiB values into a %d MiB budget, WAL %s" % (
+                wa["value_bytes"] >> 20, wa["budget"] >> 20, "on" if wa["wal"] else "off"),
+              wa["device_per_value_byte"])] if wa else [], 1.1, at_most=True)
     for cap in (0.25, 0.5):
         lr = val(hit, "hit_ratio", capacity=cap, policy="lru-reuse")
         others = [val(hit, "hit_ratio", capacity=cap, policy=p) for p in ("lru", "fifo")]
         b = val(hit, "hit_ratio", capacity=cap, policy="belady")
         if lr is not None and None not in others:
-            check("lru-reuse ≥ lru, fifo at %d%%" % (cap * 100),
-                  [("lru-reuse / best of lru, fifo", ratio(lr, max(others)))], 1.0)
-        check("lru-reuse ≥ 0.9× Belady at %d%%" % (cap * 100),
-              [("lru-reuse / belady", ratio(lr, b))], 0.9)
+            t.check("lru-reuse ≥ lru, fifo at %d%%" % (cap * 100),
+                    [("lru-reuse / best of lru, fifo", ratio(lr, max(others)))], 1.0)
+        t.check("lru-reuse ≥ 0.9× Belady at %d%%" % (cap * 100),
+                [("lru-reuse / belady", ratio(lr, b))], 0.9)
+    out = ["## Goals", "", "Each goal over every case this run measured (worst case shown; "
+           "ratios compare peers measured in this run). In-process: liblarder with its default "
+           "options (`larder-peers`); RESP: requests/s of `redis-benchmark -c 4`, except cold "
+           "GET (resp-load, every value checked); RAM per key: `larder-bench --parts ram`; "
+           "device bytes: `larder-bench --parts wa`.", ""] + t.lines
+    if any(is_direct(r) for r in raw.get("inproc", [])):
+        d = GoalTable()
+        inproc_goals(d, raw, direct=True)
+        out += ["", "The in-process goals again for liblarder with `Options::direct_reads` "
+                "(O_DIRECT reads into 4 KiB-aligned buffers; warm reads then come from the "
+                "device too):", ""] + d.lines
     return out
 
 
-def plots(raw, fio, out_dir):
+def plots(raw, out_dir):
     """Writes throughput.png and hit_ratio.png with gnuplot; returns the markdown lines."""
     s, inproc, hit = raw.get("servers", []), raw.get("inproc", []), raw.get("hit", [])
+    fio, qd = raw.get("fio_seq", []), raw.get("fio_qd", [])
     conns = 4 if any(r["conns"] == 4 for r in s) else 1
     series = []  # (title, [(x MiB, y)])
     for peer in ("larder", "larder-wal", "redis"):
@@ -247,13 +442,18 @@ def plots(raw, fio, out_dir):
             if pts:
                 series.append(("%s %s (RESP, %d conns)" % (peer, ph.upper(), conns), sorted(pts)))
     for peer in ("larder", "rocksdb", "files"):
-        for key, nm in (("warm_gbs", "GET warm"), ("cold_gbs", "GET cold"), ("put_gbs", "PUT")):
+        for key, nm in (("warm_gbs", "GET warm"), ("cold_gbs", "GET cold"), ("put_gbs", "PUT"),
+                        ("multiget_cold_gbs", "MultiGetInto cold")):
             pts = [(r["size"] / MiB, r[key]) for r in inproc if r["peer"] == peer and
-                   r["threads"] == 1]
+                   r["threads"] == 1 and not is_direct(r) and key in r]
             if pts:
                 series.append(("%s %s (in-process)" % (peer, nm), sorted(pts)))
     if fio:
         series.append(("fio direct read", sorted((r["size"] / MiB, r["gbs"]) for r in fio)))
+    for depth in (4, 8):
+        pts = sorted((r["size"] / MiB, r["gbs"]) for r in qd if r["iodepth"] == depth)
+        if pts:
+            series.append(("fio randread QD%d" % depth, pts))
     lines = []
     script = ["set terminal png size 1100,700", "set key outside right", "set grid",
               "set logscale x 2", "set logscale y 10"]
@@ -292,13 +492,13 @@ def plots(raw, fio, out_dir):
 
 
 def write(raw, out_dir):
-    fio = raw.get("fio", [])
     m = raw["machine"]
     md = ["# Larder benchmarks", "",
           "`%s` at commit %s, %.0f s. Machine: %s, %s cores, %s GiB RAM, kernel %s; %s; %s. "
           "Shared machine: expect ±25%% between runs." % (
               raw["command"], m.get("commit"), raw["seconds"], m.get("cpu"), m.get("cores"),
-              m.get("ram_gib"), m.get("kernel"), m.get("redis"), m.get("fio")), ""]
+              m.get("ram_gib"), m.get("kernel"), m.get("redis_version"),
+              m.get("fio_version")), ""]
     if raw.get("part_seconds"):
         md += ["Time per part (s): " + ", ".join("%s %.0f" % kv
                                                   for kv in raw["part_seconds"].items()) + ".",
@@ -306,10 +506,11 @@ def write(raw, out_dir):
     if raw["errors"]:
         md += ["**Errors in this run** (a wrong value read back counts as one):", ""]
         md += ["- " + e for e in raw["errors"]] + [""]
-    md += goals(raw, fio) + ["", "Why Larder misses a goal, with profiles: "
-                             "[bench/ANALYSIS.md](../ANALYSIS.md) (hand-written; its figures "
-                             "come from one particular run).", ""]
-    md += plots(raw, fio, out_dir) + [""]
-    md += server_tables(raw, fio) + [""] + inproc_table(raw, fio) + [""] + hit_tables(raw)
+    md += goals(raw) + ["", "Why Larder misses a goal, with profiles: "
+                        "[bench/ANALYSIS.md](../ANALYSIS.md) (hand-written; its figures "
+                        "come from one particular run).", ""]
+    md += plots(raw, out_dir) + [""]
+    md += server_tables(raw) + [""] + inproc_table(raw) + [""] + engine_tables(raw)
+    md += hit_tables(raw)
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")

@@ -1,9 +1,12 @@
 """bench/run: builds the benchmark binaries, starts and stops the servers, runs every peer in
 one run and writes bench/results/raw.json, then report.md and the plots (report.py).
 
-Peers: larder-server (default config; WAL on), Redis 7 (--save '' --appendonly no) through
-resp-load and redis-benchmark; liblarder, RocksDB and one-file-per-chunk in-process
-(larder-peers); fio direct sequential reads (the disk's limit); the chat trace (larder-trace).
+Peers: larder-server (default config: WAL off, budget 80% of the free space) and with
+--wal yes, Redis 7 (--save '' --appendonly no) through resp-load and redis-benchmark (-c 4);
+liblarder, RocksDB and one-file-per-chunk in-process (larder-peers, liblarder once more with
+direct reads); fio direct reads (sequential and random, psync; random at queue depths 4 and 8
+with io_uring); liblarder alone (larder-bench: RAM per key after a restart, device bytes per
+value byte with eviction running); the chat trace (larder-trace).
 """
 import argparse
 import json
@@ -24,12 +27,16 @@ MiB = 1 << 20
 
 FULL = dict(sizes=["256k", "1m", "4m", "16m", "32m"], conns=[1, 4, 16],
             server_bytes=512 * MiB, peers_bytes=512 * MiB, peer_threads="1,2",
-            fio_bytes=1024 * MiB, bench_sizes=["1m", "4m", "16m"], bench_bytes=512 * MiB,
+            fio_bytes=1024 * MiB, fio_depths=[4, 8], bench_sizes=["1m", "4m", "16m"],
+            bench_bytes=512 * MiB, bench_min_n=16, ram_keys=300000, wa_budget=1024 * MiB,
             trace_turns=2000, trace_users=400, trace_caps="0.1,0.25,0.5,1.0")
 QUICK = dict(sizes=["1m", "4m", "32m"], conns=[1, 4], server_bytes=128 * MiB,
-             peers_bytes=128 * MiB, peer_threads="1", fio_bytes=256 * MiB,
-             bench_sizes=["4m"], bench_bytes=256 * MiB, trace_turns=600, trace_users=150,
+             peers_bytes=128 * MiB, peer_threads="1", fio_bytes=256 * MiB, fio_depths=[4, 8],
+             bench_sizes=["1m", "4m", "16m"], bench_bytes=64 * MiB, bench_min_n=8,
+             ram_keys=20000, wa_budget=128 * MiB, trace_turns=600, trace_users=150,
              trace_caps="0.25,0.5,1.0")
+RAM_VALUE_BYTES = 16 << 10  # the smallest values that go to blob files
+BINARIES = ("larder-server", "resp-load", "larder-peers", "larder-trace", "larder-bench")
 
 
 def size_bytes(s):
@@ -54,9 +61,8 @@ def build(build_dir):
     if "BUILD_TYPE" in os.environ:
         cmd.append("-DCMAKE_BUILD_TYPE=" + os.environ["BUILD_TYPE"])
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["nice", "-n", "10", "cmake", "--build", build_dir, "-j2", "--target",
-                    "larder-server", "resp-load", "larder-peers", "larder-trace"],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["nice", "-n", "10", "cmake", "--build", build_dir, "-j2", "--target"] +
+                   list(BINARIES), check=True, stdout=subprocess.DEVNULL)
 
 
 class Server:
@@ -106,75 +112,162 @@ def run_checked(cmd, what, errors):
     return json_lines(p.stdout)
 
 
-def fio_reads(work, cfg, errors, rw="read"):
-    """fio direct reads (`rw` = read: sequential, the goals' reference; randread: random
-    offsets, as reads of shuffled keys land) at each value size, one job."""
-    path = os.path.join(work, "fio.dat")
+def fio_job(path, rw, bs, size, engine="psync", depth=None):
+    """One fio job reading `size` bytes of `path` (laid out by the first job) with O_DIRECT."""
+    cmd = ["fio", "--name=" + rw, "--filename=" + path, "--rw=" + rw, "--direct=1",
+           "--ioengine=" + engine, "--bs=" + bs, "--size=%d" % size, "--numjobs=1",
+           "--output-format=json"]
+    if depth:
+        cmd.append("--iodepth=%d" % depth)
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def fio_row(p, size):
+    """The read figures of a finished fio job, or None if it failed."""
+    if p.returncode != 0 or "{" not in p.stdout:
+        return None
+    job = json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0]
+    if job.get("error"):
+        return None
+    rd = job["read"]
+    pct = rd["clat_ns"].get("percentile", {})
+    return {"size": size, "gbs": rd["bw_bytes"] / 1e9,
+            "p50_ms": pct.get("50.000000", 0) / 1e6, "p99_ms": pct.get("99.000000", 0) / 1e6}
+
+
+def fio_reads(path, cfg, errors, rw="read"):
+    """fio direct reads with psync, one request at a time (`rw` = read: sequential, the disk's
+    streaming limit; randread: random offsets, as reads of shuffled keys land), at each value
+    size, one job."""
     rows = []
     for s in cfg["sizes"]:
-        p = subprocess.run(["fio", "--name=" + rw, "--filename=" + path, "--rw=" + rw,
-                            "--direct=1", "--ioengine=psync", "--bs=" + s,
-                            "--size=%d" % cfg["fio_bytes"], "--numjobs=1",
-                            "--output-format=json"], capture_output=True, text=True)
-        if p.returncode != 0:
-            errors.append("fio bs=%s: %s" % (s, p.stderr.strip()[-300:]))
+        p = fio_job(path, rw, s, cfg["fio_bytes"])
+        row = fio_row(p, size_bytes(s))
+        if row is None:
+            errors.append("fio %s bs=%s: %s" % (rw, s, p.stderr.strip()[-300:]))
             continue
-        j = json.loads(p.stdout[p.stdout.index("{"):])
-        rd = j["jobs"][0]["read"]
-        rows.append({"size": size_bytes(s), "gbs": rd["bw_bytes"] / 1e9,
-                     "p50_ms": rd["clat_ns"]["percentile"].get("50.000000", 0) / 1e6,
-                     "p99_ms": rd["clat_ns"]["percentile"].get("99.000000", 0) / 1e6})
-    os.unlink(path)
+        rows.append(row)
     return rows
 
 
-def server_runs(bins, work, cfg, errors):
-    servers = {
-        "larder": lambda port, d: [bins["larder-server"], "--port", str(port), "--dir", d],
-        "larder-wal": lambda port, d: [bins["larder-server"], "--port", str(port), "--dir", d,
-                                       "--wal", "yes"],
-        "redis": lambda port, d: ["redis-server", "--port", str(port), "--dir", d, "--save", "",
-                                  "--appendonly", "no", "--protected-mode", "no"],
-    }
-    rows, bench_rows = [], []
-    for name, cmd in servers.items():
-        log("server", name)
-        srv = Server(name, cmd, os.path.join(work, name, "data"))
+def fio_queued(path, cfg, errors):
+    """fio direct random reads with io_uring (libaio if io_uring is refused) at each queue
+    depth of cfg["fio_depths"] and each value size, one job: the references for MultiGetInto
+    (QD8: read_queue_depth's default) and for cold GET over 4 connections (QD4)."""
+    rows, engine = [], "io_uring"
+    for depth in cfg["fio_depths"]:
+        for s in cfg["sizes"]:
+            p = fio_job(path, "randread", s, cfg["fio_bytes"], engine, depth)
+            row = fio_row(p, size_bytes(s))
+            if row is None and engine == "io_uring":
+                log("fio: io_uring refused (%s); libaio instead" % p.stderr.strip()[-200:])
+                engine = "libaio"
+                p = fio_job(path, "randread", s, cfg["fio_bytes"], engine, depth)
+                row = fio_row(p, size_bytes(s))
+            if row is None:
+                errors.append("fio randread %s QD%d bs=%s: %s" % (engine, depth, s,
+                                                                p.stderr.strip()[-300:]))
+                continue
+            row.update(iodepth=depth, ioengine=engine)
+            rows.append(row)
+    return rows
+
+
+SERVERS = {
+    "larder": lambda bins, port, d: [bins["larder-server"], "--port", str(port), "--dir", d],
+    "larder-wal": lambda bins, port, d: [bins["larder-server"], "--port", str(port), "--dir", d,
+                                         "--wal", "yes"],
+    "redis": lambda bins, port, d: ["redis-server", "--port", str(port), "--dir", d, "--save",
+                                    "", "--appendonly", "no", "--protected-mode", "no"],
+}
+
+
+def resp_load_cases(bins, srv, name, cfg, errors):
+    """resp-load (every value checked) at each size and connection count: set, get, and for
+    Larder cold (SAVE, page cache dropped, every key read once), exists on the first count."""
+    rows = []
+    for s in cfg["sizes"]:
+        for c in cfg["conns"]:
+            keys = max(cfg["server_bytes"] // size_bytes(s), 2 * c)
+            phases = "set,get" + (",cold" if name.startswith("larder") else "")
+            if c == cfg["conns"][0]:
+                phases += ",exists"
+            srv.command("FLUSHALL")
+            extra = (["--save_after_set"] if name.startswith("larder")
+                     else ["--nosave_before_cold"])
+            rows += run_checked(
+                [bins["resp-load"]] + extra +
+                ["--port", str(srv.port), "--phases", phases, "--size", str(size_bytes(s)),
+                 "--keys", str(keys), "--conns", str(c), "--cold_dir", srv.dir,
+                 "--server_pid", str(srv.proc.pid), "--label", name],
+                "resp-load %s %s c=%d" % (name, s, c), errors)
+    return rows
+
+
+def redis_benchmark_cases(srv, name, cfg, errors):
+    """redis-benchmark -c 4 at each of cfg["bench_sizes"]: plain `-t set,get` (its one key:
+    every SET overwrites it, every GET reads it), then `-t set -r 100000000` (a fresh random
+    key per SET). -n moves cfg["bench_bytes"] of values per case (at least bench_min_n
+    requests); FLUSHALL before each case."""
+    rows = []
+    for s in cfg["bench_sizes"]:
+        size = size_bytes(s)
+        n = max(cfg["bench_min_n"], cfg["bench_bytes"] // size)
+        for keyspace, tests in (("one", ["-t", "set,get"]),
+                                ("random", ["-t", "set", "-r", "100000000"])):
+            srv.command("FLUSHALL")
+            p = subprocess.run(["redis-benchmark", "-p", str(srv.port), "-d", str(size), "-n",
+                                str(n), "-c", "4", "--csv"] + tests,
+                               capture_output=True, text=True)
+            got = []
+            for line in p.stdout.splitlines():
+                f = [x.strip('"') for x in line.split(",")]
+                if f[0] in ("SET", "GET"):
+                    got.append({"server": name, "size": size, "op": f[0], "keyspace": keyspace,
+                                "requests": n, "rps": float(f[1])})
+            if p.returncode != 0 or not got:
+                errors.append("redis-benchmark %s %s %s exited %d: %s" % (
+                    name, s, " ".join(tests), p.returncode, p.stderr.strip()[-300:]))
+                log("ERROR", errors[-1])
+            rows += got
+    return rows
+
+
+def larder_info(srv):
+    """The larder section of INFO as numbers (budget in force, evictions, disk bytes)."""
+    info = {}
+    for line in srv.command("INFO", "larder").splitlines():
+        k, _, v = line.strip().partition(":")
         try:
-            for s in cfg["sizes"]:
-                for c in cfg["conns"]:
-                    keys = max(cfg["server_bytes"] // size_bytes(s), 2 * c)
-                    phases = "set,get" + (",cold" if name.startswith("larder") else "")
-                    if c == cfg["conns"][0]:
-                        phases += ",exists"
-                    srv.command("FLUSHALL")
-                    extra = (["--save_after_set"] if name.startswith("larder")
-                             else ["--nosave_before_cold"])
-                    out = run_checked(
-                        [bins["resp-load"]] + extra +
-                        ["--port", str(srv.port), "--phases", phases, "--size",
-                         str(size_bytes(s)), "--keys", str(keys), "--conns", str(c),
-                         "--cold_dir", srv.dir, "--server_pid", str(srv.proc.pid),
-                         "--label", name],
-                        "resp-load %s %s c=%d" % (name, s, c), errors)
-                    rows += out
+            info[k] = float(v) if "." in v else int(v)
+        except ValueError:
+            pass
+    return info
+
+
+def server_runs(bins, work, cfg, errors):
+    rows, bench_rows, infos = [], [], {}
+    for name, cmd in SERVERS.items():
+        log("server", name)
+        srv = Server(name, lambda port, d, cmd=cmd: cmd(bins, port, d),
+                     os.path.join(work, name, "data"))
+        try:
+            rows += resp_load_cases(bins, srv, name, cfg, errors)
             if name != "larder-wal":
-                for s in cfg["bench_sizes"]:
-                    srv.command("FLUSHALL")
-                    # The same value bytes per size: -n shrinks as the value grows.
-                    n = max(16, cfg["bench_bytes"] // size_bytes(s))
-                    p = subprocess.run(["redis-benchmark", "-p", str(srv.port), "-t", "set,get",
-                                        "-d", str(size_bytes(s)), "-n", str(n),
-                                        "-c", "4", "--csv"], capture_output=True, text=True)
-                    for line in p.stdout.splitlines():
-                        f = [x.strip('"') for x in line.split(",")]
-                        if f[0] in ("SET", "GET"):
-                            bench_rows.append({"server": name, "size": size_bytes(s),
-                                               "op": f[0], "rps": float(f[1])})
+                bench_rows += redis_benchmark_cases(srv, name, cfg, errors)
+            if name.startswith("larder"):
+                infos[name] = larder_info(srv)
         finally:
             srv.stop()
             shutil.rmtree(os.path.join(work, name), ignore_errors=True)
-    return rows, bench_rows
+    return rows, bench_rows, infos
+
+
+def larder_bench(bins, work, part, args, errors):
+    """larder-bench --parts `part` --json (scratch data under `work`, removed by the tool)."""
+    out = run_checked([bins["larder-bench"], "--parts", part, "--json", "--dir", work] + args,
+                      "larder-bench " + part, errors)
+    return out[0] if out else {}
 
 
 def machine():
@@ -191,73 +284,107 @@ def machine():
         pass
     info["commit"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                                     capture_output=True, text=True).stdout.strip()
-    for tool, args in (("redis", ["redis-server", "--version"]), ("fio", ["fio", "--version"])):
+    for tool, args in (("redis_version", ["redis-server", "--version"]),
+                       ("fio_version", ["fio", "--version"])):
         info[tool] = subprocess.run(args, capture_output=True, text=True).stdout.strip()[:60]
     return info
 
 
+def part_fio(raw, bins, work, cfg):
+    log("fio direct reads")
+    path = os.path.join(work, "fio.dat")
+    try:
+        raw["fio_seq"] = fio_reads(path, cfg, raw["errors"])
+        raw["fio_rand"] = fio_reads(path, cfg, raw["errors"], "randread")
+        raw["fio_qd"] = fio_queued(path, cfg, raw["errors"])
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+
+
+def part_servers(raw, bins, work, cfg):
+    raw["servers"], raw["redis_benchmark"], raw["server_info"] = server_runs(
+        bins, work, cfg, raw["errors"])
+
+
+def part_inproc(raw, bins, work, cfg):
+    log("in-process peers")
+    common = ["--sizes", ",".join(cfg["sizes"]), "--threads", cfg["peer_threads"],
+              "--bytes_per_case", str(cfg["peers_bytes"]), "--dir", work]
+    raw["inproc"] = run_checked([bins["larder-peers"]] + common, "larder-peers", raw["errors"])
+    # liblarder once more with O_DIRECT reads (Options::direct_reads); its rows carry
+    # options.direct_reads = true.
+    raw["inproc"] += run_checked(
+        [bins["larder-peers"], "--peers", "larder", "--larder_direct_reads"] + common,
+        "larder-peers --larder_direct_reads", raw["errors"])
+
+
+def part_ram(raw, bins, work, cfg):
+    log("RAM per key after a restart (%d keys)" % cfg["ram_keys"])
+    raw["ram"] = larder_bench(bins, work, "ram", [
+        "--ram_keys", str(cfg["ram_keys"]), "--ram_value_bytes", str(RAM_VALUE_BYTES)],
+        raw["errors"])
+
+
+def part_wa(raw, bins, work, cfg):
+    log("device bytes per value byte, eviction running")
+    raw["wa"] = larder_bench(bins, work, "wa", ["--wa_budget", str(cfg["wa_budget"])],
+                             raw["errors"])
+
+
+def part_trace(raw, bins, work, cfg):
+    log("chat trace replay")
+    # Hit ratios do not depend on the device, and every generation rotation costs RocksDB
+    # fsyncs (CF create/drop, OPTIONS file): replay on tmpfs when there is one.
+    shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else work
+    trace_dir = tempfile.mkdtemp(prefix="larder-trace-", dir=shm)
+    try:
+        out = run_checked([bins["larder-trace"], "--turns", str(cfg["trace_turns"]),
+                           "--users", str(cfg["trace_users"]), "--capacities",
+                           cfg["trace_caps"], "--dir", trace_dir], "larder-trace", raw["errors"])
+    finally:
+        shutil.rmtree(trace_dir, ignore_errors=True)
+    raw["trace_dir_fs"] = shm
+    raw["trace"] = out[0]["trace"] if out else {}
+    raw["hit"] = out[1:]
+
+
+PARTS = {"fio": part_fio, "servers": part_servers, "inproc": part_inproc, "ram": part_ram,
+         "wa": part_wa, "trace": part_trace}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--quick", action="store_true", help="smaller volumes (under 2 minutes)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smaller volumes (under 2 minutes once built)")
     ap.add_argument("--no-build", action="store_true", help="use the binaries already built")
     ap.add_argument("--build-dir", default=os.environ.get("BUILD_DIR", os.path.join(ROOT, "build")))
     ap.add_argument("--work", default=None, help="scratch directory (default: under build/)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
-    ap.add_argument("--only", default="fio,servers,inproc,trace", help="parts to run")
+    ap.add_argument("--only", default=",".join(PARTS), help="parts to run: " + ", ".join(PARTS))
     args = ap.parse_args()
     cfg = QUICK if args.quick else FULL
+    parts = args.only.split(",")
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        sys.exit("bench/run: unknown parts %s (known: %s)" % (unknown, ", ".join(PARTS)))
     for tool in ("redis-server", "redis-benchmark", "redis-cli", "fio", "gnuplot"):
         if not shutil.which(tool):
             sys.exit("bench/run: %s missing; run scripts/deps --bench" % tool)
     if not args.no_build:
         build(args.build_dir)
-    bins = {b: os.path.join(args.build_dir, "bin", b)
-            for b in ("larder-server", "resp-load", "larder-peers", "larder-trace")}
+    bins = {b: os.path.join(args.build_dir, "bin", b) for b in BINARIES}
     os.makedirs(args.build_dir, exist_ok=True)
     work = tempfile.mkdtemp(prefix="bench-work-", dir=args.work or args.build_dir)
-    parts = args.only.split(",")
     t0 = time.time()
     raw = {"quick": args.quick, "machine": machine(), "config": cfg, "errors": [],
-           "command": "bench/run" + (" --quick" if args.quick else "")}
-    errors = raw["errors"]
-    raw["part_seconds"] = {}
-
-    def done(part, since):
-        raw["part_seconds"][part] = round(time.time() - since, 1)
-        return time.time()
+           "command": "bench/run" + (" --quick" if args.quick else ""), "part_seconds": {}}
     try:
-        tp = time.time()
-        if "fio" in parts:
-            log("fio direct sequential reads")
-            raw["fio"] = fio_reads(work, cfg, errors)
-            raw["fio_rand"] = fio_reads(work, cfg, errors, "randread")
-            tp = done("fio", tp)
-        if "servers" in parts:
-            raw["servers"], raw["redis_benchmark"] = server_runs(bins, work, cfg, errors)
-            tp = done("servers", tp)
-        if "inproc" in parts:
-            log("in-process peers")
-            raw["inproc"] = run_checked(
-                [bins["larder-peers"], "--sizes", ",".join(cfg["sizes"]), "--threads",
-                 cfg["peer_threads"], "--bytes_per_case", str(cfg["peers_bytes"]), "--dir", work],
-                "larder-peers", errors)
-            tp = done("inproc", tp)
-        if "trace" in parts:
-            log("chat trace replay")
-            # Hit ratios do not depend on the device, and every generation rotation costs
-            # RocksDB fsyncs (CF create/drop, OPTIONS file): replay on tmpfs when there is one.
-            shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else work
-            trace_dir = tempfile.mkdtemp(prefix="larder-trace-", dir=shm)
-            try:
-                out = run_checked([bins["larder-trace"], "--turns", str(cfg["trace_turns"]),
-                                   "--users", str(cfg["trace_users"]), "--capacities",
-                                   cfg["trace_caps"], "--dir", trace_dir], "larder-trace", errors)
-            finally:
-                shutil.rmtree(trace_dir, ignore_errors=True)
-            raw["trace_dir_fs"] = shm
-            raw["trace"] = out[0]["trace"] if out else {}
-            raw["hit"] = out[1:]
-            tp = done("trace", tp)
+        for name, fn in PARTS.items():
+            if name in parts:
+                tp = time.time()
+                fn(raw, bins, work, cfg)
+                raw["part_seconds"][name] = round(time.time() - tp, 1)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     raw["seconds"] = round(time.time() - t0, 1)
@@ -266,8 +393,8 @@ def main():
         json.dump(raw, f, indent=1)
     report.write(raw, args.out)
     log("wrote", os.path.join(args.out, "report.md"), "in %.0f s" % raw["seconds"])
-    if errors:
-        log("%d errors (listed in the report)" % len(errors))
+    if raw["errors"]:
+        log("%d errors (listed in the report)" % len(raw["errors"]))
         sys.exit(1)
 
 

@@ -1,8 +1,12 @@
-// larder-bench: in-process throughput of liblarder (Put/Get GB/s by value size and threads,
-// warm and cold page cache) and device bytes written per value byte with eviction running.
+// larder-bench: in-process figures of liblarder alone. Parts (--parts):
+//   throughput  Put/Get GB/s by value size and threads, warm and cold page cache
+//   wa          device bytes written per value byte with eviction running (WAL off by default)
+//   ram         RAM per key after a restart: 300,000 LMCache-shaped keys with 16 KiB values,
+//               then VmRSS around Store::Open in a fresh process (ram_per_key.h)
 //
-//   build/bin/larder-bench            full run (about 6 GiB written; a few minutes)
+//   build/bin/larder-bench            throughput and wa (about 6 GiB written; a few minutes)
 //   build/bin/larder-bench --quick    smaller volumes (under a minute)
+//   build/bin/larder-bench --parts wa,ram --json   one JSON object per figure (bench/run)
 //
 // Every value read back is checked: the engine verifies XXH3, and the bench checks that the
 // bytes are those of the key it asked for (a stamp at both ends of the value).
@@ -24,6 +28,7 @@
 
 #include "bench_util.h"
 #include "larder/store.h"
+#include "ram_per_key.h"
 
 DEFINE_bool(quick, false, "smaller volumes, for a smoke run");
 DEFINE_string(dir, "", "data directory (default: a fresh temp dir, removed at the end)");
@@ -32,6 +37,17 @@ DEFINE_string(threads, "1,2", "thread counts");
 DEFINE_uint64(bytes_per_case, 1ull << 30, "value bytes written per (size, threads) case");
 DEFINE_bool(wal, false, "write-ahead log on");
 DEFINE_string(out, "", "also write the markdown report here");
+DEFINE_string(parts, "throughput,wa", "parts to run: throughput, wa, ram");
+DEFINE_bool(json, false, "print one JSON object per figure instead of the markdown");
+DEFINE_uint64(wa_budget, 1ull << 30, "wa: disk budget (4x this is written; --quick: 256 MiB)");
+DEFINE_uint64(wa_generation_bytes, 0,
+              "wa: Options::generation_bytes (0 = derived from the budget)");
+DEFINE_uint64(wa_memtable_bytes, 0, "wa: Options::memtable_bytes (0 = derived from the budget)");
+DEFINE_uint64(ram_keys, 300000, "ram: keys written");
+DEFINE_uint64(ram_value_bytes, 16 << 10,
+              "ram: bytes per value (16 KiB: the smallest in blob files)");
+DEFINE_uint64(ram_max_disk_bytes, 5ull << 30, "ram: the store's budget, which bounds its disk use");
+DEFINE_string(ram_measure_dir, "", "internal: the re-executed process of the ram part");
 
 namespace {
 
@@ -120,7 +136,7 @@ std::atomic<uint64_t> g_bad{0};
 Row Throughput(const std::string& base, uint64_t size, int threads) {
   std::string dir = base + "/tp-" + std::to_string(size) + "-" + std::to_string(threads);
   uint64_t n = std::max<uint64_t>(8, FLAGS_bytes_per_case / size);
-  auto store = OpenStore(dir, 64ull << 30, 0, 512ull << 20);
+  auto store = OpenStore(dir, 64ull << 30, 0, 0);
   std::vector<std::string> bufs(threads, std::string(size, '\0'));
   double put_s = RunThreads(threads, n, [&](int t, uint64_t i) {
     Fill(&bufs[t], i);
@@ -148,15 +164,22 @@ Row Throughput(const std::string& base, uint64_t size, int threads) {
   return {size, threads, bytes / put_s / 1e9, bytes / warm_s / 1e9, bytes / cold_s / 1e9};
 }
 
-// Writes 4x the budget with 10% of recent chunks read back (reuse), eviction running.
-void WriteAmplification(const std::string& base, std::string* report) {
+struct WaResult {
+  uint64_t budget = 0, value_bytes = 0, written = 0, cancelled = 0;
+  larder::Stats stats;
+};
+
+// Writes 4x the budget of 4 MiB values with 10% of them followed by a read of a recent chunk
+// (reuse), eviction running; generation and memtable sizes from --wa_generation_bytes and
+// --wa_memtable_bytes (default: derived from the budget, as a server's). Device bytes from
+// /proc/self/io.
+WaResult WriteAmplification(const std::string& base) {
   const uint64_t size = 4 << 20;
-  const uint64_t budget = FLAGS_quick ? (256ull << 20) : (1ull << 30);
-  const uint64_t n = 4 * budget / size;
+  WaResult r;
+  r.budget = FLAGS_wa_budget;
+  const uint64_t n = 4 * r.budget / size;
   std::string dir = base + "/wa";
-  // Memtables much smaller than the budget, as on a real node (GiBs of DRAM, TBs of NVMe);
-  // otherwise most values would be evicted before ever reaching the disk.
-  auto store = OpenStore(dir, budget, budget / 8, budget / 8);
+  auto store = OpenStore(dir, r.budget, FLAGS_wa_generation_bytes, FLAGS_wa_memtable_bytes);
   std::string v(size, '\0');
   std::mt19937_64 rng(1);
   uint64_t w0 = ProcIoBytes("write_bytes"), c0 = ProcIoBytes("cancelled_write_bytes");
@@ -165,65 +188,84 @@ void WriteAmplification(const std::string& base, std::string* report) {
     if (!store->Put(Key(i), v).ok()) g_bad++;
     if (i > 10 && rng() % 10 == 0) {
       uint64_t k = i - 1 - rng() % std::min<uint64_t>(i, 64);
-      auto r = store->Get(Key(k));
-      if (r.ok() && !Stamped(*r, k)) g_bad++;
+      auto got = store->Get(Key(k));
+      if (got.ok() && !Stamped(*got, k)) g_bad++;
     }
   }
   if (!store->Flush().ok()) g_bad++;
   sync();
-  uint64_t w = ProcIoBytes("write_bytes") - w0, c = ProcIoBytes("cancelled_write_bytes") - c0;
-  larder::Stats s = store->GetStats();
-  double value_bytes = static_cast<double>(n) * size;
+  r.written = ProcIoBytes("write_bytes") - w0;
+  r.cancelled = ProcIoBytes("cancelled_write_bytes") - c0;
+  r.stats = store->GetStats();
+  r.value_bytes = n * size;
+  store.reset();
+  fs::remove_all(dir);
+  return r;
+}
+
+std::string WaMarkdown(const WaResult& r) {
+  const double vb = static_cast<double>(r.value_bytes), w = static_cast<double>(r.written);
   char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "| %s | %.0f MiB | %.0f MiB | %.3f | %.3f | %.3f | %llu | %llu | %.0f MiB |\n",
-                FLAGS_wal ? "on" : "off", value_bytes / (1 << 20), budget / double(1 << 20),
-                w / value_bytes, (w - std::min(w, c)) / value_bytes,
-                s.reinserted_bytes / value_bytes, (unsigned long long)s.evicted_keys,
-                (unsigned long long)s.reinserted_keys, s.disk_bytes / double(1 << 20));
-  *report += "\n### Device bytes written per value byte (eviction running)\n\n";
-  *report +=
-      "4 MiB values, 4x the budget written, 10% of writes followed by a read of a recent "
-      "chunk (reuse). `write_bytes` from /proc/self/io (whole process, RocksDB threads "
-      "included); net = minus `cancelled_write_bytes` (dirty pages of dropped files never "
-      "written back).\n\n";
-  *report +=
-      "| WAL | written | budget | device B / value B | net | of which reinserted | "
-      "evicted keys | reinserted keys | disk at end |\n|---|---|---|---|---|---|---|---|---|\n";
-  *report += buf;
-  store.reset();
-  fs::remove_all(dir);
+                FLAGS_wal ? "on" : "off", vb / (1 << 20), r.budget / double(1 << 20), w / vb,
+                (w - std::min(w, double(r.cancelled))) / vb, r.stats.reinserted_bytes / vb,
+                (unsigned long long)r.stats.evicted_keys,
+                (unsigned long long)r.stats.reinserted_keys, r.stats.disk_bytes / double(1 << 20));
+  return std::string("\n### Device bytes written per value byte (eviction running)\n\n") +
+         "4 MiB values, 4x the budget written, 10% of writes followed by a read of a recent "
+         "chunk (reuse); generation and memtable sizes " +
+         std::string(FLAGS_wa_generation_bytes || FLAGS_wa_memtable_bytes
+                         ? "set by --wa_generation_bytes / --wa_memtable_bytes"
+                         : "derived from the budget") +
+         ". `write_bytes` from /proc/self/io (whole process, RocksDB threads included); net = "
+         "minus "
+         "`cancelled_write_bytes` (dirty pages of dropped files never written back).\n\n"
+         "| WAL | written | budget | device B / value B | net | of which reinserted | "
+         "evicted keys | reinserted keys | disk at end |\n|---|---|---|---|---|---|---|---|---|\n" +
+         buf;
 }
 
-}  // namespace
+std::string WaJson(const WaResult& r) {
+  const double vb = static_cast<double>(r.value_bytes), w = static_cast<double>(r.written);
+  char buf[1024];
+  std::snprintf(
+      buf, sizeof buf,
+      "{\"part\":\"wa\",\"wal\":%s,\"value_size\":%d,\"value_bytes\":%llu,"
+      "\"budget\":%llu,\"device_bytes\":%llu,\"device_per_value_byte\":%.4f,"
+      "\"net_per_value_byte\":%.4f,\"reinserted_per_value_byte\":%.4f,"
+      "\"evicted_keys\":%llu,\"reinserted_keys\":%llu,\"disk_bytes_end\":%llu,"
+      "\"generations_end\":%llu,\"generation_bytes_option\":%llu,"
+      "\"memtable_bytes_option\":%llu}",
+      FLAGS_wal ? "true" : "false", 4 << 20, (unsigned long long)r.value_bytes,
+      (unsigned long long)r.budget, (unsigned long long)r.written, w / vb,
+      (w - std::min(w, double(r.cancelled))) / vb, r.stats.reinserted_bytes / vb,
+      (unsigned long long)r.stats.evicted_keys, (unsigned long long)r.stats.reinserted_keys,
+      (unsigned long long)r.stats.disk_bytes, (unsigned long long)r.stats.generations,
+      (unsigned long long)FLAGS_wa_generation_bytes, (unsigned long long)FLAGS_wa_memtable_bytes);
+  return buf;
+}
 
-int main(int argc, char** argv) {
-  gflags::SetUsageMessage("in-process liblarder benchmark; see bench/README.md");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  if (FLAGS_quick && gflags::GetCommandLineFlagInfoOrDie("bytes_per_case").is_default) {
-    FLAGS_bytes_per_case = 256ull << 20;
-  }
-  std::string base = FLAGS_dir;
-  bool own = base.empty();
-  if (own) {
-    std::string tmpl = (fs::temp_directory_path() / "larder-bench-XXXXXX").string();
-    base = mkdtemp(tmpl.data());
-  }
-  std::string report;
+// Emits one figure: its JSON object (--json) or its markdown, on stdout and into the report.
+void Emit(const std::string& json, const std::string& markdown, std::string* report) {
+  *report += markdown;
+  std::fputs(FLAGS_json ? (json + "\n").c_str() : markdown.c_str(), stdout);
+  std::fflush(stdout);
+}
+
+void ThroughputPart(const std::string& base, std::string* report) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "## liblarder in-process (`larder-bench%s`)\n\nWAL %s, %llu MiB "
                 "per case, %u cores. GB/s = 1e9 bytes/s of values; Put includes the final "
-                "flush to blob files; cold = page cache dropped (fadvise DONTNEED).\n\n",
+                "flush to blob files; cold = page cache dropped (fadvise DONTNEED).\n\n"
+                "| value | threads | Put GB/s | Get warm GB/s | Get cold GB/s | memcpy GB/s | "
+                "warm Get / memcpy |\n|---|---|---|---|---|---|---|\n",
                 FLAGS_quick ? " --quick" : "", FLAGS_wal ? "on" : "off",
                 (unsigned long long)(FLAGS_bytes_per_case >> 20),
                 std::thread::hardware_concurrency());
-  report += buf;
-  report +=
-      "| value | threads | Put GB/s | Get warm GB/s | Get cold GB/s | memcpy GB/s | warm Get / "
-      "memcpy |\n"
-      "|---|---|---|---|---|---|---|\n";
-  std::fputs(report.c_str(), stdout);
+  *report += buf;
+  if (!FLAGS_json) std::fputs(buf, stdout);
   for (const auto& ss : SplitList(FLAGS_sizes)) {
     uint64_t size = ParseSize(ss);
     double mc = MemcpyGBs(size);
@@ -231,18 +273,79 @@ int main(int argc, char** argv) {
       Row r = Throughput(base, size, std::stoi(ts));
       std::snprintf(buf, sizeof buf, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f |\n", ss.c_str(),
                     r.threads, r.put_gbs, r.warm_gbs, r.cold_gbs, mc, r.warm_gbs / mc);
-      report += buf;
-      std::fputs(buf, stdout);
-      std::fflush(stdout);
+      char js[512];
+      std::snprintf(js, sizeof js,
+                    "{\"part\":\"throughput\",\"size\":%llu,\"threads\":%d,\"put_gbs\":%.4f,"
+                    "\"warm_gbs\":%.4f,\"cold_gbs\":%.4f,\"memcpy_gbs\":%.4f}",
+                    (unsigned long long)size, r.threads, r.put_gbs, r.warm_gbs, r.cold_gbs, mc);
+      Emit(js, buf, report);
     }
   }
-  size_t before = report.size();
-  WriteAmplification(base, &report);
-  std::fputs(report.c_str() + before, stdout);
+}
+
+// Returns false if the part failed (its message is on stderr).
+bool RamPart(const std::string& base, std::string* report) {
+  larder::bench::RamPerKeyConfig c;
+  c.keys = FLAGS_ram_keys;
+  c.value_bytes = FLAGS_ram_value_bytes;
+  c.max_disk_bytes = FLAGS_ram_max_disk_bytes;
+  std::string json;
+  const int rc = larder::bench::RamPerKey(base + "/ram", c, &json);
+  fs::remove_all(base + "/ram");
+  if (rc != 0) return false;
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "\n### RAM per key after a restart\n\n%llu LMCache-shaped keys (%zu bytes), "
+                "%llu-byte values; VmRSS around Store::Open in a fresh process: `%s`\n",
+                (unsigned long long)c.keys, larder::bench::LmcacheKey(0).size(),
+                (unsigned long long)c.value_bytes, json.c_str());
+  Emit(json, buf, report);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage("in-process liblarder benchmark; see bench/README.md");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (!FLAGS_ram_measure_dir.empty()) {
+    return larder::bench::RamMeasureChild(FLAGS_ram_measure_dir, FLAGS_ram_max_disk_bytes);
+  }
+  if (FLAGS_quick && gflags::GetCommandLineFlagInfoOrDie("bytes_per_case").is_default) {
+    FLAGS_bytes_per_case = 256ull << 20;
+  }
+  if (FLAGS_quick && gflags::GetCommandLineFlagInfoOrDie("wa_budget").is_default) {
+    FLAGS_wa_budget = 256ull << 20;
+  }
+  std::string base = FLAGS_dir;
+  bool own = base.empty();
+  if (own) {
+    std::string tmpl = (fs::temp_directory_path() / "larder-bench-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) {
+      std::perror("mkdtemp");
+      return 2;
+    }
+    base = tmpl;
+  }
+  std::string report;
+  bool failed = false;
+  for (const auto& part : SplitList(FLAGS_parts)) {
+    if (part == "throughput") {
+      ThroughputPart(base, &report);
+    } else if (part == "wa") {
+      WaResult r = WriteAmplification(base);
+      Emit(WaJson(r), WaMarkdown(r), &report);
+    } else if (part == "ram") {
+      failed |= !RamPart(base, &report);
+    } else {
+      std::fprintf(stderr, "unknown part %s\n", part.c_str());
+      failed = true;
+    }
+  }
   if (g_bad)
     std::fprintf(stderr, "ERROR: %llu bad reads or failed writes\n",
                  (unsigned long long)g_bad.load());
   if (!FLAGS_out.empty()) std::ofstream(FLAGS_out) << report;
   if (own) fs::remove_all(base);
-  return g_bad ? 1 : 0;
+  return g_bad || failed ? 1 : 0;
 }

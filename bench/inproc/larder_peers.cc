@@ -4,14 +4,19 @@
 //   put_gbs    Put of --bytes_per_case of values plus the peer's Sync (flush / syncfs)
 //   warm_gbs   every key read once, shuffled, page cache hot (after one untimed pass)
 //   cold_gbs   the same after fdatasync + fadvise(DONTNEED) on every file of the peer
+//   multiget_cold_gbs  (peers with a batched read: larder's MultiGetInto) the same cold
+//              preparation again, then every key (shuffled) in batches of --batch keys per
+//              call into --batch 4 KiB-aligned caller buffers per thread; p50/p99 per batch
 //   *_p50_ms / *_p99_ms   per-operation latency
-//   cold_read_per_value_byte  /proc/self/io read_bytes over the cold pass per value byte
-//                         (above 1: the kernel's readahead fetched bytes nobody asked for)
+//   warm_read_per_value_byte, cold_read_per_value_byte  /proc/self/io read_bytes over the
+//                         warm / cold pass per value byte (warm: 0 unless reads bypass the
+//                         page cache; above 1: readahead fetched bytes nobody asked for)
 //   device_per_value_byte /proc/self/io write_bytes from the first Put to the end of the cold
 //                         pass (background flushes and compactions included) per value byte
+//   options    the engine options the peer ran with (larder)
 //
-// Each value read back must have the XXH3 of the value written for that key; exit status 1
-// otherwise.
+// Each value read back must have the XXH3 of the value written for that key (the bench hashes
+// every value read, for every peer and pass alike); exit status 1 otherwise.
 #include <fcntl.h>
 #include <gflags/gflags.h>
 #include <unistd.h>
@@ -25,6 +30,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -39,11 +45,21 @@ DEFINE_string(threads, "1,2", "thread counts");
 DEFINE_uint64(bytes_per_case, 512ull << 20, "value bytes written per case");
 DEFINE_bool(verify, true, "check each value read (off only to profile the harness itself)");
 DEFINE_string(dir, "", "parent of the peers' directories (default: a temp dir, removed)");
+DEFINE_uint32(batch, 8, "keys per batched read (MultiGetInto) in the multiget pass");
+DEFINE_bool(larder_direct_reads, false, "larder peer: Options::direct_reads (O_DIRECT reads)");
+DEFINE_int32(larder_read_queue_depth, 8, "larder peer: Options::read_queue_depth");
+DEFINE_uint64(larder_memtable_bytes, 0, "larder peer: Options::memtable_bytes (0 = derived)");
+DEFINE_bool(test_plant_wrong_value, false,
+            "tests only: after the Put pass, overwrite one key with other bytes of the same "
+            "length behind the bench's back; every read pass must then count it as bad");
 
 namespace {
 
+using larder::bench::AlignedBuffer;
+using larder::bench::BatchItem;
 using larder::bench::DropPageCache;
 using larder::bench::ParseSize;
+using larder::bench::Peer;
 using larder::bench::ProcIoBytes;
 using larder::bench::SplitList;
 
@@ -64,7 +80,7 @@ struct Pass {
   std::vector<double> lat_ms;
 };
 
-// Runs body(thread, key index) over `order` split round-robin across `threads`.
+// Runs body(thread, item) over `order` split round-robin across `threads`.
 template <typename F>
 Pass RunPass(int threads, const std::vector<uint64_t>& order, F&& body) {
   Pass p;
@@ -95,65 +111,170 @@ double Pct(std::vector<double> v, double q) {
 
 std::atomic<uint64_t> g_bad{0};
 
-void RunCase(const std::string& base, const std::string& peer, uint64_t size, int threads) {
-  std::string dir = base + "/" + peer + "-" + std::to_string(size) + "-" + std::to_string(threads);
-  const uint64_t n = std::max<uint64_t>(8, FLAGS_bytes_per_case / size);
-  std::string value(size, '\0');
+// The values of one case: a random base stamped with each key's index, and their XXH3s.
+struct Values {
+  uint64_t size = 0, n = 0;
+  std::string base;
+  std::vector<uint64_t> want;                // XXH3 of key i's value
+  std::vector<uint64_t> in_order, shuffled;  // key indices: write order, read order
+};
+
+Values MakeValues(uint64_t size) {
+  Values v;
+  v.size = size;
+  v.n = std::max<uint64_t>(8, FLAGS_bytes_per_case / size);
+  v.base.assign(size, '\0');
   std::mt19937_64 rng(size);
   for (size_t p = 0; p + 8 <= size; p += 8) {
     uint64_t x = rng();
-    std::memcpy(&value[p], &x, 8);
+    std::memcpy(&v.base[p], &x, 8);
   }
-  std::vector<uint64_t> want(n);
-  for (uint64_t i = 0; i < n; ++i) {
+  std::string value = v.base;
+  v.want.resize(v.n);
+  for (uint64_t i = 0; i < v.n; ++i) {
     Stamp(&value, i);
-    want[i] = XXH3_64bits(value.data(), size);
+    v.want[i] = XXH3_64bits(value.data(), size);
   }
-  std::vector<uint64_t> in_order(n);
-  std::iota(in_order.begin(), in_order.end(), 0);
-  std::vector<uint64_t> shuffled = in_order;
-  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937_64(7));
-  std::vector<std::string> bufs(threads, value);
+  v.in_order.resize(v.n);
+  std::iota(v.in_order.begin(), v.in_order.end(), 0);
+  v.shuffled = v.in_order;
+  std::shuffle(v.shuffled.begin(), v.shuffled.end(), std::mt19937_64(7));
+  return v;
+}
 
-  auto db = larder::bench::OpenPeer(peer, dir);
+// Puts every value, then the peer's Sync; the figure includes the Sync.
+Pass PutPass(Peer& db, int threads, const Values& v) {
+  std::vector<std::string> bufs(threads, v.base);
+  Pass put = RunPass(threads, v.in_order, [&](int t, uint64_t i) {
+    Stamp(&bufs[t], i);
+    if (!db.Put(Key(i), bufs[t])) g_bad++;
+  });
+  auto s0 = Clock::now();
+  if (!db.Sync()) g_bad++;
+  put.seconds += std::chrono::duration<double>(Clock::now() - s0).count();
+  if (FLAGS_test_plant_wrong_value) {
+    std::string wrong = v.base;
+    Stamp(&wrong, v.n);  // same length, another key's stamp: a different XXH3
+    if (!db.Put(Key(v.n / 2), wrong) || !db.Sync()) g_bad++;
+  }
+  return put;
+}
+
+// Reads every key of v.shuffled in batches of --batch keys per GetBatch call, each thread into
+// its own --batch 4 KiB-aligned buffers (allocated and touched before the clock starts), and
+// checks every value's XXH3. Latency per batch. Nullopt if the peer has no batched read.
+std::optional<Pass> BatchPass(Peer& db, int threads, const Values& v) {
+  const size_t b = std::max<uint32_t>(1, FLAGS_batch);
+  std::vector<std::vector<AlignedBuffer>> bufs(threads);
+  for (auto& tb : bufs) {
+    tb.resize(b);
+    for (auto& buf : tb) {
+      if (!buf.Reserve(v.size)) std::exit(2);
+      std::memset(buf.data(), 0, v.size);
+    }
+  }
+  std::vector<uint64_t> starts;
+  for (uint64_t j = 0; j < v.n; j += b) starts.push_back(j);
+  std::atomic<bool> supported{true};
+  Pass p = RunPass(threads, starts, [&](int t, uint64_t j) {
+    std::vector<std::string> keys;
+    std::vector<BatchItem> items;
+    for (uint64_t k = j; k < std::min<uint64_t>(j + b, v.n); ++k)
+      keys.push_back(Key(v.shuffled[k]));
+    for (size_t i = 0; i < keys.size(); ++i) {
+      items.push_back({keys[i], bufs[t][i].data(), bufs[t][i].capacity(), -1});
+    }
+    if (!db.GetBatch(&items)) {
+      supported = false;  // the same answer on every call
+      return;
+    }
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].len != static_cast<int64_t>(v.size) ||
+          (FLAGS_verify && XXH3_64bits(items[i].buf, v.size) != v.want[v.shuffled[j + i]]))
+        g_bad++;
+    }
+  });
+  if (!supported) return std::nullopt;
+  return p;
+}
+
+struct Passes {
+  const Pass &put, &warm, &cold;
+  const std::optional<Pass>& multiget;
+};
+// /proc/self/io bytes: written from the first Put to the end of the cold pass; read over the
+// warm and over the cold pass.
+struct IoBytes {
+  uint64_t written, warm_read, cold_read;
+};
+
+void PrintCase(const std::string& peer, const Values& v, int threads, const Passes& p,
+               const IoBytes& io, uint64_t bad, const std::string& options) {
+  const Pass &put = p.put, &warm = p.warm, &cold = p.cold;
+  const std::optional<Pass>& mg = p.multiget;
+  const double bytes = static_cast<double>(v.n) * v.size;
+  char b[1024];
+  std::snprintf(
+      b, sizeof b,
+      "{\"peer\":\"%s\",\"size\":%llu,\"threads\":%d,\"values\":%llu,\"put_gbs\":%.4f,"
+      "\"warm_gbs\":%.4f,\"cold_gbs\":%.4f,\"put_p50_ms\":%.4f,\"put_p99_ms\":%.4f,"
+      "\"warm_p50_ms\":%.4f,\"warm_p99_ms\":%.4f,\"cold_p50_ms\":%.4f,\"cold_p99_ms\":%.4f,"
+      "\"device_per_value_byte\":%.4f,\"warm_read_per_value_byte\":%.4f,"
+      "\"cold_read_per_value_byte\":%.4f,\"bad\":%llu",
+      peer.c_str(), (unsigned long long)v.size, threads, (unsigned long long)v.n,
+      bytes / put.seconds / 1e9, bytes / warm.seconds / 1e9, bytes / cold.seconds / 1e9,
+      Pct(put.lat_ms, 0.5), Pct(put.lat_ms, 0.99), Pct(warm.lat_ms, 0.5), Pct(warm.lat_ms, 0.99),
+      Pct(cold.lat_ms, 0.5), Pct(cold.lat_ms, 0.99), io.written / bytes, io.warm_read / bytes,
+      io.cold_read / bytes, (unsigned long long)bad);
+  std::string line = b;
+  if (mg) {
+    std::snprintf(b, sizeof b,
+                  ",\"batch\":%u,\"multiget_cold_gbs\":%.4f,\"multiget_p50_ms\":%.4f,"
+                  "\"multiget_p99_ms\":%.4f",
+                  FLAGS_batch, bytes / mg->seconds / 1e9, Pct(mg->lat_ms, 0.5),
+                  Pct(mg->lat_ms, 0.99));
+    line += b;
+  }
+  if (!options.empty()) line += ",\"options\":{" + options + "}";
+  std::printf("%s}\n", line.c_str());
+  std::fflush(stdout);
+}
+
+void RunCase(const std::string& base, const std::string& peer, uint64_t size, int threads) {
+  std::string dir = base + "/" + peer + "-" + std::to_string(size) + "-" + std::to_string(threads);
+  const Values v = MakeValues(size);
+  larder::bench::LarderPeerOptions lo;
+  lo.direct_reads = FLAGS_larder_direct_reads;
+  lo.read_queue_depth = FLAGS_larder_read_queue_depth;
+  lo.memtable_bytes = FLAGS_larder_memtable_bytes;
+  auto db = larder::bench::OpenPeer(peer, dir, lo);
   if (!db) std::exit(2);
   const uint64_t bad0 = g_bad.load();
   uint64_t w0 = ProcIoBytes("write_bytes");
-  Pass put = RunPass(threads, in_order, [&](int t, uint64_t i) {
-    Stamp(&bufs[t], i);
-    if (!db->Put(Key(i), bufs[t])) g_bad++;
-  });
-  auto s0 = Clock::now();
-  if (!db->Sync()) g_bad++;
-  put.seconds += std::chrono::duration<double>(Clock::now() - s0).count();
+  Pass put = PutPass(*db, threads, v);
   auto get = [&](int, uint64_t i) {
     uint64_t h = 0;
     size_t len = 0;
     if (!db->Get(Key(i), FLAGS_verify ? &h : nullptr, &len) || len != size ||
-        (FLAGS_verify && h != want[i]))
+        (FLAGS_verify && h != v.want[i]))
       g_bad++;
   };
-  RunPass(threads, shuffled, get);  // warms the page cache
-  Pass warm = RunPass(threads, shuffled, get);
+  RunPass(threads, v.shuffled, get);  // warms the page cache
+  const uint64_t rw0 = ProcIoBytes("read_bytes");
+  Pass warm = RunPass(threads, v.shuffled, get);
+  const uint64_t warm_read = ProcIoBytes("read_bytes") - rw0;
   DropPageCache(dir);
   const uint64_t r0 = ProcIoBytes("read_bytes");
-  Pass cold = RunPass(threads, shuffled, get);
+  Pass cold = RunPass(threads, v.shuffled, get);
   const uint64_t cold_read = ProcIoBytes("read_bytes") - r0;
-  uint64_t written = ProcIoBytes("write_bytes") - w0;
+  const uint64_t written = ProcIoBytes("write_bytes") - w0;
+  DropPageCache(dir);
+  std::optional<Pass> mg = BatchPass(*db, threads, v);
+  const std::string options = db->OptionsJson();
   db.reset();
   fs::remove_all(dir);
-  double bytes = static_cast<double>(n) * size;
-  std::printf(
-      "{\"peer\":\"%s\",\"size\":%llu,\"threads\":%d,\"values\":%llu,\"put_gbs\":%.4f,"
-      "\"warm_gbs\":%.4f,\"cold_gbs\":%.4f,\"put_p50_ms\":%.4f,\"put_p99_ms\":%.4f,"
-      "\"warm_p50_ms\":%.4f,\"warm_p99_ms\":%.4f,\"cold_p50_ms\":%.4f,\"cold_p99_ms\":%.4f,"
-      "\"device_per_value_byte\":%.4f,\"cold_read_per_value_byte\":%.4f,\"bad\":%llu}\n",
-      peer.c_str(), (unsigned long long)size, threads, (unsigned long long)n,
-      bytes / put.seconds / 1e9, bytes / warm.seconds / 1e9, bytes / cold.seconds / 1e9,
-      Pct(put.lat_ms, 0.5), Pct(put.lat_ms, 0.99), Pct(warm.lat_ms, 0.5), Pct(warm.lat_ms, 0.99),
-      Pct(cold.lat_ms, 0.5), Pct(cold.lat_ms, 0.99), written / bytes, cold_read / bytes,
-      (unsigned long long)(g_bad.load() - bad0));
-  std::fflush(stdout);
+  PrintCase(peer, v, threads, {put, warm, cold, mg}, {written, warm_read, cold_read},
+            g_bad.load() - bad0, options);
 }
 
 }  // namespace

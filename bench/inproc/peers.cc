@@ -7,7 +7,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <vector>
 
@@ -18,21 +20,54 @@ namespace {
 
 class LarderPeer : public Peer {
  public:
-  explicit LarderPeer(std::unique_ptr<Store> s) : s_(std::move(s)) {}
+  LarderPeer(std::unique_ptr<Store> s, const LarderPeerOptions& o) : s_(std::move(s)), o_(o) {}
   bool Put(const std::string& key, std::string_view value) override {
     return s_->Put(key, value).ok();
   }
+  // One GetInto into this thread's reused buffer; a value larger than the buffer is sized from
+  // the in-memory index (Info, no disk I/O) and read again, as the files peer fstat()s.
   bool Get(const std::string& key, uint64_t* h, size_t* len) override {
-    auto v = s_->Get(key);
-    if (!v.ok()) return false;
-    if (h) *h = XXH3_64bits(v->data(), v->size());
-    *len = v->size();
-    return true;
+    thread_local AlignedBuffer buf;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      Result<uint64_t> n = s_->GetInto(key, buf.data(), buf.capacity());
+      if (n.ok()) {
+        if (h) *h = XXH3_64bits(buf.data(), *n);
+        *len = *n;
+        return true;
+      }
+      if (!n.status().IsInvalidArgument()) return false;
+      Result<KeyInfo> info = s_->Info(key);
+      if (!info.ok() || !buf.Reserve(info->value_size)) return false;
+    }
+    return false;
   }
   bool Sync() override { return s_->Flush().ok(); }
+  bool GetBatch(std::vector<BatchItem>* items) override {
+    std::vector<std::string_view> keys;
+    std::vector<Store::Buffer> bufs;
+    for (const BatchItem& it : *items) {
+      keys.push_back(it.key);
+      bufs.push_back({it.buf, it.cap});
+    }
+    std::vector<Result<uint64_t>> got = s_->MultiGetInto(keys, bufs);
+    for (size_t i = 0; i < items->size(); ++i) {
+      (*items)[i].len = got[i].ok() ? static_cast<int64_t>(*got[i]) : -1;
+    }
+    return true;
+  }
+  std::string OptionsJson() const override {
+    char b[256];
+    std::snprintf(b, sizeof b,
+                  "\"wal\":false,\"direct_reads\":%s,\"read_queue_depth\":%d,"
+                  "\"memtable_bytes\":%llu,\"max_disk_bytes\":%llu",
+                  o_.direct_reads ? "true" : "false", o_.read_queue_depth,
+                  (unsigned long long)o_.memtable_bytes, (unsigned long long)o_.max_disk_bytes);
+    return b;
+  }
 
  private:
   std::unique_ptr<Store> s_;
+  LarderPeerOptions o_;
 };
 
 class RocksPeer : public Peer {
@@ -66,7 +101,7 @@ class FilesPeer : public Peer {
     return close(fd) == 0 && ok;
   }
   bool Get(const std::string& key, uint64_t* h, size_t* len) override {
-    thread_local std::vector<char> buf;
+    thread_local AlignedBuffer buf;
     int fd = open(Path(key).c_str(), O_RDONLY);
     if (fd < 0) return false;
     struct stat st;
@@ -75,7 +110,10 @@ class FilesPeer : public Peer {
       return false;
     }
     size_t n = static_cast<size_t>(st.st_size), done = 0;
-    if (buf.size() < n) buf.resize(n);
+    if (!buf.Reserve(n)) {
+      close(fd);
+      return false;
+    }
     while (done < n) {
       ssize_t r = read(fd, buf.data() + done, n - done);
       if (r <= 0) break;
@@ -116,16 +154,39 @@ class FilesPeer : public Peer {
 
 }  // namespace
 
-std::unique_ptr<Peer> OpenPeer(const std::string& name, const std::string& dir) {
+AlignedBuffer::~AlignedBuffer() {
+  std::free(data_);
+}
+
+AlignedBuffer::AlignedBuffer(AlignedBuffer&& o) noexcept : data_(o.data_), cap_(o.cap_) {
+  o.data_ = nullptr;
+  o.cap_ = 0;
+}
+
+bool AlignedBuffer::Reserve(size_t n) {
+  if (n <= cap_) return true;
+  void* p = nullptr;
+  if (posix_memalign(&p, 4096, std::max<size_t>(n, 4096)) != 0) return false;
+  std::free(data_);
+  data_ = static_cast<char*>(p);
+  cap_ = std::max<size_t>(n, 4096);
+  return true;
+}
+
+std::unique_ptr<Peer> OpenPeer(const std::string& name, const std::string& dir,
+                               const LarderPeerOptions& lo) {
   if (name == "larder") {
     Options o;
-    o.max_disk_bytes = 64ull << 30;
+    o.max_disk_bytes = lo.max_disk_bytes;
+    o.direct_reads = lo.direct_reads;
+    o.read_queue_depth = lo.read_queue_depth;
+    o.memtable_bytes = lo.memtable_bytes;
     auto r = Store::Open(o, dir);
     if (!r.ok()) {
       std::fprintf(stderr, "larder open %s: %s\n", dir.c_str(), r.status().ToString().c_str());
       return nullptr;
     }
-    return std::make_unique<LarderPeer>(std::move(r).value());
+    return std::make_unique<LarderPeer>(std::move(r).value(), lo);
   }
   if (name == "rocksdb" || name == "rocksdb-nowal") {
     rocksdb::Options o;
