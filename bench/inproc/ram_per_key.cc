@@ -197,7 +197,7 @@ int RamMeasureChild(const std::string& dir, uint64_t max_disk_bytes) {
     }
   }
   std::error_code ec;
-  fs::remove_all(empty, ec);
+  std::filesystem::remove_all(empty, ec);
   const uint64_t before = StatusBytes("VmRSS"), anon_before = StatusBytes("RssAnon");
   auto t0 = Clock::now();
   auto r = Store::Open(StoreOptions(max_disk_bytes), dir);

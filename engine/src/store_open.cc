@@ -43,6 +43,10 @@ rocksdb::ColumnFamilyOptions IndexCfOptions(uint64_t memtable_bytes) {
   cf.compression = rocksdb::kLZ4Compression;
   rocksdb::BlockBasedTableOptions t;
   t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  // The table readers keep every SST's index block in memory: 16 KiB data blocks make it a
+  // quarter of 4 KiB ones (~1.5 bytes per key instead of ~6), where point lookups are rare
+  // (writes confirming a key, inline values) and scans read blocks whole anyway.
+  t.block_size = 16 * 1024;
   cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   return cf;
 }
