@@ -3,8 +3,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+
+#include "common/units.h"
 
 namespace larder::bench {
 
@@ -20,21 +24,18 @@ std::vector<std::string> SplitList(const std::string& s) {
   return out;
 }
 
-uint64_t ParseSize(const std::string& s) {
-  uint64_t n = std::stoull(s);
-  switch (s.back()) {
-    case 'k':
-    case 'K':
-      return n << 10;
-    case 'm':
-    case 'M':
-      return n << 20;
-    case 'g':
-    case 'G':
-      return n << 30;
-    default:
-      return n;
+std::vector<uint64_t> SizeListOrExit(const std::string& flag, const std::string& list) {
+  std::vector<uint64_t> sizes;
+  for (const std::string& item : SplitList(list)) {
+    std::optional<uint64_t> bytes = common::ParseBytes(item);
+    if (!bytes || *bytes == 0) {
+      std::fprintf(stderr, "--%s: '%s' is not a size (e.g. 256kb, 4mb, 1gb, 4096)\n", flag.c_str(),
+                   item.c_str());
+      std::exit(2);
+    }
+    sizes.push_back(*bytes);
   }
+  return sizes;
 }
 
 uint64_t ProcIoBytes(const std::string& counter, pid_t pid) {

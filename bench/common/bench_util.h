@@ -1,5 +1,5 @@
-// Helpers every benchmark tool shares: flag-list parsing, the kernel's per-process I/O
-// counters, and dropping the page cache of a data directory for cold reads.
+// Helpers every benchmark tool shares (byte sizes: common/units.h): flag-list parsing, the kernel's
+// per-process I/O counters, and dropping the page cache of a data directory for cold reads.
 #ifndef LARDER_BENCH_COMMON_BENCH_UTIL_H_
 #define LARDER_BENCH_COMMON_BENCH_UTIL_H_
 
@@ -14,8 +14,9 @@ namespace larder::bench {
 // "a,b,,c" -> {"a", "b", "c"} (empty items skipped).
 std::vector<std::string> SplitList(const std::string& s);
 
-// "256k", "4m", "1g" or a plain number of bytes; k/m/g are powers of 1024.
-uint64_t ParseSize(const std::string& s);
+// "256kb,1mb" -> the sizes in bytes (larder.conf's units, common/units.h). On a bad item prints
+// a message naming `flag` and exits with status 2.
+std::vector<uint64_t> SizeListOrExit(const std::string& flag, const std::string& list);
 
 // A counter of /proc/<pid>/io, e.g. "write_bytes" or "read_bytes": bytes the process caused to
 // be written to / fetched from the device (readahead included). pid 0 = this process; 0 when

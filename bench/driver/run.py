@@ -20,21 +20,17 @@ import time
 import report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MiB = 1 << 20
+KiB, MiB = 1 << 10, 1 << 20
 
-FULL = dict(sizes=["256k", "1m", "4m", "16m", "32m"], conns=[1, 4, 16],
+# Value sizes are in bytes; every tool gets them as plain integers.
+FULL = dict(sizes=[256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB, 32 * MiB], conns=[1, 4, 16],
             server_bytes=512 * MiB, peers_bytes=512 * MiB, peer_threads="1,2",
-            fio_bytes=1024 * MiB, bench_sizes=["1m", "4m", "16m"], bench_bytes=512 * MiB,
+            fio_bytes=1024 * MiB, bench_sizes=[1 * MiB, 4 * MiB, 16 * MiB], bench_bytes=512 * MiB,
             trace_turns=2000, trace_users=400, trace_caps="0.1,0.25,0.5,1.0")
-QUICK = dict(sizes=["1m", "4m", "32m"], conns=[1, 4], server_bytes=128 * MiB,
+QUICK = dict(sizes=[1 * MiB, 4 * MiB, 32 * MiB], conns=[1, 4], server_bytes=128 * MiB,
              peers_bytes=128 * MiB, peer_threads="1", fio_bytes=256 * MiB,
-             bench_sizes=["4m"], bench_bytes=256 * MiB, trace_turns=600, trace_users=150,
+             bench_sizes=[4 * MiB], bench_bytes=256 * MiB, trace_turns=600, trace_users=150,
              trace_caps="0.25,0.5,1.0")
-
-
-def size_bytes(s):
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    return int(s[:-1]) * units[s[-1]] if s[-1] in units else int(s)
 
 
 def log(*a):
@@ -113,7 +109,7 @@ def fio_reads(work, cfg, errors, rw="read"):
     rows = []
     for s in cfg["sizes"]:
         p = subprocess.run(["fio", "--name=" + rw, "--filename=" + path, "--rw=" + rw,
-                            "--direct=1", "--ioengine=psync", "--bs=" + s,
+                            "--direct=1", "--ioengine=psync", "--bs=%d" % s,
                             "--size=%d" % cfg["fio_bytes"], "--numjobs=1",
                             "--output-format=json"], capture_output=True, text=True)
         if p.returncode != 0:
@@ -121,7 +117,7 @@ def fio_reads(work, cfg, errors, rw="read"):
             continue
         j = json.loads(p.stdout[p.stdout.index("{"):])
         rd = j["jobs"][0]["read"]
-        rows.append({"size": size_bytes(s), "gbs": rd["bw_bytes"] / 1e9,
+        rows.append({"size": s, "gbs": rd["bw_bytes"] / 1e9,
                      "p50_ms": rd["clat_ns"]["percentile"].get("50.000000", 0) / 1e6,
                      "p99_ms": rd["clat_ns"]["percentile"].get("99.000000", 0) / 1e6})
     os.unlink(path)
@@ -143,7 +139,7 @@ def server_runs(bins, work, cfg, errors):
         try:
             for s in cfg["sizes"]:
                 for c in cfg["conns"]:
-                    keys = max(cfg["server_bytes"] // size_bytes(s), 2 * c)
+                    keys = max(cfg["server_bytes"] // s, 2 * c)
                     phases = "set,get" + (",cold" if name.startswith("larder") else "")
                     if c == cfg["conns"][0]:
                         phases += ",exists"
@@ -153,7 +149,7 @@ def server_runs(bins, work, cfg, errors):
                     out = run_checked(
                         [bins["resp-load"]] + extra +
                         ["--port", str(srv.port), "--phases", phases, "--size",
-                         str(size_bytes(s)), "--keys", str(keys), "--conns", str(c),
+                         str(s), "--keys", str(keys), "--conns", str(c),
                          "--cold_dir", srv.dir, "--server_pid", str(srv.proc.pid),
                          "--label", name],
                         "resp-load %s %s c=%d" % (name, s, c), errors)
@@ -162,14 +158,14 @@ def server_runs(bins, work, cfg, errors):
                 for s in cfg["bench_sizes"]:
                     srv.command("FLUSHALL")
                     # The same value bytes per size: -n shrinks as the value grows.
-                    n = max(16, cfg["bench_bytes"] // size_bytes(s))
+                    n = max(16, cfg["bench_bytes"] // s)
                     p = subprocess.run(["redis-benchmark", "-p", str(srv.port), "-t", "set,get",
-                                        "-d", str(size_bytes(s)), "-n", str(n),
+                                        "-d", str(s), "-n", str(n),
                                         "-c", "4", "--csv"], capture_output=True, text=True)
                     for line in p.stdout.splitlines():
                         f = [x.strip('"') for x in line.split(",")]
                         if f[0] in ("SET", "GET"):
-                            bench_rows.append({"server": name, "size": size_bytes(s),
+                            bench_rows.append({"server": name, "size": s,
                                                "op": f[0], "rps": float(f[1])})
         finally:
             srv.stop()
@@ -238,7 +234,7 @@ def main():
         if "inproc" in parts:
             log("in-process peers")
             raw["inproc"] = run_checked(
-                [bins["larder-peers"], "--sizes", ",".join(cfg["sizes"]), "--threads",
+                [bins["larder-peers"], "--sizes", ",".join(map(str, cfg["sizes"])), "--threads",
                  cfg["peer_threads"], "--bytes_per_case", str(cfg["peers_bytes"]), "--dir", work],
                 "larder-peers", errors)
             tp = done("inproc", tp)

@@ -23,11 +23,12 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "common/units.h"
 #include "larder/store.h"
 
 DEFINE_bool(quick, false, "smaller volumes, for a smoke run");
 DEFINE_string(dir, "", "data directory (default: a fresh temp dir, removed at the end)");
-DEFINE_string(sizes, "256k,1m,4m,16m,32m", "value sizes");
+DEFINE_string(sizes, "256kb,1mb,4mb,16mb,32mb", "value sizes (units as in larder.conf)");
 DEFINE_string(threads, "1,2", "thread counts");
 DEFINE_uint64(bytes_per_case, 1ull << 30, "value bytes written per (size, threads) case");
 DEFINE_bool(wal, false, "write-ahead log on");
@@ -35,8 +36,8 @@ DEFINE_string(out, "", "also write the markdown report here");
 
 namespace {
 
-using larder::bench::ParseSize;
 using larder::bench::ProcIoBytes;
+using larder::bench::SizeListOrExit;
 using larder::bench::SplitList;
 
 using Clock = std::chrono::steady_clock;
@@ -224,13 +225,14 @@ int main(int argc, char** argv) {
       "memcpy |\n"
       "|---|---|---|---|---|---|---|\n";
   std::fputs(report.c_str(), stdout);
-  for (const auto& ss : SplitList(FLAGS_sizes)) {
-    uint64_t size = ParseSize(ss);
+  for (uint64_t size : SizeListOrExit("sizes", FLAGS_sizes)) {
+    const std::string label = larder::common::FormatBytesHuman(size);
     double mc = MemcpyGBs(size);
     for (const auto& ts : SplitList(FLAGS_threads)) {
       Row r = Throughput(base, size, std::stoi(ts));
-      std::snprintf(buf, sizeof buf, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f |\n", ss.c_str(),
-                    r.threads, r.put_gbs, r.warm_gbs, r.cold_gbs, mc, r.warm_gbs / mc);
+      std::snprintf(buf, sizeof buf, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
+                    label.c_str(), r.threads, r.put_gbs, r.warm_gbs, r.cold_gbs, mc,
+                    r.warm_gbs / mc);
       report += buf;
       std::fputs(buf, stdout);
       std::fflush(stdout);

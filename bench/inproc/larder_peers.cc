@@ -34,7 +34,7 @@
 #include "peers.h"
 
 DEFINE_string(peers, "larder,rocksdb,rocksdb-nowal,files", "peers to run");
-DEFINE_string(sizes, "256k,1m,4m,16m,32m", "value sizes");
+DEFINE_string(sizes, "256kb,1mb,4mb,16mb,32mb", "value sizes (units as in larder.conf)");
 DEFINE_string(threads, "1,2", "thread counts");
 DEFINE_uint64(bytes_per_case, 512ull << 20, "value bytes written per case");
 DEFINE_bool(verify, true, "check each value read (off only to profile the harness itself)");
@@ -43,8 +43,8 @@ DEFINE_string(dir, "", "parent of the peers' directories (default: a temp dir, r
 namespace {
 
 using larder::bench::DropPageCache;
-using larder::bench::ParseSize;
 using larder::bench::ProcIoBytes;
+using larder::bench::SizeListOrExit;
 using larder::bench::SplitList;
 
 using Clock = std::chrono::steady_clock;
@@ -171,10 +171,9 @@ int main(int argc, char** argv) {
     }
     base = tmpl;
   }
-  for (const auto& ss : SplitList(FLAGS_sizes)) {
+  for (uint64_t size : SizeListOrExit("sizes", FLAGS_sizes)) {
     for (const auto& ts : SplitList(FLAGS_threads)) {
-      for (const auto& peer : SplitList(FLAGS_peers))
-        RunCase(base, peer, ParseSize(ss), std::stoi(ts));
+      for (const auto& peer : SplitList(FLAGS_peers)) RunCase(base, peer, size, std::stoi(ts));
     }
   }
   if (own) fs::remove_all(base);

@@ -17,7 +17,7 @@ class PeersSmoke(unittest.TestCase):
     def test_every_peer_reads_back_what_it_wrote(self):
         tmp = tempfile.mkdtemp(prefix="bench-peers-test-", dir=os.environ.get("BENCH_TMP"))
         try:
-            p = subprocess.run([PEERS_BIN, "--peers", ",".join(PEERS), "--sizes", "256k",
+            p = subprocess.run([PEERS_BIN, "--peers", ",".join(PEERS), "--sizes", "256kb",
                                 "--threads", "1,2", "--bytes_per_case", str(4 << 20),
                                 "--dir", tmp], capture_output=True, text=True, timeout=120)
             self.assertEqual(os.listdir(tmp), [], "a peer's directory was left behind")

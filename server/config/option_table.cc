@@ -5,34 +5,22 @@
 #include <cstdint>
 #include <limits>
 
+#include "common/text.h"
+#include "common/units.h"
+
 namespace larder::config {
 namespace {
 
 using Args = std::vector<std::string>;
+using common::EqualsNoCase;
+using common::FormatBytesHuman;
+using common::ParseBytes;
 
 constexpr int64_t kNoMax = std::numeric_limits<int64_t>::max();
 constexpr bool kRuntime = true;   // CONFIG SET may change the option
 constexpr bool kStartup = false;  // only the config file and the command line may
 constexpr int64_t kMiB = 1 << 20;
 constexpr int64_t kUint32Max = std::numeric_limits<uint32_t>::max();
-
-char LowerChar(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = LowerChar(c);
-  return out;
-}
-
-bool EqualsNoCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (LowerChar(a[i]) != LowerChar(b[i])) return false;
-  }
-  return true;
-}
 
 // Shortest text that parses back to exactly `v`.
 std::string FormatDouble(double v) {
@@ -210,7 +198,7 @@ Option OutputBufferLimit(std::string_view name, std::string_view def, bool mut,
       return std::string("expected groups of <class> <hard-bytes> <soft-bytes> <soft-seconds>");
     }
     for (size_t i = 0; i < a.size(); i += 4) {
-      std::string cls = Lower(a[i]);
+      std::string cls = common::ToLower(a[i]);
       if (cls != "normal" && cls != "replica" && cls != "slave" && cls != "pubsub") {
         return QuoteForMessage(a[i]) + " is not a client class (normal, replica, pubsub)";
       }
@@ -332,43 +320,6 @@ const Option* FindOption(std::string_view name) {
 
 size_t OptionIndex(const Option& opt) {
   return static_cast<size_t>(&opt - OptionTable().data());
-}
-
-std::optional<uint64_t> ParseBytes(std::string_view text) {
-  size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0) return std::nullopt;
-  auto value = ParseNumber<uint64_t>(text.substr(0, digits));
-  if (!value) return std::nullopt;  // overflow
-  std::string unit = Lower(text.substr(digits));
-  uint64_t mul;
-  if (unit.empty() || unit == "b") {
-    mul = 1;
-  } else if (unit == "k") {
-    mul = 1000;
-  } else if (unit == "kb") {
-    mul = 1024;
-  } else if (unit == "m") {
-    mul = 1000 * 1000;
-  } else if (unit == "mb") {
-    mul = 1024 * 1024;
-  } else if (unit == "g") {
-    mul = 1000ull * 1000 * 1000;
-  } else if (unit == "gb") {
-    mul = 1024ull * 1024 * 1024;
-  } else {
-    return std::nullopt;
-  }
-  if (*value > std::numeric_limits<uint64_t>::max() / mul) return std::nullopt;
-  return *value * mul;
-}
-
-std::string FormatBytesHuman(uint64_t bytes) {
-  constexpr uint64_t kGiB = 1ull << 30;
-  if (bytes != 0 && bytes % kGiB == 0) return std::to_string(bytes / kGiB) + "gb";
-  if (bytes != 0 && bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "mb";
-  if (bytes != 0 && bytes % 1024 == 0) return std::to_string(bytes / 1024) + "kb";
-  return std::to_string(bytes);
 }
 
 std::string QuoteForMessage(std::string_view s) {

@@ -19,7 +19,7 @@ namespace larder::config {
 enum class Type {
   kBool,                     // yes | no (case-insensitive)
   kInteger,                  // decimal integer within [min, max]
-  kBytes,                    // integer with an optional unit (see ParseBytes) within [min, 2^63-1]
+  kBytes,                    // integer with an optional unit (common/units.h) within [min, 2^63-1]
   kDouble,                   // decimal number within [min, max]
   kOctal,                    // octal integer (file modes), printed without a leading 0
   kString,                   // one argument, any bytes
@@ -63,14 +63,6 @@ const Option* FindOption(std::string_view name);
 
 // Position of `opt` in OptionTable() (opt must come from it).
 size_t OptionIndex(const Option& opt);
-
-// Redis memory units, case-insensitive: plain = bytes, k = 1000, kb = 1024, m = 1000^2,
-// mb = 1024^2, g = 1000^3, gb = 1024^3 (a trailing `b` alone is also bytes). nullopt on bad
-// syntax, a sign, or overflow of uint64_t.
-std::optional<uint64_t> ParseBytes(std::string_view text);
-
-// `bytes` with the largest of gb/mb/kb that divides it exactly, else the plain integer.
-std::string FormatBytesHuman(uint64_t bytes);
 
 // `s` in single quotes for an error message: bytes outside printable ASCII as \xHH (messages
 // may become RESP error lines, which must not hold CR/LF), cut after 64 bytes.

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <utility>
 
+#include "common/args.h"
+
 namespace larder::resp {
 namespace {
 
@@ -21,18 +23,6 @@ constexpr size_t kPoolMaxCapacity = 1024;  // largest recycled argument buffer
 constexpr size_t kLineRetain = 4096;       // largest line buffer kept by Reset
 constexpr uint64_t kGrowthFactor = 8;      // big-bulk growth step
 constexpr uint64_t kFinalJumpFactor = 16;  // grow straight to the declared length within this
-
-// isspace() in the C locale.
-bool IsBlank(unsigned char c) {
-  return c == ' ' || (c >= '\t' && c <= '\r');
-}
-
-int HexValue(unsigned char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 }  // namespace
 
@@ -156,7 +146,8 @@ RequestParser::State RequestParser::Feed(const char* data, size_t len, size_t* c
         }
         if (status == LineStatus::kPartial) break;
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        const bool ok = SplitInline(line);
+        // Inline requests are rare: their arguments do not reuse pool_'s buffers.
+        const bool ok = common::SplitArgs(line, &args_);
         line_.clear();
         if (!ok) {
           state = Fail(kErrUnbalanced);
@@ -306,93 +297,6 @@ void RequestParser::CommitDirect(size_t n) {
   assert(phase_ == Phase::kBulkBody && big_ && received_ + n <= args_.back().size());
   received_ += n;
   if (received_ == bulk_len_) phase_ = Phase::kBulkTrailer;
-}
-
-// Redis's sdssplitargs over `line`, which is treated as NUL-terminated at its end.
-bool RequestParser::SplitInline(std::string_view line) {
-  if (const size_t nul = line.find('\0'); nul != std::string_view::npos) line = line.substr(0, nul);
-  const size_t n = line.size();
-  auto at = [&](size_t k) -> unsigned char {
-    return k < n ? static_cast<unsigned char>(line[k]) : 0;
-  };
-  size_t i = 0;
-  for (;;) {
-    while (i < n && IsBlank(at(i))) ++i;
-    if (i == n) return true;
-    std::string& arg = NewArg(false);
-    bool in_double = false;
-    bool in_single = false;
-    for (bool done = false; !done;) {
-      const unsigned char c = at(i);
-      if (in_double) {
-        if (c == '\\' && at(i + 1) == 'x' && HexValue(at(i + 2)) >= 0 && HexValue(at(i + 3)) >= 0) {
-          arg.push_back(static_cast<char>(HexValue(at(i + 2)) * 16 + HexValue(at(i + 3))));
-          i += 3;
-        } else if (c == '\\' && at(i + 1) != 0) {
-          ++i;
-          switch (at(i)) {
-            case 'n':
-              arg.push_back('\n');
-              break;
-            case 'r':
-              arg.push_back('\r');
-              break;
-            case 't':
-              arg.push_back('\t');
-              break;
-            case 'b':
-              arg.push_back('\b');
-              break;
-            case 'a':
-              arg.push_back('\a');
-              break;
-            default:
-              arg.push_back(static_cast<char>(at(i)));
-              break;
-          }
-        } else if (c == '"') {
-          if (at(i + 1) != 0 && !IsBlank(at(i + 1))) return false;
-          done = true;
-        } else if (c == 0) {
-          return false;
-        } else {
-          arg.push_back(static_cast<char>(c));
-        }
-      } else if (in_single) {
-        if (c == '\\' && at(i + 1) == '\'') {
-          ++i;
-          arg.push_back('\'');
-        } else if (c == '\'') {
-          if (at(i + 1) != 0 && !IsBlank(at(i + 1))) return false;
-          done = true;
-        } else if (c == 0) {
-          return false;
-        } else {
-          arg.push_back(static_cast<char>(c));
-        }
-      } else {
-        switch (c) {
-          case ' ':
-          case '\n':
-          case '\r':
-          case '\t':
-          case 0:
-            done = true;
-            break;
-          case '"':
-            in_double = true;
-            break;
-          case '\'':
-            in_single = true;
-            break;
-          default:
-            arg.push_back(static_cast<char>(c));
-            break;
-        }
-      }
-      if (i < n) ++i;
-    }
-  }
 }
 
 void RequestParser::Reset() {

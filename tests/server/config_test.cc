@@ -12,10 +12,13 @@
 
 #include <gtest/gtest.h>
 
+#include "common/args.h"
 #include "config/config.h"
 
 namespace larder::config {
 namespace {
+
+using common::SplitArgs;
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 
@@ -132,60 +135,6 @@ TEST(ShippedConfTest, LoadsAndListsEveryOptionOnceAtItsDefault) {
   }
   for (const Option& opt : OptionTable()) EXPECT_EQ(seen[std::string(opt.name)], 1) << opt.name;
   EXPECT_EQ(seen.size(), OptionTable().size());
-}
-
-TEST(SplitArgsTest, RedisQuoting) {
-  using V = std::vector<std::string>;
-  EXPECT_EQ(SplitArgs("  set  \"a b\"\t'c d'  "), (V{"set", "a b", "c d"}));
-  EXPECT_EQ(SplitArgs(R"("\x41\x7a\n\r\t\b\a\\\"\q")"), (V{"Az\n\r\t\b\a\\\"q"}));
-  EXPECT_EQ(SplitArgs(R"("\x4g")"), (V{"x4g"}));  // not a hex escape: \x is x
-  EXPECT_EQ(SplitArgs(R"('it\'s' 'a\nb')"), (V{"it's", R"(a\nb)"}));
-  EXPECT_EQ(SplitArgs(R"(foo"bar baz" x)"), (V{"foobar baz", "x"}));
-  EXPECT_EQ(SplitArgs(R"("" '')"), (V{"", ""}));
-  EXPECT_EQ(SplitArgs(""), V{});
-  EXPECT_EQ(SplitArgs(R"("a"b)"), std::nullopt);
-  EXPECT_EQ(SplitArgs(R"('a'b)"), std::nullopt);
-  EXPECT_EQ(SplitArgs(R"("abc)"), std::nullopt);
-  EXPECT_EQ(SplitArgs(R"('abc)"), std::nullopt);
-  EXPECT_EQ(SplitArgs(R"("abc\")"), std::nullopt);
-}
-
-TEST(SplitArgsTest, QuoteArgRoundTrips) {
-  std::string all_bytes;
-  for (int b = 0; b < 256; ++b) all_bytes += static_cast<char>(b);
-  for (std::string s :
-       {std::string("plain"), std::string(""), std::string("a b"), std::string("it's"),
-        std::string("q\"uote"), std::string("back\\slash"), std::string("#hash"), all_bytes}) {
-    auto args = SplitArgs("x " + QuoteArg(s));
-    ASSERT_TRUE(args.has_value()) << QuoteArg(s);
-    EXPECT_EQ(*args, (std::vector<std::string>{"x", s}));
-  }
-  EXPECT_EQ(QuoteArg("plain"), "plain");
-  EXPECT_EQ(QuoteArg(""), "\"\"");
-  EXPECT_EQ(QuoteArg("a b\n\x01"), R"("a b\n\x01")");
-}
-
-TEST(BytesTest, RedisUnits) {
-  EXPECT_EQ(ParseBytes("0"), 0u);
-  EXPECT_EQ(ParseBytes("123"), 123u);
-  EXPECT_EQ(ParseBytes("5b"), 5u);
-  EXPECT_EQ(ParseBytes("1k"), 1000u);
-  EXPECT_EQ(ParseBytes("1kb"), 1024u);
-  EXPECT_EQ(ParseBytes("2M"), 2000000u);
-  EXPECT_EQ(ParseBytes("2mB"), 2u << 20);
-  EXPECT_EQ(ParseBytes("3g"), 3000000000u);
-  EXPECT_EQ(ParseBytes("3GB"), 3ull << 30);
-  EXPECT_EQ(ParseBytes("18446744073709551615"), 18446744073709551615ull);
-  for (const char* bad : {"", "-1", "+1", "1.5gb", "kb", "1 kb", "1tb", "1kbb", "0x10",
-                          "18446744073709551616", "17179869184gb"}) {
-    EXPECT_EQ(ParseBytes(bad), std::nullopt) << bad;
-  }
-  EXPECT_EQ(FormatBytesHuman(0), "0");
-  EXPECT_EQ(FormatBytesHuman(1000), "1000");
-  EXPECT_EQ(FormatBytesHuman(1536), "1536");
-  EXPECT_EQ(FormatBytesHuman(3072), "3kb");
-  EXPECT_EQ(FormatBytesHuman(512ull << 20), "512mb");
-  EXPECT_EQ(FormatBytesHuman(100ull << 30), "100gb");
 }
 
 TEST_F(ConfigTest, LoadFileAppliesOptions) {

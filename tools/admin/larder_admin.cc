@@ -8,7 +8,7 @@
 //   larder-admin [--dir DIR] get KEY > file
 //   larder-admin [--dir DIR] put KEY [--ttl-ms N] < file
 //   larder-admin [--dir DIR] del KEY [KEY ...]
-//   larder-admin [--dir DIR] evict --to BYTES  (units: k, kb, m, mb, g, gb, t, tb like larder.conf)
+//   larder-admin [--dir DIR] evict --to BYTES  (units as in larder.conf: k, kb, m, mb, g, gb)
 //   larder-admin [--dir DIR] compact
 //
 // It opens the directory itself and refuses while another process (a running larder-server)
@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "common/units.h"
 #include "larder/store.h"
 
 namespace {
@@ -41,33 +42,6 @@ int Usage() {
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "larder-admin: %s\n", msg.c_str());
   return kExitError;
-}
-
-// Bytes with larder.conf's units: k=1000, kb=1024, m, mb, g, gb, t, tb (case-insensitive).
-std::optional<uint64_t> ParseBytes(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  size_t digits = 0;
-  while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[digits]))) ++digits;
-  if (digits == 0 || digits > 19) return std::nullopt;
-  uint64_t n = std::stoull(s.substr(0, digits));
-  std::string unit = s.substr(digits);
-  static const std::pair<const char*, uint64_t> kUnits[] = {{"", 1},
-                                                            {"b", 1},
-                                                            {"k", 1000},
-                                                            {"kb", 1ull << 10},
-                                                            {"m", 1000000},
-                                                            {"mb", 1ull << 20},
-                                                            {"g", 1000000000},
-                                                            {"gb", 1ull << 30},
-                                                            {"t", 1000000000000ull},
-                                                            {"tb", 1ull << 40}};
-  for (auto& [name, mult] : kUnits) {
-    if (unit == name) {
-      if (n > UINT64_MAX / mult) return std::nullopt;
-      return n * mult;
-    }
-  }
-  return std::nullopt;
 }
 
 void Progress(uint64_t done, uint64_t total, void*) {
@@ -176,7 +150,7 @@ int main(int argc, char** argv) {
   if (cmd == "put" && (rest.size() == 1 || (rest.size() == 3 && rest[1] == "--ttl-ms"))) {
     int64_t ttl = 0;
     if (rest.size() == 3) {
-      auto t = ParseBytes(rest[2]);  // a plain integer
+      auto t = larder::common::ParseBytes(rest[2]);  // a plain integer
       if (!t || rest[2].find_first_not_of("0123456789") != std::string::npos) {
         return Fail("--ttl-ms takes a whole number of milliseconds, got '" + rest[2] + "'");
       }
@@ -198,7 +172,7 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   if (cmd == "evict" && rest.size() == 2 && rest[0] == "--to") {
-    auto to = ParseBytes(rest[1]);
+    auto to = larder::common::ParseBytes(rest[1]);
     if (!to) return Fail("--to takes a size such as 500gb or 1000000, got '" + rest[1] + "'");
     auto store = OpenOrExplain(dir, &rc);
     if (!store) return rc;
