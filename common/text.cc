@@ -22,4 +22,12 @@ std::string ToLower(std::string_view s) {
   return out;
 }
 
+std::string ToUpper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return out;
+}
+
 }  // namespace larder::common

@@ -1,12 +1,13 @@
-// INFO [section ...]: Redis-format sections server, clients, memory, persistence, stats,
-// replication, keyspace, and larder (every field of larder::Stats).
+// INFO [section ...]: Redis-format sections, each a row of kSections beside the function that
+// writes it; the counters come from the X-macro lists (core/server_stats.h for the server's,
+// larder/stats_fields.h for the engine's).
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <set>
 
-#include "commands/command_table.h"
+#include "commands/families.h"
 #include "commands/util.h"
 
 #ifndef LARDER_VERSION
@@ -14,11 +15,18 @@
 #endif
 
 namespace larder::server {
-namespace cmd {
 
 namespace {
 
-void Field(std::string* out, std::string_view name, const std::string& value) {
+// What the sections are written from: one snapshot per INFO call.
+struct InfoInput {
+  Core& core;
+  const Stats& engine;
+  const config::ServerConfig& cfg;
+  int64_t now_ms;
+};
+
+void Field(std::string* out, std::string_view name, std::string_view value) {
   out->append(name);
   out->push_back(':');
   out->append(value);
@@ -38,98 +46,128 @@ uint64_t RssBytes() {
   return n == 2 ? rss * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
-}  // namespace
+void WriteServer(const InfoInput& in, std::string* out) {
+  const uint64_t uptime_ms = static_cast<uint64_t>(in.now_ms - in.core.process.start_ms);
+  Field(out, "redis_version", "7.2.0");
+  Field(out, "larder_version", LARDER_VERSION);
+  Field(out, "redis_mode", "standalone");
+  Field(out, "os", "Linux");
+  Field(out, "arch_bits", uint64_t{64});
+  Field(out, "process_id", static_cast<uint64_t>(getpid()));
+  Field(out, "tcp_port", static_cast<uint64_t>(in.core.process.tcp_port));
+  Field(out, "uptime_in_seconds", uptime_ms / 1000);
+  Field(out, "uptime_in_days", uptime_ms / 86400000);
+  Field(out, "io_threads_active", static_cast<uint64_t>(in.cfg.io_threads));
+  Field(out, "executable", "larder-server");
+}
+
+void WriteClients(const InfoInput& in, std::string* out) {
+  Field(out, "connected_clients", static_cast<uint64_t>(in.core.clients->Count()));
+  Field(out, "maxclients", static_cast<uint64_t>(in.cfg.maxclients));
+  Field(out, "blocked_clients", uint64_t{0});
+}
+
+void WriteMemory(const InfoInput& in, std::string* out) {
+  const uint64_t rss = RssBytes();
+  Field(out, "used_memory", rss);
+  Field(out, "used_memory_rss", rss);
+  Field(out, "maxmemory", in.engine.max_disk_bytes);
+  Field(out, "maxmemory_policy", in.cfg.eviction_policy);
+  Field(out, "used_disk_bytes", in.engine.disk_bytes);
+  Field(out, "pending_bytes", in.engine.pending_bytes);
+}
+
+void WritePersistence(const InfoInput& in, std::string* out) {
+  Field(out, "loading", uint64_t{0});
+  Field(out, "rdb_changes_since_last_save", uint64_t{0});
+  Field(out, "rdb_bgsave_in_progress", uint64_t{0});
+  Field(out, "rdb_last_save_time", static_cast<uint64_t>(in.core.process.lastsave_s.load()));
+  Field(out, "rdb_last_bgsave_status", "ok");
+  Field(out, "aof_enabled", uint64_t{in.cfg.wal ? 1u : 0u});
+}
+
+// The server's counters, then the engine's that Redis clients look for, under Redis's names.
+void WriteStats(const InfoInput& in, std::string* out) {
+#define LARDER_INFO_SERVER_STAT(name, doc) Field(out, #name, in.core.stats.name.load());
+  LARDER_SERVER_STATS(LARDER_INFO_SERVER_STAT)
+#undef LARDER_INFO_SERVER_STAT
+  Field(out, "expired_keys", in.engine.expired_keys);
+  Field(out, "evicted_keys", in.engine.evicted_keys);
+  Field(out, "keyspace_hits", in.engine.hits);
+  Field(out, "keyspace_misses", in.engine.misses);
+}
+
+void WriteReplication(const InfoInput&, std::string* out) {
+  Field(out, "role", "master");
+  Field(out, "connected_slaves", uint64_t{0});
+  Field(out, "master_failover_state", "no-failover");
+  Field(out, "master_repl_offset", uint64_t{0});
+}
+
+void WriteKeyspace(const InfoInput& in, std::string* out) {
+  if (in.engine.keys == 0) return;
+  Field(out, "db0", "keys=" + std::to_string(in.engine.keys) + ",expires=0,avg_ttl=0");
+}
+
+// Every engine statistic under its own name.
+void WriteLarder(const InfoInput& in, std::string* out) {
+#define LARDER_INFO_ENGINE_STAT(name, doc) Field(out, #name, in.engine.name);
+  LARDER_STATS(LARDER_INFO_ENGINE_STAT)
+#undef LARDER_INFO_ENGINE_STAT
+  Field(out, "eviction_policy", in.cfg.eviction_policy);
+}
+
+struct Section {
+  std::string_view name;  // lowercase; printed capitalised ("# Server")
+  void (*write)(const InfoInput& in, std::string* out);
+};
+
+// Every section is in INFO's default set (and in all / everything).
+constexpr Section kSections[] = {
+    {"server", WriteServer},           {"clients", WriteClients}, {"memory", WriteMemory},
+    {"persistence", WritePersistence}, {"stats", WriteStats},     {"replication", WriteReplication},
+    {"keyspace", WriteKeyspace},       {"larder", WriteLarder},
+};
+
+// The sections INFO's arguments ask for (all of them when none, or all / default /
+// everything); unknown names select nothing, as in Redis.
+std::set<std::string> WantedSections(const Ctx& ctx) {
+  std::set<std::string> want;
+  bool all = ctx.argc() == 1;
+  for (size_t i = 1; i < ctx.argc(); ++i) {
+    std::string name = ToLower(ctx.argv[i]);
+    all = all || name == "all" || name == "default" || name == "everything";
+    want.insert(std::move(name));
+  }
+  if (all) {
+    for (const Section& s : kSections) want.emplace(s.name);
+  }
+  return want;
+}
 
 void Info(Ctx& ctx) {
-  static const std::vector<std::string> kDefault = {
-      "server", "clients", "memory", "persistence", "stats", "replication", "keyspace", "larder"};
-  std::set<std::string> want;
-  for (size_t i = 1; i < ctx.argc(); ++i) {
-    std::string s = ToLower(ctx.argv[i]);
-    if (s == "all" || s == "default" || s == "everything") {
-      want.insert(kDefault.begin(), kDefault.end());
-    } else {
-      want.insert(s);
-    }
-  }
-  if (want.empty()) want.insert(kDefault.begin(), kDefault.end());
-  Core& core = ctx.core;
-  Stats st = ctx.store().GetStats();
-  auto cfg = core.cfg();
-  int64_t now = NowMs();
+  const std::set<std::string> want = WantedSections(ctx);
+  const Stats engine = ctx.store().GetStats();
+  const auto cfg = ctx.core.config.snapshot();
+  const InfoInput in{ctx.core, engine, *cfg, ctx.NowMs()};
   std::string out;
-  auto section = [&](std::string_view name) {
-    if (!want.count(std::string(name))) return false;
+  for (const Section& s : kSections) {
+    if (!want.count(std::string(s.name))) continue;
     if (!out.empty()) out += "\r\n";
-    out += "# ";
-    out += static_cast<char>(name[0] - 'a' + 'A');
-    out += name.substr(1);
-    out += "\r\n";
-    return true;
-  };
-  if (section("server")) {
-    Field(&out, "redis_version", std::string("7.2.0"));
-    Field(&out, "larder_version", std::string(LARDER_VERSION));
-    Field(&out, "redis_mode", std::string("standalone"));
-    Field(&out, "os", std::string("Linux"));
-    Field(&out, "arch_bits", uint64_t{64});
-    Field(&out, "process_id", static_cast<uint64_t>(getpid()));
-    Field(&out, "tcp_port", static_cast<uint64_t>(core.tcp_port));
-    Field(&out, "uptime_in_seconds", static_cast<uint64_t>((now - core.start_ms) / 1000));
-    Field(&out, "uptime_in_days", static_cast<uint64_t>((now - core.start_ms) / 86400000));
-    Field(&out, "io_threads_active", static_cast<uint64_t>(cfg->io_threads));
-    Field(&out, "executable", std::string("larder-server"));
-  }
-  if (section("clients")) {
-    Field(&out, "connected_clients", static_cast<uint64_t>(core.clients().Count()));
-    Field(&out, "maxclients", static_cast<uint64_t>(cfg->maxclients));
-    Field(&out, "blocked_clients", uint64_t{0});
-  }
-  if (section("memory")) {
-    uint64_t rss = RssBytes();
-    Field(&out, "used_memory", rss);
-    Field(&out, "used_memory_rss", rss);
-    Field(&out, "maxmemory", st.max_disk_bytes);
-    Field(&out, "maxmemory_policy", cfg->eviction_policy);
-    Field(&out, "used_disk_bytes", st.disk_bytes);
-    Field(&out, "pending_bytes", st.pending_bytes);
-  }
-  if (section("persistence")) {
-    Field(&out, "loading", uint64_t{0});
-    Field(&out, "rdb_changes_since_last_save", uint64_t{0});
-    Field(&out, "rdb_bgsave_in_progress", uint64_t{0});
-    Field(&out, "rdb_last_save_time", static_cast<uint64_t>(core.lastsave_s.load()));
-    Field(&out, "rdb_last_bgsave_status", std::string("ok"));
-    Field(&out, "aof_enabled", uint64_t{cfg->wal ? 1u : 0u});
-  }
-  if (section("stats")) {
-    Field(&out, "total_connections_received", core.total_connections.load());
-    Field(&out, "total_commands_processed", core.total_commands.load());
-    Field(&out, "total_net_input_bytes", core.net_input_bytes.load());
-    Field(&out, "total_net_output_bytes", core.net_output_bytes.load());
-    Field(&out, "rejected_connections", core.rejected_connections.load());
-    Field(&out, "expired_keys", st.expired_keys);
-    Field(&out, "evicted_keys", st.evicted_keys);
-    Field(&out, "keyspace_hits", st.hits);
-    Field(&out, "keyspace_misses", st.misses);
-  }
-  if (section("replication")) {
-    Field(&out, "role", std::string("master"));
-    Field(&out, "connected_slaves", uint64_t{0});
-    Field(&out, "master_failover_state", std::string("no-failover"));
-    Field(&out, "master_repl_offset", uint64_t{0});
-  }
-  if (section("keyspace") && st.keys > 0) {
-    Field(&out, "db0", "keys=" + std::to_string(st.keys) + ",expires=0,avg_ttl=0");
-  }
-  if (section("larder")) {
-#define LARDER_INFO_STAT(name, doc) Field(&out, #name, st.name);
-    LARDER_STATS(LARDER_INFO_STAT)
-#undef LARDER_INFO_STAT
-    Field(&out, "eviction_policy", cfg->eviction_policy);
+    out += "# " + ToUpper(s.name.substr(0, 1)) + std::string(s.name.substr(1)) + "\r\n";
+    s.write(in, &out);
   }
   ctx.w.Verbatim("txt", out);
 }
 
-}  // namespace cmd
+constexpr CommandRow kRows[] = {
+    {"info", -1, "loading stale", kNoKeys, Info},
+};
+
+}  // namespace
+
+std::span<const CommandRow> InfoCommands() {
+  return kRows;
+}
+
 }  // namespace larder::server

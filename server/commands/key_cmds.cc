@@ -2,11 +2,11 @@
 // TOUCH SCAN KEYS RANDOMKEY RENAME RENAMENX OBJECT MEMORY. Only strings exist.
 #include <random>
 
-#include "commands/command_table.h"
+#include "commands/families.h"
+#include "commands/subcommands.h"
 #include "commands/util.h"
 
 namespace larder::server {
-namespace cmd {
 
 namespace {
 
@@ -37,7 +37,7 @@ void GenericExpire(Ctx& ctx, int64_t unit_ms, bool absolute, std::string_view na
     return ctx.w.Error("ERR NX and XX, GT or LT options at the same time are not compatible");
   }
   if (gt && lt) return ctx.w.Error("ERR GT and LT options at the same time are not compatible");
-  int64_t now = NowMs();
+  int64_t now = ctx.NowMs();
   __int128 when = static_cast<__int128>(v) * unit_ms + (absolute ? 0 : now);
   if (when > INT64_MAX || when < INT64_MIN) {
     return ctx.w.Error("ERR invalid expire time in '" + std::string(name) + "' command");
@@ -103,8 +103,6 @@ void GenericRename(Ctx& ctx, bool nx) {
   if (nx) return ctx.w.Integer(1);
   ctx.w.SimpleString("OK");
 }
-
-}  // namespace
 
 void Del(Ctx& ctx) {
   int64_t n = 0;
@@ -224,34 +222,93 @@ void RenameNx(Ctx& ctx) {
   GenericRename(ctx, true);
 }
 
-// OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT key
-void Object(Ctx& ctx) {
-  std::string sub = ToLower(ctx.argv[1]);
-  if (sub == "help") {
-    ctx.w.ArrayHeader(1);
-    return ctx.w.SimpleString("OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT <key>");
-  }
-  bool known = sub == "encoding" || sub == "freq" || sub == "idletime" || sub == "refcount";
-  if (!known) return ReplyUnknownSub(ctx, ctx.argv[1], "OBJECT");
-  if (ctx.argc() != 3) return ReplyArity(ctx, "object|" + sub);
-  auto info = ctx.store().Info(ctx.argv[2]);
-  if (!info.ok()) return ctx.w.Null();
-  if (sub == "encoding") return ctx.w.BulkString("raw");
-  if (sub == "freq") return ctx.w.Integer(info->reuse_count);
-  if (sub == "refcount") return ctx.w.Integer(1);
-  int64_t idle = (NowMs() - info->last_access_ms) / 1000;
-  ctx.w.Integer(idle < 0 ? 0 : idle);
+// OBJECT <subcommand> key: the key's metadata; a null reply when the key does not exist.
+void ObjectEncoding(Ctx& ctx) {
+  if (!ctx.store().Info(ctx.argv[2]).ok()) return ctx.w.Null();
+  ctx.w.BulkString("raw");
 }
 
-// MEMORY USAGE key [SAMPLES n]: value + key bytes plus a fixed per-entry overhead.
-void Memory(Ctx& ctx) {
-  std::string sub = ToLower(ctx.argv[1]);
-  if (sub != "usage") return ReplyUnknownSub(ctx, ctx.argv[1], "MEMORY");
-  if (ctx.argc() != 3 && ctx.argc() != 5) return ReplyArity(ctx, "memory|usage");
+void ObjectFreq(Ctx& ctx) {
+  auto info = ctx.store().Info(ctx.argv[2]);
+  if (!info.ok()) return ctx.w.Null();
+  ctx.w.Integer(info->reuse_count);
+}
+
+void ObjectIdleTime(Ctx& ctx) {
+  auto info = ctx.store().Info(ctx.argv[2]);
+  if (!info.ok()) return ctx.w.Null();
+  ctx.w.Integer(std::max<int64_t>(0, (ctx.NowMs() - info->last_access_ms) / 1000));
+}
+
+void ObjectRefCount(Ctx& ctx) {
+  if (!ctx.store().Info(ctx.argv[2]).ok()) return ctx.w.Null();
+  ctx.w.Integer(1);
+}
+
+constexpr SubcommandRow kObjectSubcommands[] = {
+    {"encoding", 3, ObjectEncoding, "ENCODING <key>", "Return the encoding of <key>: raw."},
+    {"freq", 3, ObjectFreq, "FREQ <key>",
+     "Return the reuse count of <key> (GET hits and TOUCHes since it was written or kept)."},
+    {"idletime", 3, ObjectIdleTime, "IDLETIME <key>",
+     "Return the seconds since <key> was last read or written."},
+    {"refcount", 3, ObjectRefCount, "REFCOUNT <key>", "Return 1 for an existing <key>."},
+};
+
+void Object(Ctx& ctx) {
+  RunSubcommand(ctx, kObjectSubcommands);
+}
+
+// MEMORY USAGE key [SAMPLES count]: value + key bytes plus a fixed per-entry overhead.
+void MemoryUsage(Ctx& ctx) {
+  for (size_t i = 3; i < ctx.argc(); i += 2) {
+    int64_t samples;
+    if (!EqualsNoCase(ctx.argv[i], "samples") || i + 1 == ctx.argc()) {
+      return ctx.w.Error(kErrSyntax);
+    }
+    if (!ArgInt64(ctx, ctx.argv[i + 1], &samples)) return;
+  }
   auto info = ctx.store().Info(ctx.argv[2]);
   if (!info.ok()) return ctx.w.Null();
   ctx.w.Integer(static_cast<int64_t>(info->value_size + ctx.argv[2].size() + 100));
 }
 
-}  // namespace cmd
+constexpr SubcommandRow kMemorySubcommands[] = {
+    {"usage", -3, MemoryUsage, "USAGE <key> [SAMPLES <count>]",
+     "Return the bytes <key> takes: value, key and a fixed overhead."},
+};
+
+void Memory(Ctx& ctx) {
+  RunSubcommand(ctx, kMemorySubcommands);
+}
+
+constexpr CommandRow kRows[] = {
+    {"del", -2, "write", kEveryArgKey, Del},
+    {"unlink", -2, "write", kEveryArgKey, Del},
+    {"exists", -2, "readonly fast", kEveryArgKey, Exists},
+    {"type", 2, "readonly fast", kOneKey, Type},
+    {"expire", -3, "write", kOneKey, Expire},
+    {"pexpire", -3, "write", kOneKey, PExpire},
+    {"expireat", -3, "write", kOneKey, ExpireAt},
+    {"pexpireat", -3, "write", kOneKey, PExpireAt},
+    {"ttl", 2, "readonly fast", kOneKey, Ttl},
+    {"pttl", 2, "readonly fast", kOneKey, PTtl},
+    {"expiretime", 2, "readonly fast", kOneKey, ExpireTime},
+    {"pexpiretime", 2, "readonly fast", kOneKey, PExpireTime},
+    {"persist", 2, "write", kOneKey, Persist},
+    {"touch", -2, "readonly fast", kEveryArgKey, Touch},
+    {"scan", -2, "readonly", kNoKeys, Scan},
+    {"keys", 2, "readonly", kNoKeys, Keys},
+    {"randomkey", 1, "readonly", kNoKeys, RandomKey},
+    {"rename", 3, "write exclusive", {1, 2, 1}, Rename},
+    {"renamenx", 3, "write exclusive", {1, 2, 1}, RenameNx},
+    {"object", -2, "readonly fast", {2, 2, 1}, Object},
+    {"memory", -2, "readonly fast", kNoKeys, Memory},
+};
+
+}  // namespace
+
+std::span<const CommandRow> KeyCommands() {
+  return kRows;
+}
+
 }  // namespace larder::server

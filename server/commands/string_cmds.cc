@@ -1,11 +1,10 @@
 // String commands: GET SET SETNX SETEX PSETEX GETEX GETDEL MGET MSET MSETNX STRLEN GETRANGE
 // APPEND SETRANGE INCR DECR INCRBY DECRBY. Values live in the engine; read-modify-write
-// commands (flag kRmw) run under the exclusive server lock, so they are atomic.
-#include "commands/command_table.h"
+// commands (flag `exclusive`) run under the exclusive server lock, so they are atomic.
+#include "commands/families.h"
 #include "commands/util.h"
 
 namespace larder::server {
-namespace cmd {
 
 namespace {
 
@@ -36,7 +35,7 @@ bool ParseExpire(Ctx& ctx, std::string_view arg, int64_t unit_ms, bool absolute,
                  std::string_view cmd, int64_t* at) {
   int64_t v;
   if (!ArgInt64(ctx, arg, &v)) return false;
-  if (!ExpireToAbsMs(v, unit_ms, absolute, at)) {
+  if (!ExpireToAbsMs(v, unit_ms, absolute, ctx.NowMs(), at)) {
     ctx.w.Error("ERR invalid expire time in '" + std::string(cmd) + "' command");
     return false;
   }
@@ -59,8 +58,6 @@ void IncrDecr(Ctx& ctx, int64_t delta) {
   if (!s.ok()) return ReplyStatus(ctx, s);
   ctx.w.Integer(v);
 }
-
-}  // namespace
 
 void Get(Ctx& ctx) {
   auto r = ctx.store().Get(ctx.argv[1]);
@@ -116,7 +113,7 @@ void SetNx(Ctx& ctx) {
   ctx.w.Integer(s.ok() ? 1 : 0);
 }
 
-static void SetWithExpire(Ctx& ctx, int64_t unit, std::string_view name) {
+void SetWithExpire(Ctx& ctx, int64_t unit, std::string_view name) {
   PutOptions po;
   if (!ParseExpire(ctx, ctx.argv[2], unit, false, name, &po.expire_at_ms)) return;
   Status s = ctx.store().Put(ctx.argv[1], ctx.argv[3], po);
@@ -184,7 +181,7 @@ void MGet(Ctx& ctx) {
 }
 
 void MSet(Ctx& ctx) {
-  if (ctx.argc() % 2 == 0) return ReplyArity(ctx, "mset");
+  if (ctx.argc() % 2 == 0) return ReplyArity(ctx, ctx.spec.name);
   for (size_t i = 1; i < ctx.argc(); i += 2) {
     Status s = ctx.store().Put(ctx.argv[i], ctx.argv[i + 1], PutOptions{});
     if (!s.ok()) return ReplyStatus(ctx, s);
@@ -193,7 +190,7 @@ void MSet(Ctx& ctx) {
 }
 
 void MSetNx(Ctx& ctx) {
-  if (ctx.argc() % 2 == 0) return ReplyArity(ctx, "msetnx");
+  if (ctx.argc() % 2 == 0) return ReplyArity(ctx, ctx.spec.name);
   for (size_t i = 1; i < ctx.argc(); i += 2) {
     if (ctx.store().Contains(ctx.argv[i])) return ctx.w.Integer(0);
   }
@@ -243,7 +240,8 @@ void SetRange(Ctx& ctx) {
   if (!ArgInt64(ctx, ctx.argv[2], &offset)) return;
   if (offset < 0) return ctx.w.Error("ERR offset is out of range");
   const std::string& part = ctx.argv[3];
-  if (static_cast<uint64_t>(offset) + part.size() > ctx.core.cfg()->proto_max_bulk_len) {
+  if (static_cast<uint64_t>(offset) + part.size() >
+      ctx.core.config.snapshot()->proto_max_bulk_len) {
     return ctx.w.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
   }
   std::string cur;
@@ -279,5 +277,32 @@ void DecrBy(Ctx& ctx) {
   IncrDecr(ctx, -d);
 }
 
-}  // namespace cmd
+constexpr CommandRow kRows[] = {
+    {"get", 2, "readonly", kOneKey, Get},
+    {"set", -3, "write", kOneKey, Set},
+    {"setnx", 3, "write", kOneKey, SetNx},
+    {"setex", 4, "write", kOneKey, SetEx},
+    {"psetex", 4, "write", kOneKey, PSetEx},
+    {"getex", -2, "write", kOneKey, GetEx},
+    {"getdel", 2, "write", kOneKey, GetDel},
+    {"mget", -2, "readonly", kEveryArgKey, MGet},
+    {"mset", -3, "write", kKeyValuePairs, MSet},
+    {"msetnx", -3, "write exclusive", kKeyValuePairs, MSetNx},
+    {"strlen", 2, "readonly fast", kOneKey, StrLen},
+    {"getrange", 4, "readonly", kOneKey, GetRange},
+    {"substr", 4, "readonly", kOneKey, GetRange},
+    {"append", 3, "write exclusive", kOneKey, Append},
+    {"setrange", 4, "write exclusive", kOneKey, SetRange},
+    {"incr", 2, "write exclusive", kOneKey, Incr},
+    {"decr", 2, "write exclusive", kOneKey, Decr},
+    {"incrby", 3, "write exclusive", kOneKey, IncrBy},
+    {"decrby", 3, "write exclusive", kOneKey, DecrBy},
+};
+
+}  // namespace
+
+std::span<const CommandRow> StringCommands() {
+  return kRows;
+}
+
 }  // namespace larder::server

@@ -4,8 +4,6 @@
 
 #include <cerrno>
 
-#include "commands/dispatch.h"
-#include "commands/util.h"
 #include "log.h"
 #include "net/server.h"
 
@@ -63,9 +61,9 @@ void Connection::Cron(int64_t now_ms) {
 }
 
 const config::ServerConfig& Connection::Cfg() {
-  uint64_t gen = server_.core().config_generation();
+  uint64_t gen = server_.core().config.generation();
   if (gen != cfg_gen_ || !cfg_) {
-    cfg_ = server_.core().cfg();
+    cfg_ = server_.core().config.snapshot();
     cfg_gen_ = gen;
   }
   return *cfg_;
@@ -103,10 +101,11 @@ void Connection::Process() {
 
 void Connection::Execute() {
   std::vector<std::string>& argv = parser_.args();
-  state_->last_active_ms = NowMs();
-  if (RouteOf(*state_, argv) == Route::kInline) {
+  state_->last_active_ms = server_.core().NowMs();
+  const Plan plan = server_.executor().PlanOf(*state_, argv);
+  if (plan.route == Route::kInline) {
     w_.set_protocol(state_->resp);
-    Dispatch(server_.core(), *state_, argv, w_);
+    server_.executor().Run(plan, *state_, argv, w_);
     AppendOutput(w_.queue());
     AfterCommand();
     return;
@@ -123,36 +122,38 @@ void Connection::Execute() {
   uint64_t hard_limit = Cfg().client_output_buffer_limit.hard_bytes;
   // Bytes buffered behind this request mean the client pipelines: throughput work.
   asio::thread_pool& pool = rpos_ < wpos_ ? server_.pipeline_pool() : server_.pool();
-  asio::post(pool, [self = shared_from_this(), rpos = rpos_, wpos = wpos_, direct_fd, hard_limit] {
-    resp::ReplyWriter w;
-    w.set_protocol(self->state_->resp);
-    bool close = false;
-    size_t new_rpos = self->RunBatch(w, rpos, wpos, &close);
-    if (direct_fd >= 0 && (hard_limit == 0 || w.queue().bytes() <= hard_limit)) {
-      self->WriteNow(direct_fd, w.queue());
-    }
-    asio::post(self->socket_.get_executor(),
-               [self, q = std::move(w.queue()), new_rpos, close]() mutable {
-                 self->busy_ = false;
-                 self->server_.inflight.fetch_sub(1);
-                 if (self->closed_) {
-                   asio::error_code ignored;
-                   self->socket_.close(ignored);  // deferred by CloseNow while the job ran
-                   return;
-                 }
-                 self->rpos_ = new_rpos;
-                 if (close) self->close_after_write_ = true;
-                 self->state_->last_active_ms = NowMs();
-                 self->AppendOutput(q);
-                 self->AfterCommand();
-                 self->Process();
-               });
-  });
+  asio::post(
+      pool, [self = shared_from_this(), plan, rpos = rpos_, wpos = wpos_, direct_fd, hard_limit] {
+        resp::ReplyWriter w;
+        w.set_protocol(self->state_->resp);
+        bool close = false;
+        size_t new_rpos = self->RunBatch(plan, w, rpos, wpos, &close);
+        if (direct_fd >= 0 && (hard_limit == 0 || w.queue().bytes() <= hard_limit)) {
+          self->WriteNow(direct_fd, w.queue());
+        }
+        asio::post(self->socket_.get_executor(),
+                   [self, q = std::move(w.queue()), new_rpos, close]() mutable {
+                     self->busy_ = false;
+                     self->server_.inflight.fetch_sub(1);
+                     if (self->closed_) {
+                       asio::error_code ignored;
+                       self->socket_.close(ignored);  // deferred by CloseNow while the job ran
+                       return;
+                     }
+                     self->rpos_ = new_rpos;
+                     if (close) self->close_after_write_ = true;
+                     self->state_->last_active_ms = self->server_.core().NowMs();
+                     self->AppendOutput(q);
+                     self->AfterCommand();
+                     self->Process();
+                   });
+      });
 }
 
-size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close) {
-  Core& core = server_.core();
-  Dispatch(core, *state_, parser_.args(), w);
+size_t Connection::RunBatch(const Plan& first, resp::ReplyWriter& w, size_t rpos, size_t wpos,
+                            bool* close) {
+  RequestExecutor& executor = server_.executor();
+  executor.Run(first, *state_, parser_.args(), w);
   size_t done = 1;
   while (rpos < wpos && done < kMaxBatchCommands && w.queue().bytes() < kMaxBatchBytes &&
          !state_->close_after_reply && !server_.stopping()) {
@@ -165,7 +166,7 @@ size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool
       *close = true;
       break;
     }
-    Dispatch(core, *state_, parser_.args(), w);
+    executor.Run(executor.PlanOf(*state_, parser_.args()), *state_, parser_.args(), w);
     ++done;
   }
   return rpos;
@@ -184,7 +185,7 @@ void Connection::WriteNow(int fd, resp::OutputQueue& q) {
     q.Consume(static_cast<size_t>(n));
     written += static_cast<size_t>(n);
   }
-  server_.core().net_output_bytes.fetch_add(written, std::memory_order_relaxed);
+  ServerStats::Count(server_.core().stats.total_net_output_bytes, written);
 }
 
 void Connection::AfterCommand() {
@@ -247,8 +248,8 @@ void Connection::OnRead(const asio::error_code& ec, size_t n, bool direct) {
     CloseNow();
     return;
   }
-  server_.core().net_input_bytes.fetch_add(n, std::memory_order_relaxed);
-  state_->last_active_ms = NowMs();
+  ServerStats::Count(server_.core().stats.total_net_input_bytes, n);
+  state_->last_active_ms = server_.core().NowMs();
   if (direct) {
     parser_.CommitDirect(n);
     if (QueryLimitExceeded()) return;
@@ -293,7 +294,7 @@ void Connection::OnWrite(const asio::error_code& ec, size_t n) {
     CloseNow();
     return;
   }
-  server_.core().net_output_bytes.fetch_add(n, std::memory_order_relaxed);
+  ServerStats::Count(server_.core().stats.total_net_output_bytes, n);
   pending_out_ -= n;
   state_->output_bytes = pending_out_;
   while (n > 0) {

@@ -16,7 +16,9 @@
 #include <memory>
 #include <vector>
 
-#include "commands/context.h"
+#include "config/server_config.h"
+#include "core/client_state.h"
+#include "core/request_executor.h"
 #include "resp/reply_writer.h"
 #include "resp/request_parser.h"
 
@@ -58,9 +60,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void Process();
   void Execute();
-  // On the pool: runs the parsed request, then the complete ones buffered in
+  // On the pool: runs the parsed request (planned as `first`), then the complete ones buffered in
   // inbuf_[rpos, wpos); returns the new read position. Sets *close on a protocol error.
-  size_t RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close);
+  size_t RunBatch(const Plan& first, resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close);
   // On the pool, when no earlier reply is pending: writes what the socket takes of q now
   // (non-blocking) and consumes it; the rest stays in q for the io thread.
   void WriteNow(int fd, resp::OutputQueue& q);

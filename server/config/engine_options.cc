@@ -1,0 +1,24 @@
+#include "config/engine_options.h"
+
+#include <algorithm>
+
+namespace larder::config {
+
+larder::Options EngineOptions(const ServerConfig& c) {
+  larder::Options o;
+  o.max_disk_bytes = c.max_disk_bytes;
+  larder::ParseEvictionPolicy(c.eviction_policy, &o.eviction_policy);  // an enum of the table
+  o.max_reinsert_fraction = c.max_reinsert_fraction;
+  o.generation_bytes = c.generation_bytes;
+  o.wal = c.wal;
+  o.sync_writes = c.wal_sync;
+  o.blob_cache_bytes = c.blob_cache_bytes;
+  o.memtable_bytes = c.memtable_bytes;
+  o.maintenance_interval_ms = static_cast<uint32_t>(c.maintenance_interval_ms);
+  o.max_key_bytes = static_cast<uint32_t>(c.max_key_bytes);
+  // A value the protocol accepts must fit in the store.
+  o.max_value_bytes = std::max<uint64_t>(o.max_value_bytes, c.proto_max_bulk_len);
+  return o;
+}
+
+}  // namespace larder::config
