@@ -10,8 +10,6 @@ import json
 import os
 import platform
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +18,8 @@ import time
 import report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
+import server_harness  # noqa: E402
 KiB, MiB = 1 << 10, 1 << 20
 
 # Value sizes are in bytes; every tool gets them as plain integers.
@@ -37,12 +37,6 @@ def log(*a):
     print("[bench]", *a, file=sys.stderr, flush=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def build(build_dir):
     log("building into", build_dir)
     # An existing build directory keeps its build type; a new one gets the project default.
@@ -55,39 +49,26 @@ def build(build_dir):
                    check=True, stdout=subprocess.DEVNULL)
 
 
-class Server:
-    """A server process on a free port, stopped (SIGTERM, then SIGKILL) by stop()."""
+class Server(server_harness.Process):
+    """A server started by `cmd_fn(port, data_dir)` on a free port, its log beside `data_dir`
+    (both kept in the work directory); stopped (SIGTERM, then SIGKILL) by stop()."""
 
     def __init__(self, name, cmd_fn, data_dir):
-        self.name, self.port, self.dir = name, free_port(), data_dir
+        self.log_name = name + ".log"
+        super().__init__(tmp=os.path.dirname(data_dir))
+        self.name, self.dir, self.cmd_fn = name, data_dir, cmd_fn
         os.makedirs(data_dir, exist_ok=True)
-        self.log = open(os.path.join(data_dir, "..", name + ".log"), "wb")
-        self.proc = subprocess.Popen(cmd_fn(self.port, data_dir), stdout=self.log,
-                                     stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(name + " exited at start; see its log")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(name + " did not start")
+        self.start(timeout=30)
+
+    def command_line(self):
+        return self.cmd_fn(self.port, self.dir)
 
     def command(self, *args):
         return subprocess.run(["redis-cli", "-p", str(self.port)] + list(args),
                               capture_output=True, text=True, timeout=120).stdout.strip()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+        return super().stop(timeout=60)
 
 
 def json_lines(out):
