@@ -2,6 +2,7 @@
 // TOUCH SCAN KEYS RANDOMKEY RENAME RENAMENX OBJECT MEMORY. Only strings exist.
 #include <random>
 
+#include "commands/expiry.h"
 #include "commands/families.h"
 #include "commands/subcommands.h"
 #include "commands/util.h"
@@ -15,42 +16,18 @@ std::vector<std::string_view> KeysFrom(const Ctx& ctx, size_t first) {
                                        ctx.argv.end());
 }
 
-// EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT key time [NX|XX|GT|LT]
-void GenericExpire(Ctx& ctx, int64_t unit_ms, bool absolute, std::string_view name) {
-  int64_t v;
-  if (!ArgInt64(ctx, ctx.argv[2], &v)) return;
-  bool nx = false, xx = false, gt = false, lt = false;
-  for (size_t i = 3; i < ctx.argc(); ++i) {
-    std::string opt = ToLower(ctx.argv[i]);
-    if (opt == "nx")
-      nx = true;
-    else if (opt == "xx")
-      xx = true;
-    else if (opt == "gt")
-      gt = true;
-    else if (opt == "lt")
-      lt = true;
-    else
-      return ctx.w.Error("ERR Unsupported option " + ctx.argv[i]);
-  }
-  if (nx && (xx || gt || lt)) {
-    return ctx.w.Error("ERR NX and XX, GT or LT options at the same time are not compatible");
-  }
-  if (gt && lt) return ctx.w.Error("ERR GT and LT options at the same time are not compatible");
-  int64_t now = ctx.NowMs();
-  __int128 when = static_cast<__int128>(v) * unit_ms + (absolute ? 0 : now);
-  if (when > INT64_MAX || when < INT64_MIN) {
-    return ctx.w.Error("ERR invalid expire time in '" + std::string(name) + "' command");
-  }
+// EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT key time [NX|XX|GT|LT]: 1 if the expiry was set (a time
+// in the past deletes the key), 0 if the key is missing or a condition refused.
+void GenericExpire(Ctx& ctx, const TimeUnit& unit) {
+  uint32_t conditions;
+  int64_t at;
+  if (!ParseExpireConditions(ctx, 3, &conditions)) return;
+  if (!ExpireAtOfExpireTime(ctx, ctx.argv[2], unit, &at)) return;
   auto info = ctx.store().Info(ctx.argv[1]);
   if (!info.ok()) return ctx.w.Integer(0);
-  int64_t cur = info->expire_at_ms;  // 0 = none (infinite)
-  int64_t at = static_cast<int64_t>(when);
-  if (nx && cur != 0) return ctx.w.Integer(0);
-  if (xx && cur == 0) return ctx.w.Integer(0);
-  if (gt && (cur == 0 || at <= cur)) return ctx.w.Integer(0);
-  if (lt && cur != 0 && at >= cur) return ctx.w.Integer(0);
-  Status s = at <= now ? ctx.store().Delete(ctx.argv[1]) : ctx.store().SetExpiry(ctx.argv[1], at);
+  if (!ExpireConditionsAllow(conditions, info->expire_at_ms, at)) return ctx.w.Integer(0);
+  Status s =
+      at <= ctx.NowMs() ? ctx.store().Delete(ctx.argv[1]) : ctx.store().SetExpiry(ctx.argv[1], at);
   if (s.IsNotFound()) return ctx.w.Integer(0);
   if (!s.ok()) return ReplyStatus(ctx, s);
   ctx.w.Integer(1);
@@ -126,16 +103,16 @@ void Type(Ctx& ctx) {
 }
 
 void Expire(Ctx& ctx) {
-  GenericExpire(ctx, 1000, false, "expire");
+  GenericExpire(ctx, kSeconds);
 }
 void PExpire(Ctx& ctx) {
-  GenericExpire(ctx, 1, false, "pexpire");
+  GenericExpire(ctx, kMilliseconds);
 }
 void ExpireAt(Ctx& ctx) {
-  GenericExpire(ctx, 1000, true, "expireat");
+  GenericExpire(ctx, kUnixSeconds);
 }
 void PExpireAt(Ctx& ctx) {
-  GenericExpire(ctx, 1, true, "pexpireat");
+  GenericExpire(ctx, kUnixMilliseconds);
 }
 void Ttl(Ctx& ctx) {
   GenericTtl(ctx, false);

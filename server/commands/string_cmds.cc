@@ -1,6 +1,7 @@
 // String commands: GET SET SETNX SETEX PSETEX GETEX GETDEL MGET MSET MSETNX STRLEN GETRANGE
 // APPEND SETRANGE INCR DECR INCRBY DECRBY. Values live in the engine; read-modify-write
 // commands (flag `exclusive`) run under the exclusive server lock, so they are atomic.
+#include "commands/expiry.h"
 #include "commands/families.h"
 #include "commands/util.h"
 
@@ -30,18 +31,6 @@ bool ReadString(Ctx& ctx, std::string_view key, std::string* out, bool* found) {
   return false;
 }
 
-// Parses an expire argument of `cmd` into an absolute time; replies the error on failure.
-bool ParseExpire(Ctx& ctx, std::string_view arg, int64_t unit_ms, bool absolute,
-                 std::string_view cmd, int64_t* at) {
-  int64_t v;
-  if (!ArgInt64(ctx, arg, &v)) return false;
-  if (!ExpireToAbsMs(v, unit_ms, absolute, ctx.NowMs(), at)) {
-    ctx.w.Error("ERR invalid expire time in '" + std::string(cmd) + "' command");
-    return false;
-  }
-  return true;
-}
-
 void IncrDecr(Ctx& ctx, int64_t delta) {
   std::string cur;
   bool found;
@@ -68,29 +57,12 @@ void Get(Ctx& ctx) {
 
 // SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]
 void Set(Ctx& ctx) {
+  StringOptions opts;
+  if (!ParseStringOptions(ctx, 3, kSetOptions, &opts)) return;
   PutOptions po;
-  bool nx = false, xx = false, get = false, has_expire = false;
-  for (size_t i = 3; i < ctx.argc(); ++i) {
-    std::string opt = ToLower(ctx.argv[i]);
-    bool more = i + 1 < ctx.argc();
-    if (opt == "nx" && !xx) {
-      nx = true;
-    } else if (opt == "xx" && !nx) {
-      xx = true;
-    } else if (opt == "get") {
-      get = true;
-    } else if (opt == "keepttl" && !has_expire) {
-      po.keep_ttl = true;
-    } else if ((opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && more &&
-               !has_expire && !po.keep_ttl) {
-      has_expire = true;
-      int64_t unit = (opt == "ex" || opt == "exat") ? 1000 : 1;
-      bool absolute = opt == "exat" || opt == "pxat";
-      if (!ParseExpire(ctx, ctx.argv[++i], unit, absolute, "set", &po.expire_at_ms)) return;
-    } else {
-      return ctx.w.Error(kErrSyntax);
-    }
-  }
+  if (opts.time && !ExpireAtOfSetTime(ctx, opts.time_arg, *opts.time, &po.expire_at_ms)) return;
+  po.keep_ttl = opts.Has(kKeepTtl);
+  const bool nx = opts.Has(kNx), xx = opts.Has(kXx), get = opts.Has(kGet);
   po.mode = nx ? PutMode::kIfAbsent : xx ? PutMode::kIfPresent : PutMode::kAlways;
   std::optional<Result<Value>> old;
   if (get) old.emplace(ctx.store().Get(ctx.argv[1]));
@@ -113,43 +85,36 @@ void SetNx(Ctx& ctx) {
   ctx.w.Integer(s.ok() ? 1 : 0);
 }
 
-void SetWithExpire(Ctx& ctx, int64_t unit, std::string_view name) {
+// SETEX / PSETEX key time value
+void SetWithExpire(Ctx& ctx, const TimeUnit& unit) {
   PutOptions po;
-  if (!ParseExpire(ctx, ctx.argv[2], unit, false, name, &po.expire_at_ms)) return;
+  if (!ExpireAtOfSetTime(ctx, ctx.argv[2], unit, &po.expire_at_ms)) return;
   Status s = ctx.store().Put(ctx.argv[1], ctx.argv[3], po);
   if (!s.ok()) return ReplyStatus(ctx, s);
   ctx.w.SimpleString("OK");
 }
 
 void SetEx(Ctx& ctx) {
-  SetWithExpire(ctx, 1000, "setex");
-}
-void PSetEx(Ctx& ctx) {
-  SetWithExpire(ctx, 1, "psetex");
+  SetWithExpire(ctx, kSeconds);
 }
 
-// GETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST]
+void PSetEx(Ctx& ctx) {
+  SetWithExpire(ctx, kMilliseconds);
+}
+
+// GETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST]: as in Redis, a missing key is a null reply
+// before the time argument is read.
 void GetEx(Ctx& ctx) {
-  int64_t at = -1;  // -1 = leave the expiry alone, 0 = persist
-  for (size_t i = 2; i < ctx.argc(); ++i) {
-    std::string opt = ToLower(ctx.argv[i]);
-    bool more = i + 1 < ctx.argc();
-    if (opt == "persist" && at == -1) {
-      at = 0;
-    } else if ((opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && more && at == -1) {
-      int64_t unit = (opt == "ex" || opt == "exat") ? 1000 : 1;
-      bool absolute = opt == "exat" || opt == "pxat";
-      if (!ParseExpire(ctx, ctx.argv[++i], unit, absolute, "getex", &at)) return;
-    } else {
-      return ctx.w.Error(kErrSyntax);
-    }
-  }
+  StringOptions opts;
+  if (!ParseStringOptions(ctx, 2, kGetExOptions, &opts)) return;
   auto r = ctx.store().Get(ctx.argv[1]);
   if (!r.ok()) {
     if (r.status().IsNotFound()) return ctx.w.Null();
     return ReplyStatus(ctx, r.status());
   }
-  if (at >= 0) {
+  int64_t at = 0;  // with PERSIST: no expiry
+  if (opts.time && !ExpireAtOfSetTime(ctx, opts.time_arg, *opts.time, &at)) return;
+  if (opts.time || opts.Has(kPersist)) {
     Status s = ctx.store().SetExpiry(ctx.argv[1], at);
     if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
   }

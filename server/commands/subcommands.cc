@@ -15,7 +15,7 @@ void ReplyHelp(Ctx& ctx, std::span<const SubcommandRow> table) {
     ctx.w.SimpleString("    " + std::string(row.help));
   }
   ctx.w.SimpleString("HELP");
-  ctx.w.SimpleString("    Print this help.");
+  ctx.w.SimpleString("    Prints this help.");
 }
 
 }  // namespace

@@ -27,16 +27,4 @@ void ReplyUnknownSub(Ctx& ctx, std::string_view sub, std::string_view cmd) {
               common::ToUpper(cmd) + " HELP.");
 }
 
-bool ExpireToAbsMs(int64_t value, int64_t unit_ms, bool absolute, int64_t now_ms, int64_t* out) {
-  if (value <= 0) return false;
-  if (value > INT64_MAX / unit_ms) return false;
-  int64_t ms = value * unit_ms;
-  if (!absolute) {
-    if (ms > INT64_MAX - now_ms) return false;
-    ms += now_ms;
-  }
-  *out = ms;
-  return true;
-}
-
 }  // namespace larder::server

@@ -30,10 +30,6 @@ bool ArgInt64(Ctx& ctx, std::string_view s, int64_t* out);
 void ReplyStatus(Ctx& ctx, const Status& s);
 // "ERR wrong number of arguments for '<name>' command" (`name` lowercased).
 void ReplyArity(Ctx& ctx, std::string_view name);
-// Converts a relative/absolute expire argument to an absolute Unix ms time. `unit_ms` is 1000
-// for seconds; `absolute` for EXAT/PXAT. Returns false if the value is not positive or overflows.
-bool ExpireToAbsMs(int64_t value, int64_t unit_ms, bool absolute, int64_t now_ms, int64_t* out);
-
 // "ERR unknown subcommand '<sub>'. Try <CMD> HELP." with `cmd` uppercased.
 void ReplyUnknownSub(Ctx& ctx, std::string_view sub, std::string_view cmd);
 

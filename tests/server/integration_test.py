@@ -10,6 +10,7 @@ import redis
 from server_harness import ServerProcess, encode
 from integration_robustness import *  # noqa: F401,F403 (more TestCases)
 from integration_lifecycle import *  # noqa: F401,F403
+from integration_redis_parity import *  # noqa: F401,F403
 
 
 class CommandsTest(unittest.TestCase):
