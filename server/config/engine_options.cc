@@ -16,6 +16,7 @@ larder::Options EngineOptions(const ServerConfig& c) {
   o.memtable_bytes = c.memtable_bytes;
   o.maintenance_interval_ms = static_cast<uint32_t>(c.maintenance_interval_ms);
   o.max_key_bytes = static_cast<uint32_t>(c.max_key_bytes);
+  o.evict_together = c.evict_together;
   // A value the protocol accepts must fit in the store.
   o.max_value_bytes = std::max<uint64_t>(o.max_value_bytes, c.proto_max_bulk_len);
   return o;

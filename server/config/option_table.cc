@@ -220,6 +220,35 @@ Option OutputBufferLimit(std::string_view name, std::string_view def, bool mut,
   return o;
 }
 
+// Pairs of key suffixes, `<first> <second> ...`; a single "" means none.
+Option SuffixPairs(std::string_view name,
+                   std::vector<std::pair<std::string, std::string>> ServerConfig::*field,
+                   std::string_view def, bool mut, std::string_view doc) {
+  Option o = Make(name, Type::kSuffixPairs, def, mut, doc, 1, -1);
+  o.parse = [field](const Args& a, ServerConfig* c) -> Error {
+    (c->*field).clear();
+    if (a.size() == 1 && a[0].empty()) return std::nullopt;
+    if (a.size() % 2 != 0) return std::string("expected pairs of key suffixes, or \"\" for none");
+    for (size_t i = 0; i < a.size(); i += 2) {
+      if (a[i].empty() || a[i + 1].empty() || a[i] == a[i + 1]) {
+        return QuoteForMessage(a[i]) + " " + QuoteForMessage(a[i + 1]) +
+               " is not a pair of two different, non-empty suffixes";
+      }
+      (c->*field).emplace_back(a[i], a[i + 1]);
+    }
+    return std::nullopt;
+  };
+  o.format = [field](const ServerConfig& c, bool) -> Args {
+    Args out;
+    for (const auto& [first, second] : c.*field) {
+      out.push_back(first);
+      out.push_back(second);
+    }
+    return out.empty() ? Args{""} : out;
+  };
+  return o;
+}
+
 Option WithCheck(Option o, std::function<Error(const ServerConfig&)> check) {
   o.validate = std::move(check);
   return o;
@@ -280,6 +309,8 @@ std::vector<Option> BuildTable() {
             "disk budget; 0 = 80% of the space available to the store"),
       Enum("eviction-policy", &S::eviction_policy, "lru-reuse", kStartup,
            {"lru-reuse", "lru", "fifo", "none"}, "what leaves first when the budget is reached"),
+      SuffixPairs("evict-together", &S::evict_together, "kv_bytes metadata", kStartup,
+                  "key suffix pairs evicted together; \"\" = none"),
       Double("max-reinsert-fraction", &S::max_reinsert_fraction, "0.5", kStartup, 0.0, 1.0,
              "most of an evicted generation re-inserted into the newest one"),
       Bytes("generation-bytes", &S::generation_bytes, "0", kStartup, 0,

@@ -1,7 +1,8 @@
 // The option table: every server option is declared once here (option_table.cc) and that one
 // declaration drives config-file parsing, command-line overrides, CONFIG GET/SET and
 // CONFIG REWRITE (see config.h). Adding an option = one table entry + one ServerConfig field +
-// one paragraph in conf/larder.conf (config_test fails until all three agree).
+// one paragraph in conf/larder.conf (config_test fails until all three agree); an engine option
+// also gets one line in config/engine_options.cc (engine_defaults_test checks its default).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@ enum class Type {
   kEnum,                     // one of a fixed set of lowercase words (case-insensitive on input)
   kStringList,               // one or more arguments
   kClientOutputBufferLimit,  // groups of <class> <hard-bytes> <soft-bytes> <soft-seconds>
+  kSuffixPairs,              // <suffix> <suffix> pairs, or "" for none
 };
 
 // Reason a value was refused (no option name, no prefix: callers add the context), or nullopt.

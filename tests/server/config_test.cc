@@ -255,6 +255,31 @@ TEST_F(ConfigTest, ApplyArgsTakesMultiArgumentOptions) {
   EXPECT_EQ(c.values().maxclients, 5);  // all or nothing
 }
 
+TEST_F(ConfigTest, EvictTogetherTakesSuffixPairsOrNothing) {
+  using SuffixPairs = std::vector<std::pair<std::string, std::string>>;
+  Config c;
+  EXPECT_EQ(c.Get("evict-together"), (Pairs{{"evict-together", "kv_bytes metadata"}}));
+  ASSERT_EQ(c.LoadFile(Write("e.conf", "evict-together a.kv a.meta b c\n")), std::nullopt);
+  EXPECT_EQ(c.values().evict_together, (SuffixPairs{{"a.kv", "a.meta"}, {"b", "c"}}));
+  EXPECT_EQ(c.Get("evict-together"), (Pairs{{"evict-together", "a.kv a.meta b c"}}));
+  ASSERT_EQ(c.ApplyArgs({"--evict-together", ""}), std::nullopt);
+  EXPECT_EQ(c.values().evict_together, SuffixPairs{});
+  EXPECT_EQ(c.Get("evict-together"), (Pairs{{"evict-together", ""}}));
+  EXPECT_EQ(c.ApplyArgs({"--evict-together", "kv_bytes"}),
+            "command line: option 'evict-together': expected pairs of key suffixes, or \"\" for "
+            "none");
+  EXPECT_EQ(c.ApplyArgs({"--evict-together", "x", "x"}),
+            "command line: option 'evict-together': 'x' 'x' is not a pair of two different, "
+            "non-empty suffixes");
+  EXPECT_EQ(c.Set("evict-together", "a b"), Immutable("evict-together"));
+  // CONFIG REWRITE writes "" for none, which loads back as none.
+  ASSERT_EQ(c.Rewrite(), std::nullopt);
+  EXPECT_NE(ReadAll(c.file_path()).find("evict-together \"\"\n"), std::string::npos);
+  Config again;
+  ASSERT_EQ(again.LoadFile(c.file_path()), std::nullopt);
+  EXPECT_EQ(again.values().evict_together, SuffixPairs{});
+}
+
 TEST_F(ConfigTest, GetMatchesRedisGlobsAndFormatsLikeRedis) {
   Config c;
   EXPECT_EQ(c.Get("port"), (Pairs{{"port", "6379"}}));
