@@ -269,10 +269,10 @@ Error CheckPassword(const ServerConfig& c) {
   return std::nullopt;
 }
 
-std::vector<Option> BuildTable() {
-  using S = ServerConfig;
+using S = ServerConfig;
+
+std::vector<Option> NetworkRows() {
   return {
-      // --- network ---
       StringList("bind", &S::bind, "127.0.0.1", kStartup, "addresses to listen on"),
       Int("port", &S::port, "6379", kStartup, 0, 65535, "TCP port; 0 = no TCP listener"),
       String("unixsocket", &S::unixsocket, R"("")", kStartup, "unix socket path; empty = none"),
@@ -292,18 +292,29 @@ std::vector<Option> BuildTable() {
           "threads running blocking engine calls"),
       Int("pipeline-nice", &S::pipeline_nice, "10", kStartup, 0, 19,
           "CPU nice value of the threads running pipelined batches; 0 = no separate threads"),
-      // --- security ---
+  };
+}
+
+std::vector<Option> SecurityAndLimitRows() {
+  return {
+      // security
       WithCheck(String("requirepass", &S::requirepass, R"("")", kRuntime,
                        "password for AUTH; empty = none"),
                 CheckPassword),
       // --- limits ---
+      // limits
       Bytes("proto-max-bulk-len", &S::proto_max_bulk_len, "512mb", kRuntime, kMiB,
             "largest bulk string (key or value) a client may send"),
       Bytes("client-query-buffer-limit", &S::client_query_buffer_limit, "1gb", kRuntime, kMiB,
             "largest unparsed input buffered per client"),
       OutputBufferLimit("client-output-buffer-limit", "normal 0 0 0", kRuntime,
                         "disconnect clients whose pending replies exceed these limits"),
-      // --- engine ---
+  };
+}
+
+// The engine's options (config/engine_options.cc maps them onto larder::Options).
+std::vector<Option> EngineRows() {
+  return {
       WithCheck(String("dir", &S::dir, "./data", kStartup, "data directory"), CheckDir),
       Bytes("max-disk-bytes", &S::max_disk_bytes, "0", kStartup, 0,
             "disk budget; 0 = 80% of the space available to the store"),
@@ -325,7 +336,11 @@ std::vector<Option> BuildTable() {
           "period of expiry maintenance; 0 = off"),
       Int("max-key-bytes", &S::max_key_bytes, "65536", kStartup, 1, kUint32Max,
           "largest key accepted"),
-      // --- logging / process ---
+  };
+}
+
+std::vector<Option> ProcessRows() {
+  return {
       Enum("loglevel", &S::loglevel, "notice", kRuntime, {"debug", "verbose", "notice", "warning"},
            "log verbosity"),
       String("logfile", &S::logfile, R"("")", kStartup, "log file; empty = stderr"),
@@ -333,6 +348,15 @@ std::vector<Option> BuildTable() {
       Bool("daemonize", &S::daemonize, "no", kStartup, "detach and run in the background"),
       Int("databases", &S::databases, "1", kStartup, 1, 1, "number of databases (only db 0)"),
   };
+}
+
+// Every option, in config-file section order.
+std::vector<Option> BuildTable() {
+  std::vector<Option> table;
+  for (auto rows : {NetworkRows, SecurityAndLimitRows, EngineRows, ProcessRows}) {
+    for (Option& o : rows()) table.push_back(std::move(o));
+  }
+  return table;
 }
 
 }  // namespace

@@ -73,62 +73,15 @@ RequestParser::State RequestParser::Feed(const char* data, size_t len, size_t* c
         inline_ = *p != '*';
         phase_ = inline_ ? Phase::kInline : Phase::kMultibulkHeader;
         break;
-
-      case Phase::kMultibulkHeader: {
-        std::string_view line;
-        const LineStatus status = ScanLine(&p, end, '\r', true, &line);
-        if (status == LineStatus::kTooLong) {
-          state = Fail(kErrMbulkTooBig);
-          break;
-        }
-        if (status == LineStatus::kPartial) break;
-        int64_t count = 0;
-        const bool ok = ParseInt64(line.substr(1), &count);
-        line_.clear();
-        if (!ok || (count > 0 && static_cast<uint64_t>(count) > limits_.max_multibulk_len)) {
-          state = Fail(kErrMultibulkLen);
-        } else if (count <= 0) {
-          phase_ = Phase::kStart;  // Redis ignores empty and negative multibulks
-        } else {
-          args_left_ = static_cast<uint64_t>(count);
-          args_.reserve(std::min<uint64_t>(args_left_, kArgsRetain));
-          phase_ = Phase::kBulkHeader;
-        }
+      case Phase::kMultibulkHeader:
+        state = ParseMultibulkHeader(&p, end);
         break;
-      }
-
-      case Phase::kBulkHeader: {
-        std::string_view line;
-        const LineStatus status = ScanLine(&p, end, '\r', true, &line);
-        if (status == LineStatus::kTooLong) {
-          state = Fail(kErrBulkTooBig);
-          break;
-        }
-        if (status == LineStatus::kPartial) break;
-        if (line.empty() || line[0] != '$') {
-          // Redis reports the line's first byte, which is the '\r' for an empty line.
-          std::string error = "ERR Protocol error: expected '$', got '";
-          error += line.empty() ? '\r' : line[0];
-          error += '\'';
-          state = Fail(std::move(error));
-          break;
-        }
-        int64_t bulk_len = 0;
-        const bool ok = ParseInt64(line.substr(1), &bulk_len);
-        line_.clear();
-        if (!ok || bulk_len < 0 || static_cast<uint64_t>(bulk_len) > limits_.max_bulk_len) {
-          state = Fail(kErrBulkLen);
-          break;
-        }
-        StartBulk(static_cast<uint64_t>(bulk_len), &p, end);
-        if (phase_ == Phase::kDone) state = State::kComplete;
+      case Phase::kBulkHeader:
+        state = ParseBulkHeader(&p, end);
         break;
-      }
-
       case Phase::kBulkBody:
         ReadBody(&p, end);
         break;
-
       case Phase::kBulkTrailer: {
         const size_t n = std::min<size_t>(trailer_left_, end - p);
         p += n;
@@ -136,30 +89,9 @@ RequestParser::State RequestParser::Feed(const char* data, size_t len, size_t* c
         if (trailer_left_ == 0 && FinishBulk()) state = State::kComplete;
         break;
       }
-
-      case Phase::kInline: {
-        std::string_view line;
-        const LineStatus status = ScanLine(&p, end, '\n', false, &line);
-        if (status == LineStatus::kTooLong) {
-          state = Fail(kErrInlineTooBig);
-          break;
-        }
-        if (status == LineStatus::kPartial) break;
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        // Inline requests are rare: their arguments do not reuse pool_'s buffers.
-        const bool ok = common::SplitArgs(line, &args_);
-        line_.clear();
-        if (!ok) {
-          state = Fail(kErrUnbalanced);
-        } else if (args_.empty()) {
-          phase_ = Phase::kStart;  // blank line: no command
-        } else {
-          phase_ = Phase::kDone;
-          state = State::kComplete;
-        }
+      case Phase::kInline:
+        state = ParseInline(&p, end);
         break;
-      }
-
       case Phase::kDone:
       case Phase::kError:
         assert(false);
@@ -169,6 +101,67 @@ RequestParser::State RequestParser::Feed(const char* data, size_t len, size_t* c
   }
   *consumed = static_cast<size_t>(p - data);
   return state;
+}
+
+RequestParser::State RequestParser::ParseMultibulkHeader(const char** p, const char* end) {
+  std::string_view line;
+  const LineStatus status = ScanLine(p, end, '\r', true, &line);
+  if (status == LineStatus::kTooLong) return Fail(kErrMbulkTooBig);
+  if (status == LineStatus::kPartial) return State::kNeedMore;
+  int64_t count = 0;
+  const bool ok = ParseInt64(line.substr(1), &count);
+  line_.clear();
+  if (!ok || (count > 0 && static_cast<uint64_t>(count) > limits_.max_multibulk_len)) {
+    return Fail(kErrMultibulkLen);
+  }
+  if (count <= 0) {
+    phase_ = Phase::kStart;  // Redis ignores empty and negative multibulks
+  } else {
+    args_left_ = static_cast<uint64_t>(count);
+    args_.reserve(std::min<uint64_t>(args_left_, kArgsRetain));
+    phase_ = Phase::kBulkHeader;
+  }
+  return State::kNeedMore;
+}
+
+RequestParser::State RequestParser::ParseBulkHeader(const char** p, const char* end) {
+  std::string_view line;
+  const LineStatus status = ScanLine(p, end, '\r', true, &line);
+  if (status == LineStatus::kTooLong) return Fail(kErrBulkTooBig);
+  if (status == LineStatus::kPartial) return State::kNeedMore;
+  if (line.empty() || line[0] != '$') {
+    // Redis reports the line's first byte, which is the '\r' for an empty line.
+    std::string error = "ERR Protocol error: expected '$', got '";
+    error += line.empty() ? '\r' : line[0];
+    error += '\'';
+    return Fail(std::move(error));
+  }
+  int64_t bulk_len = 0;
+  const bool ok = ParseInt64(line.substr(1), &bulk_len);
+  line_.clear();
+  if (!ok || bulk_len < 0 || static_cast<uint64_t>(bulk_len) > limits_.max_bulk_len) {
+    return Fail(kErrBulkLen);
+  }
+  StartBulk(static_cast<uint64_t>(bulk_len), p, end);
+  return phase_ == Phase::kDone ? State::kComplete : State::kNeedMore;
+}
+
+RequestParser::State RequestParser::ParseInline(const char** p, const char* end) {
+  std::string_view line;
+  const LineStatus status = ScanLine(p, end, '\n', false, &line);
+  if (status == LineStatus::kTooLong) return Fail(kErrInlineTooBig);
+  if (status == LineStatus::kPartial) return State::kNeedMore;
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  // Inline requests are rare: their arguments do not reuse pool_'s buffers.
+  const bool ok = common::SplitArgs(line, &args_);
+  line_.clear();
+  if (!ok) return Fail(kErrUnbalanced);
+  if (args_.empty()) {
+    phase_ = Phase::kStart;  // blank line: no command
+    return State::kNeedMore;
+  }
+  phase_ = Phase::kDone;
+  return State::kComplete;
 }
 
 RequestParser::LineStatus RequestParser::ScanLine(const char** p, const char* end, char term,

@@ -124,6 +124,10 @@ class RequestParser {
   enum class LineStatus { kPartial, kReady, kTooLong };
 
   State Fail(std::string error);
+  // The steps of Feed for one phase each: consume from *p, return kNeedMore to go on.
+  State ParseMultibulkHeader(const char** p, const char* end);
+  State ParseBulkHeader(const char** p, const char* end);
+  State ParseInline(const char** p, const char* end);
   // Finds a line ending at `term` (plus one skipped byte if skip_after_term). On kReady,
   // *line holds the bytes before `term`; it may view line_, which the caller then clears.
   LineStatus ScanLine(const char** p, const char* end, char term, bool skip_after_term,
