@@ -22,6 +22,18 @@ std::string ToLower(std::string_view s) {
   return out;
 }
 
+std::vector<std::string> Split(std::string_view s, char sep) {
+  std::vector<std::string> pieces;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t end = s.find(sep, start);
+    if (end == std::string_view::npos) end = s.size();
+    pieces.emplace_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return pieces;
+}
+
 std::string ToUpper(std::string_view s) {
   std::string out(s);
   for (char& c : out) {

@@ -8,20 +8,15 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/text.h"
 #include "common/units.h"
 
 namespace larder::bench {
 
 std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b < s.size()) {
-    size_t e = s.find(',', b);
-    if (e == std::string::npos) e = s.size();
-    if (e > b) out.push_back(s.substr(b, e - b));
-    b = e + 1;
-  }
-  return out;
+  std::vector<std::string> items = common::Split(s, ',');
+  std::erase(items, std::string());
+  return items;
 }
 
 std::vector<uint64_t> SizeListOrExit(const std::string& flag, const std::string& list) {

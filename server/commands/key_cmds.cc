@@ -16,9 +16,11 @@ std::vector<std::string_view> KeysFrom(const Ctx& ctx, size_t first) {
                                        ctx.argv.end());
 }
 
-// EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT key time [NX|XX|GT|LT]: 1 if the expiry was set (a time
-// in the past deletes the key), 0 if the key is missing or a condition refused.
-void GenericExpire(Ctx& ctx, const TimeUnit& unit) {
+// EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT key time [NX|XX|GT|LT], the time in `unit`: 1 if the
+// expiry was set (a time in the past deletes the key), 0 if the key is missing or a condition
+// refused.
+template <const TimeUnit& unit>
+void Expire(Ctx& ctx) {
   uint32_t conditions;
   int64_t at;
   if (!ParseExpireConditions(ctx, 3, &conditions)) return;
@@ -33,17 +35,22 @@ void GenericExpire(Ctx& ctx, const TimeUnit& unit) {
   ctx.w.Integer(1);
 }
 
-void GenericTtl(Ctx& ctx, bool ms) {
+// TTL / PTTL key: the time left in `unit` (rounded), -1 without expiry, -2 without the key.
+template <const TimeUnit& unit>
+void Ttl(Ctx& ctx) {
   int64_t t = ctx.store().Ttl(ctx.argv[1]);
-  if (t < 0 || ms) return ctx.w.Integer(t);
-  ctx.w.Integer((t + 500) / 1000);
+  if (t < 0) return ctx.w.Integer(t);
+  ctx.w.Integer((t + unit.ms / 2) / unit.ms);
 }
 
-void GenericExpireTime(Ctx& ctx, bool ms) {
+// EXPIRETIME / PEXPIRETIME key: the Unix expiry time in `unit`, -1 without expiry, -2 without
+// the key.
+template <const TimeUnit& unit>
+void ExpireTime(Ctx& ctx) {
   auto info = ctx.store().Info(ctx.argv[1]);
   if (!info.ok()) return ctx.w.Integer(-2);
   if (info->expire_at_ms == 0) return ctx.w.Integer(-1);
-  ctx.w.Integer(ms ? info->expire_at_ms : info->expire_at_ms / 1000);
+  ctx.w.Integer(info->expire_at_ms / unit.ms);
 }
 
 bool ParseCursor(std::string_view s, uint64_t* out) {
@@ -59,7 +66,9 @@ bool ParseCursor(std::string_view s, uint64_t* out) {
   return true;
 }
 
-void GenericRename(Ctx& ctx, bool nx) {
+// RENAME src dst; RENAMENX (nx) only when dst does not exist.
+template <bool nx>
+void Rename(Ctx& ctx) {
   const std::string& src = ctx.argv[1];
   const std::string& dst = ctx.argv[2];
   auto info = ctx.store().Info(src);
@@ -100,31 +109,6 @@ void Exists(Ctx& ctx) {
 
 void Type(Ctx& ctx) {
   ctx.w.SimpleString(ctx.store().Contains(ctx.argv[1]) ? "string" : "none");
-}
-
-void Expire(Ctx& ctx) {
-  GenericExpire(ctx, kSeconds);
-}
-void PExpire(Ctx& ctx) {
-  GenericExpire(ctx, kMilliseconds);
-}
-void ExpireAt(Ctx& ctx) {
-  GenericExpire(ctx, kUnixSeconds);
-}
-void PExpireAt(Ctx& ctx) {
-  GenericExpire(ctx, kUnixMilliseconds);
-}
-void Ttl(Ctx& ctx) {
-  GenericTtl(ctx, false);
-}
-void PTtl(Ctx& ctx) {
-  GenericTtl(ctx, true);
-}
-void ExpireTime(Ctx& ctx) {
-  GenericExpireTime(ctx, false);
-}
-void PExpireTime(Ctx& ctx) {
-  GenericExpireTime(ctx, true);
 }
 
 void Persist(Ctx& ctx) {
@@ -192,13 +176,6 @@ void RandomKey(Ctx& ctx) {
   ctx.w.BulkString(page.keys[rng() % page.keys.size()]);
 }
 
-void Rename(Ctx& ctx) {
-  GenericRename(ctx, false);
-}
-void RenameNx(Ctx& ctx) {
-  GenericRename(ctx, true);
-}
-
 // OBJECT <subcommand> key: the key's metadata; a null reply when the key does not exist.
 void ObjectEncoding(Ctx& ctx) {
   if (!ctx.store().Info(ctx.argv[2]).ok()) return ctx.w.Null();
@@ -263,21 +240,21 @@ constexpr CommandRow kRows[] = {
     {"unlink", -2, "write", kEveryArgKey, Del},
     {"exists", -2, "readonly fast", kEveryArgKey, Exists},
     {"type", 2, "readonly fast", kOneKey, Type},
-    {"expire", -3, "write", kOneKey, Expire},
-    {"pexpire", -3, "write", kOneKey, PExpire},
-    {"expireat", -3, "write", kOneKey, ExpireAt},
-    {"pexpireat", -3, "write", kOneKey, PExpireAt},
-    {"ttl", 2, "readonly fast", kOneKey, Ttl},
-    {"pttl", 2, "readonly fast", kOneKey, PTtl},
-    {"expiretime", 2, "readonly fast", kOneKey, ExpireTime},
-    {"pexpiretime", 2, "readonly fast", kOneKey, PExpireTime},
+    {"expire", -3, "write", kOneKey, Expire<kSeconds>},
+    {"pexpire", -3, "write", kOneKey, Expire<kMilliseconds>},
+    {"expireat", -3, "write", kOneKey, Expire<kUnixSeconds>},
+    {"pexpireat", -3, "write", kOneKey, Expire<kUnixMilliseconds>},
+    {"ttl", 2, "readonly fast", kOneKey, Ttl<kSeconds>},
+    {"pttl", 2, "readonly fast", kOneKey, Ttl<kMilliseconds>},
+    {"expiretime", 2, "readonly fast", kOneKey, ExpireTime<kUnixSeconds>},
+    {"pexpiretime", 2, "readonly fast", kOneKey, ExpireTime<kUnixMilliseconds>},
     {"persist", 2, "write", kOneKey, Persist},
     {"touch", -2, "readonly fast", kEveryArgKey, Touch},
     {"scan", -2, "readonly", kNoKeys, Scan},
     {"keys", 2, "readonly", kNoKeys, Keys},
     {"randomkey", 1, "readonly", kNoKeys, RandomKey},
-    {"rename", 3, "write exclusive", {1, 2, 1}, Rename},
-    {"renamenx", 3, "write exclusive", {1, 2, 1}, RenameNx},
+    {"rename", 3, "write exclusive", {1, 2, 1}, Rename<false>},
+    {"renamenx", 3, "write exclusive", {1, 2, 1}, Rename<true>},
     {"object", -2, "readonly fast", {2, 2, 1}, Object},
     {"memory", -2, "readonly fast", kNoKeys, Memory},
 };

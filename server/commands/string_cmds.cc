@@ -31,6 +31,15 @@ bool ReadString(Ctx& ctx, std::string_view key, std::string* out, bool* found) {
   return false;
 }
 
+// Writes `value` to `key`, keeping its expiry; false (after replying the error) on failure.
+bool PutKeepingTtl(Ctx& ctx, std::string_view key, std::string_view value) {
+  PutOptions po;
+  po.keep_ttl = true;
+  Status s = ctx.store().Put(key, value, po);
+  if (!s.ok()) ReplyStatus(ctx, s);
+  return s.ok();
+}
+
 void IncrDecr(Ctx& ctx, int64_t delta) {
   std::string cur;
   bool found;
@@ -41,11 +50,7 @@ void IncrDecr(Ctx& ctx, int64_t delta) {
     return ctx.w.Error("ERR increment or decrement would overflow");
   }
   v += delta;
-  PutOptions po;
-  po.keep_ttl = true;
-  Status s = ctx.store().Put(ctx.argv[1], std::to_string(v), po);
-  if (!s.ok()) return ReplyStatus(ctx, s);
-  ctx.w.Integer(v);
+  if (PutKeepingTtl(ctx, ctx.argv[1], std::to_string(v))) ctx.w.Integer(v);
 }
 
 void Get(Ctx& ctx) {
@@ -85,21 +90,14 @@ void SetNx(Ctx& ctx) {
   ctx.w.Integer(s.ok() ? 1 : 0);
 }
 
-// SETEX / PSETEX key time value
-void SetWithExpire(Ctx& ctx, const TimeUnit& unit) {
+// SETEX / PSETEX key time value, the time in `unit`.
+template <const TimeUnit& unit>
+void SetEx(Ctx& ctx) {
   PutOptions po;
   if (!ExpireAtOfSetTime(ctx, ctx.argv[2], unit, &po.expire_at_ms)) return;
   Status s = ctx.store().Put(ctx.argv[1], ctx.argv[3], po);
   if (!s.ok()) return ReplyStatus(ctx, s);
   ctx.w.SimpleString("OK");
-}
-
-void SetEx(Ctx& ctx) {
-  SetWithExpire(ctx, kSeconds);
-}
-
-void PSetEx(Ctx& ctx) {
-  SetWithExpire(ctx, kMilliseconds);
 }
 
 // GETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST]: as in Redis, a missing key is a null reply
@@ -193,11 +191,7 @@ void Append(Ctx& ctx) {
   bool found;
   if (!ReadString(ctx, ctx.argv[1], &cur, &found)) return;
   cur += ctx.argv[2];
-  PutOptions po;
-  po.keep_ttl = true;
-  Status s = ctx.store().Put(ctx.argv[1], cur, po);
-  if (!s.ok()) return ReplyStatus(ctx, s);
-  ctx.w.Integer(static_cast<int64_t>(cur.size()));
+  if (PutKeepingTtl(ctx, ctx.argv[1], cur)) ctx.w.Integer(static_cast<int64_t>(cur.size()));
 }
 
 void SetRange(Ctx& ctx) {
@@ -216,18 +210,13 @@ void SetRange(Ctx& ctx) {
   size_t need = static_cast<size_t>(offset) + part.size();
   if (cur.size() < need) cur.resize(need, '\0');
   cur.replace(static_cast<size_t>(offset), part.size(), part);
-  PutOptions po;
-  po.keep_ttl = true;
-  Status s = ctx.store().Put(ctx.argv[1], cur, po);
-  if (!s.ok()) return ReplyStatus(ctx, s);
-  ctx.w.Integer(static_cast<int64_t>(cur.size()));
+  if (PutKeepingTtl(ctx, ctx.argv[1], cur)) ctx.w.Integer(static_cast<int64_t>(cur.size()));
 }
 
-void Incr(Ctx& ctx) {
-  IncrDecr(ctx, 1);
-}
-void Decr(Ctx& ctx) {
-  IncrDecr(ctx, -1);
+// INCR / DECR key.
+template <int64_t delta>
+void AddConstant(Ctx& ctx) {
+  IncrDecr(ctx, delta);
 }
 
 void IncrBy(Ctx& ctx) {
@@ -246,8 +235,8 @@ constexpr CommandRow kRows[] = {
     {"get", 2, "readonly", kOneKey, Get},
     {"set", -3, "write", kOneKey, Set},
     {"setnx", 3, "write", kOneKey, SetNx},
-    {"setex", 4, "write", kOneKey, SetEx},
-    {"psetex", 4, "write", kOneKey, PSetEx},
+    {"setex", 4, "write", kOneKey, SetEx<kSeconds>},
+    {"psetex", 4, "write", kOneKey, SetEx<kMilliseconds>},
     {"getex", -2, "write", kOneKey, GetEx},
     {"getdel", 2, "write", kOneKey, GetDel},
     {"mget", -2, "readonly", kEveryArgKey, MGet},
@@ -258,8 +247,8 @@ constexpr CommandRow kRows[] = {
     {"substr", 4, "readonly", kOneKey, GetRange},
     {"append", 3, "write exclusive", kOneKey, Append},
     {"setrange", 4, "write exclusive", kOneKey, SetRange},
-    {"incr", 2, "write exclusive", kOneKey, Incr},
-    {"decr", 2, "write exclusive", kOneKey, Decr},
+    {"incr", 2, "write exclusive", kOneKey, AddConstant<1>},
+    {"decr", 2, "write exclusive", kOneKey, AddConstant<-1>},
     {"incrby", 3, "write exclusive", kOneKey, IncrBy},
     {"decrby", 3, "write exclusive", kOneKey, DecrBy},
 };

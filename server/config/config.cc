@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "common/args.h"
+#include "common/text.h"
 #include "larder/glob.h"
 
 namespace larder::config {
@@ -32,19 +33,6 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
   while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
   return s;
-}
-
-// Lines without their '\n'; a final line without '\n' counts, an empty tail does not.
-std::vector<std::string> SplitLines(const std::string& content) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < content.size()) {
-    size_t end = content.find('\n', start);
-    if (end == std::string::npos) end = content.size();
-    lines.emplace_back(content, start, end - start);
-    start = end + 1;
-  }
-  return lines;
 }
 
 Args SplitWhitespace(std::string_view s) {
@@ -160,7 +148,7 @@ std::optional<std::string> RewriteContent(const std::string& old, const ServerCo
   std::vector<Line> lines;
   bool has_signature = false;
   bool changed = false;
-  for (std::string& raw : SplitLines(old)) {
+  for (std::string& raw : common::Split(old, '\n')) {
     Line line;
     line.text = std::move(raw);
     std::string_view t = Trim(line.text);
@@ -218,7 +206,7 @@ std::optional<std::string> Config::LoadFile(const std::string& path) {
   std::string content;
   if (auto err = ReadFile(path, &content)) return path + ": cannot read: " + *err;
   ServerConfig candidate;
-  std::vector<std::string> lines = SplitLines(content);
+  std::vector<std::string> lines = common::Split(content, '\n');
   for (size_t i = 0; i < lines.size(); ++i) {
     std::string where = path + ":" + std::to_string(i + 1) + ": ";
     std::string_view t = Trim(lines[i]);
