@@ -33,6 +33,23 @@ std::vector<uint64_t> SizeListOrExit(const std::string& flag, const std::string&
   return sizes;
 }
 
+WorkDir::WorkDir(const std::string& dir, const std::string& tool) : path_(dir) {
+  if (!path_.empty()) return;
+  std::string tmpl =
+      (std::filesystem::temp_directory_path() / ("larder-" + tool + "-XXXXXX")).string();
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    std::perror("mkdtemp");
+    std::exit(2);
+  }
+  path_ = tmpl;
+  own_ = true;
+}
+
+WorkDir::~WorkDir() {
+  std::error_code ec;
+  if (own_) std::filesystem::remove_all(path_, ec);
+}
+
 uint64_t ProcIoBytes(const std::string& counter, pid_t pid) {
   std::ifstream f(pid ? "/proc/" + std::to_string(pid) + "/io" : "/proc/self/io");
   const std::string want = counter + ":";

@@ -23,6 +23,23 @@ std::vector<uint64_t> SizeListOrExit(const std::string& flag, const std::string&
 // the file or the counter is missing.
 uint64_t ProcIoBytes(const std::string& counter, pid_t pid = 0);
 
+// Where a tool keeps its stores: `dir` when given (kept afterwards), else a fresh
+// <tmp>/larder-<tool>-XXXXXX removed when the WorkDir goes. If no directory can be made, prints
+// why and exits with status 2.
+class WorkDir {
+ public:
+  WorkDir(const std::string& dir, const std::string& tool);
+  ~WorkDir();
+  WorkDir(const WorkDir&) = delete;
+  WorkDir& operator=(const WorkDir&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool own_ = false;
+};
+
 // fdatasync + posix_fadvise(DONTNEED) on every regular file below `dir`, so the next reads
 // come from the device.
 void DropPageCache(const std::string& dir);

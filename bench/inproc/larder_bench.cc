@@ -204,12 +204,8 @@ int main(int argc, char** argv) {
   if (FLAGS_quick && gflags::GetCommandLineFlagInfoOrDie("bytes_per_case").is_default) {
     FLAGS_bytes_per_case = 256ull << 20;
   }
-  std::string base = FLAGS_dir;
-  bool own = base.empty();
-  if (own) {
-    std::string tmpl = (fs::temp_directory_path() / "larder-bench-XXXXXX").string();
-    base = mkdtemp(tmpl.data());
-  }
+  const larder::bench::WorkDir work(FLAGS_dir, "bench");
+  const std::string& base = work.path();
   std::string report;
   char buf[512];
   std::snprintf(buf, sizeof buf,
@@ -245,6 +241,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ERROR: %llu bad reads or failed writes\n",
                  (unsigned long long)g_bad.load());
   if (!FLAGS_out.empty()) std::ofstream(FLAGS_out) << report;
-  if (own) fs::remove_all(base);
   return g_bad ? 1 : 0;
 }

@@ -161,22 +161,13 @@ void RunCase(const std::string& base, const std::string& peer, uint64_t size, in
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("liblarder vs RocksDB vs files, in-process; see bench/README.md");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  std::string base = FLAGS_dir;
-  bool own = base.empty();
-  if (own) {
-    std::string tmpl = (fs::temp_directory_path() / "larder-peers-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) {
-      std::perror("mkdtemp");
-      return 2;
-    }
-    base = tmpl;
-  }
+  const larder::bench::WorkDir work(FLAGS_dir, "peers");
+  const std::string& base = work.path();
   for (uint64_t size : SizeListOrExit("sizes", FLAGS_sizes)) {
     for (const auto& ts : SplitList(FLAGS_threads)) {
       for (const auto& peer : SplitList(FLAGS_peers)) RunCase(base, peer, size, std::stoi(ts));
     }
   }
-  if (own) fs::remove_all(base);
   if (g_bad)
     std::fprintf(stderr, "ERROR: %llu bad reads or failed writes\n",
                  (unsigned long long)g_bad.load());
