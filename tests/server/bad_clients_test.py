@@ -331,11 +331,15 @@ class BadClientsTest(unittest.TestCase):
         self.assertTrue(all(results), "a 100k pipeline got replies other than expected")
         self.assertServerFine()
 
-    def test_more_connections_than_open_files(self):
+    def skip_unless_larder_with_prlimit(self):
+        """The open-files tests check Larder's own handling, under prlimit."""
         if PEER:
             self.skipTest("checks Larder's own open-files handling")
         if shutil.which("prlimit") is None:
             self.skipTest("prlimit (util-linux) not installed")
+
+    def test_more_connections_than_open_files(self):
+        self.skip_unless_larder_with_prlimit()
         srv = ServerProcess(["--unixsocket", ""], wrapper=["prlimit", "--nofile=256:256"])
         srv.start()
         try:
@@ -366,10 +370,7 @@ class BadClientsTest(unittest.TestCase):
             srv.cleanup()
 
     def test_accept_backs_off_when_out_of_open_files(self):
-        if PEER:
-            self.skipTest("checks Larder's own open-files handling")
-        if shutil.which("prlimit") is None:
-            self.skipTest("prlimit (util-linux) not installed")
+        self.skip_unless_larder_with_prlimit()
         if os.environ.get("LARDER_SANITIZER"):
             # UBSan tests memory readability through pipe(): without free descriptors every
             # first-time vptr check reports a false "invalid vptr".

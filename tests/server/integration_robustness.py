@@ -103,8 +103,7 @@ class BadInputTest(unittest.TestCase):
 
 class LimitsTest(unittest.TestCase):
     def test_maxclients(self):
-        srv = ServerProcess(["--maxclients", "2"]).start()
-        try:
+        with ServerProcess(["--maxclients", "2"]).start() as srv:
             a, b = srv.raw(), srv.raw()
             self.assertEqual(a.call("PING"), b"+PONG\r\n")
             self.assertEqual(b.call("PING"), b"+PONG\r\n")
@@ -113,12 +112,9 @@ class LimitsTest(unittest.TestCase):
             self.assertTrue(c.closed_by_server())
             for x in (a, b, c):
                 x.close()
-        finally:
-            srv.cleanup()
 
     def test_query_buffer_limit(self):
-        srv = ServerProcess(["--client-query-buffer-limit", "1mb"]).start()
-        try:
+        with ServerProcess(["--client-query-buffer-limit", "1mb"]).start() as srv:
             rc = srv.raw()
             rc.send(b"*3\r\n$3\r\nSET\r\n$1\r\nq\r\n$%d\r\n" % (3 << 20))
             try:
@@ -130,12 +126,9 @@ class LimitsTest(unittest.TestCase):
             ok = srv.raw()
             self.assertEqual(ok.call("EXISTS", "q"), b":0\r\n")
             ok.close()
-        finally:
-            srv.cleanup()
 
     def test_timeout_and_output_limit(self):
-        srv = ServerProcess().start()
-        try:
+        with ServerProcess().start() as srv:
             r = srv.client()
             r.config_set("timeout", "1")
             idle = srv.raw()
@@ -164,8 +157,6 @@ class LimitsTest(unittest.TestCase):
             self.assertEqual(len(r.get("big")), 2 << 20)
             self.assertEqual(len(r.get("huge")), 32 << 20)
             r.close()
-        finally:
-            srv.cleanup()
 
 
 class AuthTest(unittest.TestCase):
@@ -272,11 +263,8 @@ class ConcurrencyTest(unittest.TestCase):
             self.assertEqual(rc.reply(), want)
         rc.close()
         self.assertGreater(sum(self.pipeline_thread_ticks().values()), sum(before.values()))
-        off = ServerProcess(["--engine-threads", "4", "--pipeline-nice", "0"]).start()
-        try:
+        with ServerProcess(["--engine-threads", "4", "--pipeline-nice", "0"]).start() as off:
             self.assertEqual(self.pipeline_thread_ticks(off), {})
-        finally:
-            off.cleanup()
 
     def test_native_workers_in_parallel(self):
         """8 connections, each a sequential SET/EXISTS/GET/DEL loop on 4 MiB values."""
@@ -421,8 +409,7 @@ class ProtectedModeTest(unittest.TestCase):
         ip = non_loopback_ip()
         if ip is None:
             self.skipTest("no non-loopback IPv4 address")
-        srv = ServerProcess(["--bind", "127.0.0.1", ip]).start()
-        try:
+        with ServerProcess(["--bind", "127.0.0.1", ip]).start() as srv:
             s = socket.create_connection((ip, srv.port), timeout=5)
             data = b""
             while True:
@@ -435,14 +422,11 @@ class ProtectedModeTest(unittest.TestCase):
             rc = srv.raw()  # loopback still fine
             self.assertEqual(rc.call("PING"), b"+PONG\r\n")
             rc.close()
-        finally:
-            srv.cleanup()
 
 
 class EvictionTest(unittest.TestCase):
     def test_write_three_times_the_budget(self):
-        srv = ServerProcess(["--generation-bytes", "64mb"]).start()
-        try:
+        with ServerProcess(["--generation-bytes", "64mb"]).start() as srv:
             r = srv.client()
             value_size = 8 << 20
             n = (3 * (256 << 20)) // value_size
@@ -465,8 +449,6 @@ class EvictionTest(unittest.TestCase):
             self.assertGreater(info["evicted_keys"], 0)
             self.assertLessEqual(info["disk_bytes"], (256 + 64 + 64) << 20)
             r.close()
-        finally:
-            srv.cleanup()
 
     def test_no_eviction_gives_oom(self):
         srv = ServerProcess(["--eviction-policy", "none", "--max-disk-bytes", "128mb",

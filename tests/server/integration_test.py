@@ -354,8 +354,7 @@ class CommandsTest(unittest.TestCase):
         self.assertEqual(p.execute(), [True, 2, b"ab"])
 
     def test_flushdb_dbsize(self):
-        srv = ServerProcess().start()
-        try:
+        with ServerProcess().start() as srv:
             r = srv.client()
             r.mset({"f1": "1", "f2": "2"})
             self.assertEqual(r.dbsize(), 2)
@@ -365,8 +364,6 @@ class CommandsTest(unittest.TestCase):
             self.assertTrue(r.execute_command("FLUSHALL", "SYNC"))
             self.assertIsNone(r.get("f3"))
             r.close()
-        finally:
-            srv.cleanup()
 
     # --- data path ---
     def test_big_values_exact(self):

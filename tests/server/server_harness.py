@@ -131,6 +131,13 @@ class Process:
         if self.own_tmp:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
+    # `with ServerProcess(...).start() as srv:` cleans up however the block ends.
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.cleanup()
+
     def client(self, **kw):
         import redis
         return redis.Redis(host="127.0.0.1", port=self.port, **kw)
