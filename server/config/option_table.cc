@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "common/args.h"
 #include "common/text.h"
 #include "common/units.h"
 
@@ -43,12 +44,11 @@ std::optional<T> ParseNumber(std::string_view s, Extra... extra) {
   return v;
 }
 
-Option Make(std::string_view name, Type type, std::string_view def, bool mut, std::string_view doc,
-            int min_args = 1, int max_args = 1) {
+Option Make(std::string_view name, Type type, bool mut, std::string_view doc, int min_args = 1,
+            int max_args = 1) {
   Option o;
   o.name = name;
   o.type = type;
-  o.default_text = def;
   o.runtime_mutable = mut;
   o.doc = doc;
   o.min_args = min_args;
@@ -58,9 +58,8 @@ Option Make(std::string_view name, Type type, std::string_view def, bool mut, st
 
 // Builders: each ties an option's parse/format to one typed ServerConfig member.
 
-Option Bool(std::string_view name, bool ServerConfig::*field, std::string_view def, bool mut,
-            std::string_view doc) {
-  Option o = Make(name, Type::kBool, def, mut, doc);
+Option Bool(std::string_view name, bool ServerConfig::*field, bool mut, std::string_view doc) {
+  Option o = Make(name, Type::kBool, mut, doc);
   o.parse = [field](const Args& a, ServerConfig* c) -> Error {
     if (EqualsNoCase(a[0], "yes")) {
       c->*field = true;
@@ -75,9 +74,9 @@ Option Bool(std::string_view name, bool ServerConfig::*field, std::string_view d
   return o;
 }
 
-Option Int(std::string_view name, int64_t ServerConfig::*field, std::string_view def, bool mut,
-           int64_t min, int64_t max, std::string_view doc) {
-  Option o = Make(name, Type::kInteger, def, mut, doc);
+Option Int(std::string_view name, int64_t ServerConfig::*field, bool mut, int64_t min, int64_t max,
+           std::string_view doc) {
+  Option o = Make(name, Type::kInteger, mut, doc);
   o.parse = [field, min, max](const Args& a, ServerConfig* c) -> Error {
     auto v = ParseNumber<int64_t>(a[0]);
     if (!v || *v < min || *v > max) {
@@ -90,9 +89,9 @@ Option Int(std::string_view name, int64_t ServerConfig::*field, std::string_view
   return o;
 }
 
-Option Bytes(std::string_view name, uint64_t ServerConfig::*field, std::string_view def, bool mut,
-             int64_t min, std::string_view doc) {
-  Option o = Make(name, Type::kBytes, def, mut, doc);
+Option Bytes(std::string_view name, uint64_t ServerConfig::*field, bool mut, int64_t min,
+             std::string_view doc) {
+  Option o = Make(name, Type::kBytes, mut, doc);
   o.parse = [field, min](const Args& a, ServerConfig* c) -> Error {
     auto v = ParseBytes(a[0]);
     if (!v || *v < static_cast<uint64_t>(min) || *v > static_cast<uint64_t>(kNoMax)) {
@@ -109,9 +108,9 @@ Option Bytes(std::string_view name, uint64_t ServerConfig::*field, std::string_v
   return o;
 }
 
-Option Double(std::string_view name, double ServerConfig::*field, std::string_view def, bool mut,
-              double min, double max, std::string_view doc) {
-  Option o = Make(name, Type::kDouble, def, mut, doc);
+Option Double(std::string_view name, double ServerConfig::*field, bool mut, double min, double max,
+              std::string_view doc) {
+  Option o = Make(name, Type::kDouble, mut, doc);
   o.parse = [field, min, max](const Args& a, ServerConfig* c) -> Error {
     auto v = ParseNumber<double>(a[0]);
     if (!v || !std::isfinite(*v) || *v < min || *v > max) {
@@ -125,9 +124,9 @@ Option Double(std::string_view name, double ServerConfig::*field, std::string_vi
   return o;
 }
 
-Option Octal(std::string_view name, int64_t ServerConfig::*field, std::string_view def, bool mut,
-             int64_t max, std::string_view doc) {
-  Option o = Make(name, Type::kOctal, def, mut, doc);
+Option Octal(std::string_view name, int64_t ServerConfig::*field, bool mut, int64_t max,
+             std::string_view doc) {
+  Option o = Make(name, Type::kOctal, mut, doc);
   o.parse = [field, max](const Args& a, ServerConfig* c) -> Error {
     std::string_view s = a[0];
     auto v = s.size() <= 12 ? ParseNumber<int64_t>(s, 8) : std::nullopt;
@@ -147,9 +146,9 @@ Option Octal(std::string_view name, int64_t ServerConfig::*field, std::string_vi
   return o;
 }
 
-Option String(std::string_view name, std::string ServerConfig::*field, std::string_view def,
-              bool mut, std::string_view doc) {
-  Option o = Make(name, Type::kString, def, mut, doc);
+Option String(std::string_view name, std::string ServerConfig::*field, bool mut,
+              std::string_view doc) {
+  Option o = Make(name, Type::kString, mut, doc);
   o.parse = [field](const Args& a, ServerConfig* c) -> Error {
     c->*field = a[0];
     return std::nullopt;
@@ -158,9 +157,9 @@ Option String(std::string_view name, std::string ServerConfig::*field, std::stri
   return o;
 }
 
-Option Enum(std::string_view name, std::string ServerConfig::*field, std::string_view def, bool mut,
+Option Enum(std::string_view name, std::string ServerConfig::*field, bool mut,
             std::vector<std::string_view> choices, std::string_view doc) {
-  Option o = Make(name, Type::kEnum, def, mut, doc);
+  Option o = Make(name, Type::kEnum, mut, doc);
   o.parse = [field, choices](const Args& a, ServerConfig* c) -> Error {
     for (std::string_view choice : choices) {
       if (EqualsNoCase(a[0], choice)) {
@@ -177,9 +176,9 @@ Option Enum(std::string_view name, std::string ServerConfig::*field, std::string
   return o;
 }
 
-Option StringList(std::string_view name, std::vector<std::string> ServerConfig::*field,
-                  std::string_view def, bool mut, std::string_view doc) {
-  Option o = Make(name, Type::kStringList, def, mut, doc, 1, -1);
+Option StringList(std::string_view name, std::vector<std::string> ServerConfig::*field, bool mut,
+                  std::string_view doc) {
+  Option o = Make(name, Type::kStringList, mut, doc, 1, -1);
   o.parse = [field](const Args& a, ServerConfig* c) -> Error {
     c->*field = a;
     return std::nullopt;
@@ -190,9 +189,8 @@ Option StringList(std::string_view name, std::vector<std::string> ServerConfig::
 
 // Redis syntax: one or more `<class> <hard> <soft> <soft-seconds>` groups. Larder has no
 // replicas and no pub/sub, so groups for those classes are checked and then ignored.
-Option OutputBufferLimit(std::string_view name, std::string_view def, bool mut,
-                         std::string_view doc) {
-  Option o = Make(name, Type::kClientOutputBufferLimit, def, mut, doc, 4, -1);
+Option OutputBufferLimit(std::string_view name, bool mut, std::string_view doc) {
+  Option o = Make(name, Type::kClientOutputBufferLimit, mut, doc, 4, -1);
   o.parse = [](const Args& a, ServerConfig* c) -> Error {
     if (a.size() % 4 != 0) {
       return std::string("expected groups of <class> <hard-bytes> <soft-bytes> <soft-seconds>");
@@ -222,9 +220,9 @@ Option OutputBufferLimit(std::string_view name, std::string_view def, bool mut,
 
 // Pairs of key suffixes, `<first> <second> ...`; a single "" means none.
 Option SuffixPairs(std::string_view name,
-                   std::vector<std::pair<std::string, std::string>> ServerConfig::*field,
-                   std::string_view def, bool mut, std::string_view doc) {
-  Option o = Make(name, Type::kSuffixPairs, def, mut, doc, 1, -1);
+                   std::vector<std::pair<std::string, std::string>> ServerConfig::*field, bool mut,
+                   std::string_view doc) {
+  Option o = Make(name, Type::kSuffixPairs, mut, doc, 1, -1);
   o.parse = [field](const Args& a, ServerConfig* c) -> Error {
     (c->*field).clear();
     if (a.size() == 1 && a[0].empty()) return std::nullopt;
@@ -273,24 +271,24 @@ using S = ServerConfig;
 
 std::vector<Option> NetworkRows() {
   return {
-      StringList("bind", &S::bind, "127.0.0.1", kStartup, "addresses to listen on"),
-      Int("port", &S::port, "6379", kStartup, 0, 65535, "TCP port; 0 = no TCP listener"),
-      String("unixsocket", &S::unixsocket, R"("")", kStartup, "unix socket path; empty = none"),
-      Octal("unixsocketperm", &S::unixsocketperm, "0", kStartup, 0777,
+      StringList("bind", &S::bind, kStartup, "addresses to listen on"),
+      Int("port", &S::port, kStartup, 0, 65535, "TCP port; 0 = no TCP listener"),
+      String("unixsocket", &S::unixsocket, kStartup, "unix socket path; empty = none"),
+      Octal("unixsocketperm", &S::unixsocketperm, kStartup, 0777,
             "unix socket permissions; 0 = leave them to the umask"),
-      Int("tcp-backlog", &S::tcp_backlog, "511", kStartup, 0, 2147483647, "listen() backlog"),
-      Int("maxclients", &S::maxclients, "10000", kRuntime, 1, 1000000,
+      Int("tcp-backlog", &S::tcp_backlog, kStartup, 0, 2147483647, "listen() backlog"),
+      Int("maxclients", &S::maxclients, kRuntime, 1, 1000000,
           "most simultaneous clients; further connections are refused"),
-      Int("timeout", &S::timeout, "0", kRuntime, 0, 2147483647,
+      Int("timeout", &S::timeout, kRuntime, 0, 2147483647,
           "close clients idle this many seconds; 0 = never"),
-      Int("tcp-keepalive", &S::tcp_keepalive, "300", kRuntime, 0, 2147483647,
+      Int("tcp-keepalive", &S::tcp_keepalive, kRuntime, 0, 2147483647,
           "TCP keepalive period in seconds; 0 = off"),
-      Bool("protected-mode", &S::protected_mode, "yes", kRuntime,
+      Bool("protected-mode", &S::protected_mode, kRuntime,
            "without requirepass, refuse clients that are not on loopback or the unix socket"),
-      Int("io-threads", &S::io_threads, "2", kStartup, 1, 64, "threads serving connections"),
-      Int("engine-threads", &S::engine_threads, "8", kStartup, 1, 256,
+      Int("io-threads", &S::io_threads, kStartup, 1, 64, "threads serving connections"),
+      Int("engine-threads", &S::engine_threads, kStartup, 1, 256,
           "threads running blocking engine calls"),
-      Int("pipeline-nice", &S::pipeline_nice, "10", kStartup, 0, 19,
+      Int("pipeline-nice", &S::pipeline_nice, kStartup, 0, 19,
           "CPU nice value of the threads running pipelined batches; 0 = no separate threads"),
   };
 }
@@ -298,16 +296,15 @@ std::vector<Option> NetworkRows() {
 std::vector<Option> SecurityAndLimitRows() {
   return {
       // security
-      WithCheck(String("requirepass", &S::requirepass, R"("")", kRuntime,
-                       "password for AUTH; empty = none"),
+      WithCheck(String("requirepass", &S::requirepass, kRuntime, "password for AUTH; empty = none"),
                 CheckPassword),
       // --- limits ---
       // limits
-      Bytes("proto-max-bulk-len", &S::proto_max_bulk_len, "512mb", kRuntime, kMiB,
+      Bytes("proto-max-bulk-len", &S::proto_max_bulk_len, kRuntime, kMiB,
             "largest bulk string (key or value) a client may send"),
-      Bytes("client-query-buffer-limit", &S::client_query_buffer_limit, "1gb", kRuntime, kMiB,
+      Bytes("client-query-buffer-limit", &S::client_query_buffer_limit, kRuntime, kMiB,
             "largest unparsed input buffered per client"),
-      OutputBufferLimit("client-output-buffer-limit", "normal 0 0 0", kRuntime,
+      OutputBufferLimit("client-output-buffer-limit", kRuntime,
                         "disconnect clients whose pending replies exceed these limits"),
   };
 }
@@ -315,38 +312,37 @@ std::vector<Option> SecurityAndLimitRows() {
 // The engine's options (config/engine_options.cc maps them onto larder::Options).
 std::vector<Option> EngineRows() {
   return {
-      WithCheck(String("dir", &S::dir, "./data", kStartup, "data directory"), CheckDir),
-      Bytes("max-disk-bytes", &S::max_disk_bytes, "0", kStartup, 0,
+      WithCheck(String("dir", &S::dir, kStartup, "data directory"), CheckDir),
+      Bytes("max-disk-bytes", &S::max_disk_bytes, kStartup, 0,
             "disk budget; 0 = 80% of the space available to the store"),
-      Enum("eviction-policy", &S::eviction_policy, "lru-reuse", kStartup,
-           {"lru-reuse", "lru", "fifo", "none"}, "what leaves first when the budget is reached"),
-      SuffixPairs("evict-together", &S::evict_together, "kv_bytes metadata", kStartup,
+      Enum("eviction-policy", &S::eviction_policy, kStartup, {"lru-reuse", "lru", "fifo", "none"},
+           "what leaves first when the budget is reached"),
+      SuffixPairs("evict-together", &S::evict_together, kStartup,
                   "key suffix pairs evicted together; \"\" = none"),
-      Double("max-reinsert-fraction", &S::max_reinsert_fraction, "0.5", kStartup, 0.0, 1.0,
+      Double("max-reinsert-fraction", &S::max_reinsert_fraction, kStartup, 0.0, 1.0,
              "most of an evicted generation re-inserted into the newest one"),
-      Bytes("generation-bytes", &S::generation_bytes, "0", kStartup, 0,
+      Bytes("generation-bytes", &S::generation_bytes, kStartup, 0,
             "bytes per generation; 0 = max-disk-bytes/16 in [64mb, 4gb]"),
-      Bool("wal", &S::wal, "no", kStartup, "write-ahead log: acknowledged writes survive a crash"),
-      Bool("wal-sync", &S::wal_sync, "no", kStartup, "fsync the WAL on every write"),
-      Bytes("blob-cache-bytes", &S::blob_cache_bytes, "0", kStartup, 0,
+      Bool("wal", &S::wal, kStartup, "write-ahead log: acknowledged writes survive a crash"),
+      Bool("wal-sync", &S::wal_sync, kStartup, "fsync the WAL on every write"),
+      Bytes("blob-cache-bytes", &S::blob_cache_bytes, kStartup, 0,
             "DRAM cache of hot values; 0 = off"),
-      Bytes("memtable-bytes", &S::memtable_bytes, "1gb", kStartup, kMiB,
+      Bytes("memtable-bytes", &S::memtable_bytes, kStartup, kMiB,
             "total memtable memory; writers stall when it is full"),
-      Int("maintenance-interval-ms", &S::maintenance_interval_ms, "1000", kStartup, 0, kUint32Max,
+      Int("maintenance-interval-ms", &S::maintenance_interval_ms, kStartup, 0, kUint32Max,
           "period of expiry maintenance; 0 = off"),
-      Int("max-key-bytes", &S::max_key_bytes, "65536", kStartup, 1, kUint32Max,
-          "largest key accepted"),
+      Int("max-key-bytes", &S::max_key_bytes, kStartup, 1, kUint32Max, "largest key accepted"),
   };
 }
 
 std::vector<Option> ProcessRows() {
   return {
-      Enum("loglevel", &S::loglevel, "notice", kRuntime, {"debug", "verbose", "notice", "warning"},
+      Enum("loglevel", &S::loglevel, kRuntime, {"debug", "verbose", "notice", "warning"},
            "log verbosity"),
-      String("logfile", &S::logfile, R"("")", kStartup, "log file; empty = stderr"),
-      String("pidfile", &S::pidfile, R"("")", kStartup, "pid file; empty = none"),
-      Bool("daemonize", &S::daemonize, "no", kStartup, "detach and run in the background"),
-      Int("databases", &S::databases, "1", kStartup, 1, 1, "number of databases (only db 0)"),
+      String("logfile", &S::logfile, kStartup, "log file; empty = stderr"),
+      String("pidfile", &S::pidfile, kStartup, "pid file; empty = none"),
+      Bool("daemonize", &S::daemonize, kStartup, "detach and run in the background"),
+      Int("databases", &S::databases, kStartup, 1, 1, "number of databases (only db 0)"),
   };
 }
 
@@ -393,6 +389,17 @@ std::string QuoteForMessage(std::string_view s) {
   }
   if (s.size() > kMaxShown) out += "...";
   return out + "'";
+}
+
+std::string ConfigLine(const Option& opt, const ServerConfig& cfg) {
+  std::string line(opt.name);
+  for (const std::string& arg : opt.format(cfg, /*human=*/true))
+    line += " " + common::QuoteArg(arg);
+  return line;
+}
+
+std::string DefaultLine(const Option& opt) {
+  return ConfigLine(opt, ServerConfig{});
 }
 
 std::string FormatValue(const Option& opt, const ServerConfig& cfg) {

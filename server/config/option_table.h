@@ -3,6 +3,8 @@
 // CONFIG REWRITE (see config.h). Adding an option = one table entry + one ServerConfig field +
 // one paragraph in conf/larder.conf (config_test fails until all three agree); an engine option
 // also gets one line in config/engine_options.cc (engine_defaults_test checks its default).
+// The default is written once, as the ServerConfig field's initialiser: DefaultLine derives the
+// config-file text from it.
 #pragma once
 
 #include <cstdint>
@@ -36,9 +38,8 @@ using Error = std::optional<std::string>;
 struct Option {
   std::string_view name;  // lowercase, as written in the config file
   Type type = Type::kString;
-  std::string_view default_text;  // the arguments as in conf/larder.conf ("" = empty string)
-  bool runtime_mutable = false;   // CONFIG SET may change it
-  std::string_view doc;           // one line
+  bool runtime_mutable = false;  // CONFIG SET may change it
+  std::string_view doc;          // one line
 
   // Accepted argument count: [min_args, max_args]; max_args < 0 = unbounded.
   int min_args = 1;
@@ -69,6 +70,12 @@ size_t OptionIndex(const Option& opt);
 // `s` in single quotes for an error message: bytes outside printable ASCII as \xHH (messages
 // may become RESP error lines, which must not hold CR/LF), cut after 64 bytes.
 std::string QuoteForMessage(std::string_view s);
+
+// `name arg...`: the config-file line setting the option to its value in `cfg` (byte counts with
+// units, arguments quoted as SplitArgs reads them back).
+std::string ConfigLine(const Option& opt, const ServerConfig& cfg);
+// The line at the option's default (ServerConfig{}'s value), as conf/larder.conf has it.
+std::string DefaultLine(const Option& opt);
 
 // The option's value as CONFIG GET prints it: arguments joined by single spaces.
 std::string FormatValue(const Option& opt, const ServerConfig& cfg);
