@@ -1,4 +1,4 @@
-// String commands: GET SET SETNX SETEX PSETEX GETEX GETDEL MGET MSET MSETNX STRLEN GETRANGE
+// String commands: GET SET GETSET SETNX SETEX PSETEX GETEX GETDEL MGET MSET MSETNX STRLEN GETRANGE
 // APPEND SETRANGE INCR DECR INCRBY DECRBY. Values live in the engine; read-modify-write
 // commands (flag `exclusive`) run under the exclusive server lock, so they are atomic.
 #include "commands/expiry.h"
@@ -80,6 +80,17 @@ void Set(Ctx& ctx) {
   }
   if (s.IsConditionNotMet()) return ctx.w.Null();
   ctx.w.SimpleString("OK");
+}
+
+// GETSET key value: sets the value and replies the old one (or null), atomically (the row's
+// `exclusive`). Redis 6.2 deprecated it for SET ... GET but still serves it.
+void GetSet(Ctx& ctx) {
+  auto old = ctx.store().Get(ctx.argv[1]);
+  if (!old.ok() && !old.status().IsNotFound()) return ReplyStatus(ctx, old.status());
+  Status s = ctx.store().Put(ctx.argv[1], ctx.argv[2], PutOptions{});
+  if (!s.ok()) return ReplyStatus(ctx, s);
+  if (!old.ok()) return ctx.w.Null();
+  ReplyValue(ctx, std::move(old.value()));
 }
 
 void SetNx(Ctx& ctx) {
@@ -235,6 +246,7 @@ constexpr CommandRow kRows[] = {
     {"get", 2, "readonly", kOneKey, Get},
     {"set", -3, "write", kOneKey, Set},
     {"setnx", 3, "write", kOneKey, SetNx},
+    {"getset", 3, "write exclusive", kOneKey, GetSet},
     {"setex", 4, "write", kOneKey, SetEx<kSeconds>},
     {"psetex", 4, "write", kOneKey, SetEx<kMilliseconds>},
     {"getex", -2, "write", kOneKey, GetEx},

@@ -52,6 +52,7 @@ void Connection::Cron(int64_t now_ms) {
       } else if (now_ms - self->soft_since_ms_ >= lim.soft_seconds * 1000) {
         Log(LogLevel::kNotice, "closing client id=" + std::to_string(self->state_->id) +
                                    " over the soft output buffer limit");
+        ServerStats::Count(self->server_.core().stats.client_output_buffer_limit_disconnections);
         self->CloseNow();
       }
     } else {
@@ -194,6 +195,7 @@ void Connection::AfterCommand() {
   if (hard > 0 && pending_out_ > hard) {
     Log(LogLevel::kNotice, "closing client id=" + std::to_string(state_->id) +
                                " that reached the output buffer limit");
+    ServerStats::Count(server_.core().stats.client_output_buffer_limit_disconnections);
     CloseNow();
   }
 }
@@ -263,6 +265,7 @@ bool Connection::QueryLimitExceeded() {
   if (parser_.buffered_bytes() <= Cfg().client_query_buffer_limit) return false;
   Log(LogLevel::kNotice, "closing client id=" + std::to_string(state_->id) +
                              " that reached the max query buffer length");
+  ServerStats::Count(server_.core().stats.client_query_buffer_limit_disconnections);
   CloseNow();
   return true;
 }

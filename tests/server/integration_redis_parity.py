@@ -29,6 +29,10 @@ EXPIRY_CASES = [
     ["SET", "k", "v", "EX", "9223372036854775"],
     ["SET", "k", "v", "EXAT", "99999999999999999"],
     ["SET", "k", "v", "pxat", "99999999999999", "xx", "get"],
+    # GETSET (the replies of a write and of the read that follows)
+    ["GETSET", "k", "w"],
+    ["GETSET", "missing", "w"],
+    ["GETSET", "k"],
     # GETEX: a missing key is a null reply before its time argument is read.
     ["GETEX", "missing", "EX", "-1"],
     ["GETEX", "k", "EX", "-1"],

@@ -6,7 +6,7 @@ import sys
 import time
 import unittest
 
-from server_harness import ServerProcess, encode
+from server_harness import ServerProcess, encode, info_stat, wait_for
 
 
 class BadInputTest(unittest.TestCase):
@@ -126,6 +126,7 @@ class LimitsTest(unittest.TestCase):
             ok = srv.raw()
             self.assertEqual(ok.call("EXISTS", "q"), b":0\r\n")
             ok.close()
+            self.assertEqual(info_stat(srv, "client_query_buffer_limit_disconnections"), 1)
 
     def test_timeout_and_output_limit(self):
         with ServerProcess().start() as srv:
@@ -142,6 +143,7 @@ class LimitsTest(unittest.TestCase):
             rc = srv.raw()
             rc.send(encode("GET", "big"))
             self.assertTrue(rc.closed_by_server())
+            self.assertEqual(info_stat(srv, "client_output_buffer_limit_disconnections"), 1)
             self.assertLess(len(rc.buf), 2 << 20)
             rc.close()
             r.set("huge", b"h" * (32 << 20))
@@ -149,7 +151,10 @@ class LimitsTest(unittest.TestCase):
             slow = srv.raw()
             slow.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
             slow.send(encode("GET", "huge"))
-            time.sleep(4)  # never reads: pending output stays above 1mb for > 1 s
+            # It never reads: pending output stays above 1mb for > 1 s. Reading now would drain
+            # it, so wait for the server to count the disconnection first (no fixed sleep).
+            wait_for(lambda: info_stat(srv, "client_output_buffer_limit_disconnections") == 2,
+                     timeout=60)
             self.assertTrue(slow.closed_by_server())
             self.assertLess(len(slow.buf), 32 << 20)
             slow.close()

@@ -65,6 +65,34 @@ def keep_big_buffers_on_the_heap():
     libc.mallopt(m_trim_threshold, 8 << 20)
 
 
+def wait_for(predicate, timeout=30, interval=0.05):
+    """Calls predicate until it returns something true, and returns that; raises AssertionError
+    after `timeout` seconds. Tests wait for a condition this way, never for a fixed time, so a
+    loaded machine makes them slower, not flaky."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met within %s s" % timeout)
+        time.sleep(interval)
+
+
+def info_stat(server, name):
+    """The INFO field `name` of a running server, as an int when it is one."""
+    rc = server.raw()
+    try:
+        reply = rc.call("INFO", "everything")
+    finally:
+        rc.close()
+    for line in reply.split(b"\r\n"):
+        key, _, value = line.decode(errors="replace").partition(":")
+        if key == name:
+            return int(value) if value.lstrip("-").isdigit() else value
+    raise KeyError(name)
+
+
 class Process:
     """One server process on a free loopback port, its temp directory (created unless `tmp` is
     given, and then removed by cleanup()) holding `log_name`. Subclasses say how it is started
