@@ -123,38 +123,37 @@ void Connection::Execute() {
   uint64_t hard_limit = Cfg().client_output_buffer_limit.hard_bytes;
   // Bytes buffered behind this request mean the client pipelines: throughput work.
   asio::thread_pool& pool = rpos_ < wpos_ ? server_.pipeline_pool() : server_.pool();
-  asio::post(
-      pool, [self = shared_from_this(), plan, rpos = rpos_, wpos = wpos_, direct_fd, hard_limit] {
-        resp::ReplyWriter w;
-        w.set_protocol(self->state_->resp);
-        bool close = false;
-        size_t new_rpos = self->RunBatch(plan, w, rpos, wpos, &close);
-        if (direct_fd >= 0 && (hard_limit == 0 || w.queue().bytes() <= hard_limit)) {
-          self->WriteNow(direct_fd, w.queue());
-        }
-        asio::post(self->socket_.get_executor(),
-                   [self, q = std::move(w.queue()), new_rpos, close]() mutable {
-                     self->busy_ = false;
-                     self->server_.inflight.fetch_sub(1);
-                     if (self->closed_) {
-                       asio::error_code ignored;
-                       self->socket_.close(ignored);  // deferred by CloseNow while the job ran
-                       return;
-                     }
-                     self->rpos_ = new_rpos;
-                     if (close) self->close_after_write_ = true;
-                     self->state_->last_active_ms = self->server_.core().NowMs();
-                     self->AppendOutput(q);
-                     self->AfterCommand();
-                     self->Process();
-                   });
-      });
+  planned_ = plan;  // read by RunBatch on the pool (the post orders the two)
+  asio::post(pool, [self = shared_from_this(), rpos = rpos_, wpos = wpos_, direct_fd, hard_limit] {
+    resp::ReplyWriter w;
+    w.set_protocol(self->state_->resp);
+    bool close = false;
+    size_t new_rpos = self->RunBatch(w, rpos, wpos, &close);
+    if (direct_fd >= 0 && (hard_limit == 0 || w.queue().bytes() <= hard_limit)) {
+      self->WriteNow(direct_fd, w.queue());
+    }
+    asio::post(self->socket_.get_executor(),
+               [self, q = std::move(w.queue()), new_rpos, close]() mutable {
+                 self->busy_ = false;
+                 self->server_.inflight.fetch_sub(1);
+                 if (self->closed_) {
+                   asio::error_code ignored;
+                   self->socket_.close(ignored);  // deferred by CloseNow while the job ran
+                   return;
+                 }
+                 self->rpos_ = new_rpos;
+                 if (close) self->close_after_write_ = true;
+                 self->state_->last_active_ms = self->server_.core().NowMs();
+                 self->AppendOutput(q);
+                 self->AfterCommand();
+                 self->Process();
+               });
+  });
 }
 
-size_t Connection::RunBatch(const Plan& first, resp::ReplyWriter& w, size_t rpos, size_t wpos,
-                            bool* close) {
+size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close) {
   RequestExecutor& executor = server_.executor();
-  executor.Run(first, *state_, parser_.args(), w);
+  executor.Run(planned_, *state_, parser_.args(), w);
   size_t done = 1;
   while (rpos < wpos && done < kMaxBatchCommands && w.queue().bytes() < kMaxBatchBytes &&
          !state_->close_after_reply && !server_.stopping()) {

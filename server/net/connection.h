@@ -60,9 +60,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void Process();
   void Execute();
-  // On the pool: runs the parsed request (planned as `first`), then the complete ones buffered in
+  // On the pool: runs the parsed request (planned_), then the complete ones buffered in
   // inbuf_[rpos, wpos); returns the new read position. Sets *close on a protocol error.
-  size_t RunBatch(const Plan& first, resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close);
+  size_t RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close);
   // On the pool, when no earlier reply is pending: writes what the socket takes of q now
   // (non-blocking) and consumes it; the rest stays in q for the io thread.
   void WriteNow(int fd, resp::OutputQueue& q);
@@ -99,6 +99,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   bool reading_ = false;
   bool writing_ = false;
+  Plan planned_;                    // the plan of the request handed to the pool
   bool busy_ = false;               // a command is running on the engine pool
   bool close_after_write_ = false;  // protocol error / QUIT: close once replies are out
   bool closed_ = false;
