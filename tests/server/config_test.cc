@@ -143,6 +143,17 @@ TEST(ShippedConfTest, LoadsAndListsEveryOptionOnceAtItsDefault) {
   EXPECT_EQ(seen.size(), OptionTable().size());
 }
 
+// Config lines split as inline requests do (common::SplitArgs, Redis's sdssplitargs):
+// \v and \f stay inside an unquoted argument, a NUL ends the line, a line of blanks is skipped.
+TEST_F(ConfigTest, LinesSplitAsRedisSplitsThem) {
+  Config c;
+  ASSERT_EQ(
+      c.LoadFile(Write("v.conf", std::string("logfile a\vb\n \f \ndir 'x y'\0 ignored\n", 35))),
+      std::nullopt);
+  EXPECT_EQ(c.values().logfile, "a\vb");
+  EXPECT_EQ(c.values().dir, "x y");
+}
+
 TEST_F(ConfigTest, LoadFileAppliesOptions) {
   std::string path = Write("ok.conf",
                            "# comment\n"
