@@ -13,18 +13,17 @@ temp dirs and removes them. The probe and the pipeliner are Python (Debian's pyt
 2-core machine they compete with the server for CPU; that contention is what is measured."""
 import argparse
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-# bench/, the script's directory:
-from larder_server import (  # noqa: E402
-    encode, keep_big_buffers_on_the_heap, set_get_pipeline, start_server)
+sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
+import server_harness  # noqa: E402
+from server_harness import (  # noqa: E402
+    ServerProcess, encode, keep_big_buffers_on_the_heap, set_get_pipeline)
 
 PIPELINE = 100_000
 
@@ -78,13 +77,11 @@ def pct(sorted_values, p):
     return sorted_values[min(len(sorted_values) - 1, int(p / 100.0 * len(sorted_values)))]
 
 
-def run(binary, nice, gets):
-    tmp = tempfile.mkdtemp(prefix="larder-fairness-")
-    server, pipe = None, None
+def run(nice, gets):
+    server = ServerProcess(["--unixsocket", "", "--pipeline-nice", str(nice)])
+    pipe = None
     try:
-        server, port = start_server(binary, tmp, [
-            "--unixsocket", "", "--max-disk-bytes", "256mb", "--memtable-bytes", "64mb",
-            "--pipeline-nice", str(nice)])
+        port = server.start(timeout=30).port
         value = os.urandom(256 << 10)
         with socket.create_connection(("127.0.0.1", port)) as s:
             s.sendall(encode("SET", "probe", value))
@@ -101,20 +98,18 @@ def run(binary, nice, gets):
     finally:
         if pipe and pipe.poll() is None:
             pipe.kill()
-        if server:
-            server.terminate()
-            server.wait(30)
-        shutil.rmtree(tmp, ignore_errors=True)
+        server.cleanup()
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--server", default=os.path.join(ROOT, "build", "bin", "larder-server"))
+    ap.add_argument("--server", default=server_harness.SERVER)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--gets", type=int, default=1000)
     ap.add_argument("--pipeliner", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--seconds", type=float, default=10, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    server_harness.SERVER = args.server
     if args.pipeliner:
         pipeliner(args.pipeliner, args.seconds)
         return
@@ -125,7 +120,7 @@ def main():
     print("|---|---|---|---|---|---|---|")
     for _ in range(args.rounds):
         for nice in (0, 10):
-            idle, during, rate = run(args.server, nice, args.gets)
+            idle, during, rate = run(nice, args.gets)
             row = (pct(idle, 50), pct(idle, 99), pct(during, 50), pct(during, 99), rate / 1e3)
             rows[nice].append(row)
             print("| %d | %.2f | %.2f | %.2f | %.2f | %.1fx | %.0f |" % (

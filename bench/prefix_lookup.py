@@ -15,16 +15,16 @@ Each sample is one whole lookup through redis-py (Debian's python3-redis), clien
 included, as LMCache would see it."""
 import argparse
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(ROOT, "connectors", "python"))
 from larder import Client  # noqa: E402
-from larder_server import start_server  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
+import server_harness  # noqa: E402
+from server_harness import ServerProcess  # noqa: E402
 
 
 def percentiles(samples_s):
@@ -59,15 +59,15 @@ def sequential_exists(client, keys):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--server", default=os.path.join(ROOT, "build", "bin", "larder-server"))
     ap.add_argument("--keys", type=int, default=512)
+    ap.add_argument("--server", default=server_harness.SERVER)
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--value-bytes", type=int, default=256 << 10)
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="larder-prefix-")
-    proc = None
+    server_harness.SERVER = args.server
+    server = ServerProcess(["--max-disk-bytes", "1gb"], limits=())
     try:
-        proc, port = start_server(args.server, tmp, ["--max-disk-bytes", "1gb"])
+        port = server.start(timeout=30).port
         client = Client(f"larder://127.0.0.1:{port}")
         keys = [f"vllm@model@1@0@{i:064x}".encode() for i in range(args.keys)]
         value = os.urandom(args.value_bytes)
@@ -90,10 +90,7 @@ def main():
         print(f"\nlarder.prefix is {seq / one:.0f}x faster than sequential EXISTS (p50)")
         client.close()
     finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(30)
-        shutil.rmtree(tmp, ignore_errors=True)
+        server.cleanup()
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 #include "log.h"
 
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <ctime>
 #include <mutex>
+
+#include "larder/clock.h"
 
 namespace larder::server {
 namespace {
@@ -38,13 +39,13 @@ bool SetLogFile(const std::string& path) {
 
 void Log(LogLevel level, std::string_view message) {
   if (static_cast<int>(level) < g_level.load(std::memory_order_relaxed)) return;
-  struct timeval tv;
-  gettimeofday(&tv, nullptr);
+  const int64_t now_ms = larder::SystemClock()->NowMs();  // the server's one clock
+  const time_t seconds = static_cast<time_t>(now_ms / 1000);
   struct tm tm;
-  localtime_r(&tv.tv_sec, &tm);
+  localtime_r(&seconds, &tm);
   char when[64];
   size_t n = std::strftime(when, sizeof(when), "%d %b %Y %H:%M:%S", &tm);
-  std::snprintf(when + n, sizeof(when) - n, ".%03d", static_cast<int>(tv.tv_usec / 1000));
+  std::snprintf(when + n, sizeof(when) - n, ".%03d", static_cast<int>(now_ms % 1000));
   static constexpr char kMarks[] = {'.', '-', '*', '#'};
   std::lock_guard<std::mutex> lock(g_mu);
   FILE* out = g_file != nullptr ? g_file : stderr;

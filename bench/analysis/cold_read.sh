@@ -17,7 +17,7 @@ done
 rm -f $W/fio.dat
 echo "== in-process 4 MiB 1 thread, verify on/off"
 for v in true false; do
-$B/larder-peers --peers larder,files --sizes 4m --threads 1 --bytes_per_case $((512<<20)) --verify=$v --dir $W | /usr/bin/python3 -c "
+$B/larder-peers --peers larder,files --sizes 4mb --threads 1 --bytes_per_case $((512<<20)) --verify=$v --dir $W | /usr/bin/python3 -c "
 import sys,json
 for l in sys.stdin:
   r=json.loads(l); print('verify=$v %-8s cold %.2f GB/s p50 %.2f ms read/value %.2f warm %.2f' % (r['peer'], r['cold_gbs'], r['cold_p50_ms'], r['cold_read_per_value_byte'], r['warm_gbs']))"

@@ -3,38 +3,51 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+
+#include "common/text.h"
+#include "common/units.h"
 
 namespace larder::bench {
 
 std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b < s.size()) {
-    size_t e = s.find(',', b);
-    if (e == std::string::npos) e = s.size();
-    if (e > b) out.push_back(s.substr(b, e - b));
-    b = e + 1;
-  }
-  return out;
+  std::vector<std::string> items = common::Split(s, ',');
+  std::erase(items, std::string());
+  return items;
 }
 
-uint64_t ParseSize(const std::string& s) {
-  uint64_t n = std::stoull(s);
-  switch (s.back()) {
-    case 'k':
-    case 'K':
-      return n << 10;
-    case 'm':
-    case 'M':
-      return n << 20;
-    case 'g':
-    case 'G':
-      return n << 30;
-    default:
-      return n;
+std::vector<uint64_t> SizeListOrExit(const std::string& flag, const std::string& list) {
+  std::vector<uint64_t> sizes;
+  for (const std::string& item : SplitList(list)) {
+    std::optional<uint64_t> bytes = common::ParseBytes(item);
+    if (!bytes || *bytes == 0) {
+      std::fprintf(stderr, "--%s: '%s' is not a size (e.g. 256kb, 4mb, 1gb, 4096)\n", flag.c_str(),
+                   item.c_str());
+      std::exit(2);
+    }
+    sizes.push_back(*bytes);
   }
+  return sizes;
+}
+
+WorkDir::WorkDir(const std::string& dir, const std::string& tool) : path_(dir) {
+  if (!path_.empty()) return;
+  std::string tmpl =
+      (std::filesystem::temp_directory_path() / ("larder-" + tool + "-XXXXXX")).string();
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    std::perror("mkdtemp");
+    std::exit(2);
+  }
+  path_ = tmpl;
+  own_ = true;
+}
+
+WorkDir::~WorkDir() {
+  std::error_code ec;
+  if (own_) std::filesystem::remove_all(path_, ec);
 }
 
 uint64_t ProcIoBytes(const std::string& counter, pid_t pid) {

@@ -1,5 +1,5 @@
-// Helpers every benchmark tool shares: flag-list parsing, the kernel's per-process I/O
-// counters, and dropping the page cache of a data directory for cold reads.
+// Helpers every benchmark tool shares (byte sizes: common/units.h): flag-list parsing, the kernel's
+// per-process I/O counters, and dropping the page cache of a data directory for cold reads.
 #ifndef LARDER_BENCH_COMMON_BENCH_UTIL_H_
 #define LARDER_BENCH_COMMON_BENCH_UTIL_H_
 
@@ -14,13 +14,31 @@ namespace larder::bench {
 // "a,b,,c" -> {"a", "b", "c"} (empty items skipped).
 std::vector<std::string> SplitList(const std::string& s);
 
-// "256k", "4m", "1g" or a plain number of bytes; k/m/g are powers of 1024.
-uint64_t ParseSize(const std::string& s);
+// "256kb,1mb" -> the sizes in bytes (larder.conf's units, common/units.h). On a bad item prints
+// a message naming `flag` and exits with status 2.
+std::vector<uint64_t> SizeListOrExit(const std::string& flag, const std::string& list);
 
 // A counter of /proc/<pid>/io, e.g. "write_bytes" or "read_bytes": bytes the process caused to
 // be written to / fetched from the device (readahead included). pid 0 = this process; 0 when
 // the file or the counter is missing.
 uint64_t ProcIoBytes(const std::string& counter, pid_t pid = 0);
+
+// Where a tool keeps its stores: `dir` when given (kept afterwards), else a fresh
+// <tmp>/larder-<tool>-XXXXXX removed when the WorkDir goes. If no directory can be made, prints
+// why and exits with status 2.
+class WorkDir {
+ public:
+  WorkDir(const std::string& dir, const std::string& tool);
+  ~WorkDir();
+  WorkDir(const WorkDir&) = delete;
+  WorkDir& operator=(const WorkDir&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool own_ = false;
+};
 
 // fdatasync + posix_fadvise(DONTNEED) on every regular file below `dir`, so the next reads
 // come from the device.

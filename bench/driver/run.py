@@ -13,8 +13,6 @@ import json
 import os
 import platform
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,35 +21,27 @@ import time
 import report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MiB = 1 << 20
+sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
+import server_harness  # noqa: E402
+KiB, MiB = 1 << 10, 1 << 20
 
-FULL = dict(sizes=["256k", "1m", "4m", "16m", "32m"], conns=[1, 4, 16],
+# Value sizes are in bytes; every tool gets them as plain integers.
+FULL = dict(sizes=[256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB, 32 * MiB], conns=[1, 4, 16],
             server_bytes=512 * MiB, peers_bytes=512 * MiB, peer_threads="1,2",
-            fio_bytes=1024 * MiB, fio_depths=[4, 8], bench_sizes=["1m", "4m", "16m"],
+            fio_bytes=1024 * MiB, fio_depths=[4, 8], bench_sizes=[1 * MiB, 4 * MiB, 16 * MiB],
             bench_bytes=512 * MiB, bench_min_n=16, ram_keys=300000, wa_budget=1024 * MiB,
             trace_turns=2000, trace_users=400, trace_caps="0.1,0.25,0.5,1.0")
-QUICK = dict(sizes=["1m", "4m", "32m"], conns=[1, 4], server_bytes=128 * MiB,
+QUICK = dict(sizes=[1 * MiB, 4 * MiB, 32 * MiB], conns=[1, 4], server_bytes=128 * MiB,
              peers_bytes=128 * MiB, peer_threads="1", fio_bytes=256 * MiB, fio_depths=[4, 8],
-             bench_sizes=["1m", "4m", "16m"], bench_bytes=64 * MiB, bench_min_n=8,
+             bench_sizes=[1 * MiB, 4 * MiB, 16 * MiB], bench_bytes=64 * MiB, bench_min_n=8,
              ram_keys=20000, wa_budget=128 * MiB, trace_turns=600, trace_users=150,
              trace_caps="0.25,0.5,1.0")
 RAM_VALUE_BYTES = 16 << 10  # the smallest values that go to blob files
 BINARIES = ("larder-server", "resp-load", "larder-peers", "larder-trace", "larder-bench")
 
 
-def size_bytes(s):
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    return int(s[:-1]) * units[s[-1]] if s[-1] in units else int(s)
-
-
 def log(*a):
     print("[bench]", *a, file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def build(build_dir):
@@ -65,39 +55,26 @@ def build(build_dir):
                    list(BINARIES), check=True, stdout=subprocess.DEVNULL)
 
 
-class Server:
-    """A server process on a free port, stopped (SIGTERM, then SIGKILL) by stop()."""
+class Server(server_harness.Process):
+    """A server started by `cmd_fn(port, data_dir)` on a free port, its log beside `data_dir`
+    (both kept in the work directory); stopped (SIGTERM, then SIGKILL) by stop()."""
 
     def __init__(self, name, cmd_fn, data_dir):
-        self.name, self.port, self.dir = name, free_port(), data_dir
+        self.log_name = name + ".log"
+        super().__init__(tmp=os.path.dirname(data_dir))
+        self.name, self.dir, self.cmd_fn = name, data_dir, cmd_fn
         os.makedirs(data_dir, exist_ok=True)
-        self.log = open(os.path.join(data_dir, "..", name + ".log"), "wb")
-        self.proc = subprocess.Popen(cmd_fn(self.port, data_dir), stdout=self.log,
-                                     stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(name + " exited at start; see its log")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(name + " did not start")
+        self.start(timeout=30)
+
+    def command_line(self):
+        return self.cmd_fn(self.port, self.dir)
 
     def command(self, *args):
         return subprocess.run(["redis-cli", "-p", str(self.port)] + list(args),
                               capture_output=True, text=True, timeout=120).stdout.strip()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+        return super().stop(timeout=60)
 
 
 def json_lines(out):
@@ -115,7 +92,7 @@ def run_checked(cmd, what, errors):
 def fio_job(path, rw, bs, size, engine="psync", depth=None):
     """One fio job reading `size` bytes of `path` (laid out by the first job) with O_DIRECT."""
     cmd = ["fio", "--name=" + rw, "--filename=" + path, "--rw=" + rw, "--direct=1",
-           "--ioengine=" + engine, "--bs=" + bs, "--size=%d" % size, "--numjobs=1",
+           "--ioengine=" + engine, "--bs=%d" % bs, "--size=%d" % size, "--numjobs=1",
            "--output-format=json"]
     if depth:
         cmd.append("--iodepth=%d" % depth)
@@ -142,7 +119,7 @@ def fio_reads(path, cfg, errors, rw="read"):
     rows = []
     for s in cfg["sizes"]:
         p = fio_job(path, rw, s, cfg["fio_bytes"])
-        row = fio_row(p, size_bytes(s))
+        row = fio_row(p, s)
         if row is None:
             errors.append("fio %s bs=%s: %s" % (rw, s, p.stderr.strip()[-300:]))
             continue
@@ -158,12 +135,12 @@ def fio_queued(path, cfg, errors):
     for depth in cfg["fio_depths"]:
         for s in cfg["sizes"]:
             p = fio_job(path, "randread", s, cfg["fio_bytes"], engine, depth)
-            row = fio_row(p, size_bytes(s))
+            row = fio_row(p, s)
             if row is None and engine == "io_uring":
                 log("fio: io_uring refused (%s); libaio instead" % p.stderr.strip()[-200:])
                 engine = "libaio"
                 p = fio_job(path, "randread", s, cfg["fio_bytes"], engine, depth)
-                row = fio_row(p, size_bytes(s))
+                row = fio_row(p, s)
             if row is None:
                 errors.append("fio randread %s QD%d bs=%s: %s" % (engine, depth, s,
                                                                 p.stderr.strip()[-300:]))
@@ -188,7 +165,7 @@ def resp_load_cases(bins, srv, name, cfg, errors):
     rows = []
     for s in cfg["sizes"]:
         for c in cfg["conns"]:
-            keys = max(cfg["server_bytes"] // size_bytes(s), 2 * c)
+            keys = max(cfg["server_bytes"] // s, 2 * c)
             phases = "set,get" + (",cold" if name.startswith("larder") else "")
             if c == cfg["conns"][0]:
                 phases += ",exists"
@@ -197,7 +174,7 @@ def resp_load_cases(bins, srv, name, cfg, errors):
                      else ["--nosave_before_cold"])
             rows += run_checked(
                 [bins["resp-load"]] + extra +
-                ["--port", str(srv.port), "--phases", phases, "--size", str(size_bytes(s)),
+                ["--port", str(srv.port), "--phases", phases, "--size", str(s),
                  "--keys", str(keys), "--conns", str(c), "--cold_dir", srv.dir,
                  "--server_pid", str(srv.proc.pid), "--label", name],
                 "resp-load %s %s c=%d" % (name, s, c), errors)
@@ -211,7 +188,7 @@ def redis_benchmark_cases(srv, name, cfg, errors):
     requests); FLUSHALL before each case."""
     rows = []
     for s in cfg["bench_sizes"]:
-        size = size_bytes(s)
+        size = s
         n = max(cfg["bench_min_n"], cfg["bench_bytes"] // size)
         for keyspace, tests in (("one", ["-t", "set,get"]),
                                 ("random", ["-t", "set", "-r", "100000000"])):
@@ -309,7 +286,7 @@ def part_servers(raw, bins, work, cfg):
 
 def part_inproc(raw, bins, work, cfg):
     log("in-process peers")
-    common = ["--sizes", ",".join(cfg["sizes"]), "--threads", cfg["peer_threads"],
+    common = ["--sizes", ",".join(map(str, cfg["sizes"])), "--threads", cfg["peer_threads"],
               "--bytes_per_case", str(cfg["peers_bytes"]), "--dir", work]
     raw["inproc"] = run_checked([bins["larder-peers"]] + common, "larder-peers", raw["errors"])
     # liblarder once more with O_DIRECT reads (Options::direct_reads); its rows carry

@@ -27,12 +27,13 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "common/units.h"
 #include "larder/store.h"
 #include "ram_per_key.h"
 
 DEFINE_bool(quick, false, "smaller volumes, for a smoke run");
 DEFINE_string(dir, "", "data directory (default: a fresh temp dir, removed at the end)");
-DEFINE_string(sizes, "256k,1m,4m,16m,32m", "value sizes");
+DEFINE_string(sizes, "256kb,1mb,4mb,16mb,32mb", "value sizes (units as in larder.conf)");
 DEFINE_string(threads, "1,2", "thread counts");
 DEFINE_uint64(bytes_per_case, 1ull << 30, "value bytes written per (size, threads) case");
 DEFINE_bool(wal, false, "write-ahead log on");
@@ -51,7 +52,7 @@ DEFINE_string(ram_measure_dir, "", "internal: the re-executed process of the ram
 
 namespace {
 
-using larder::bench::ParseSize;
+using larder::bench::SizeListOrExit;
 using larder::bench::ProcIoBytes;
 using larder::bench::SplitList;
 
@@ -266,13 +267,14 @@ void ThroughputPart(const std::string& base, std::string* report) {
                 std::thread::hardware_concurrency());
   *report += buf;
   if (!FLAGS_json) std::fputs(buf, stdout);
-  for (const auto& ss : SplitList(FLAGS_sizes)) {
-    uint64_t size = ParseSize(ss);
+  for (uint64_t size : SizeListOrExit("sizes", FLAGS_sizes)) {
+    const std::string label = larder::common::FormatBytesHuman(size);
     double mc = MemcpyGBs(size);
     for (const auto& ts : SplitList(FLAGS_threads)) {
       Row r = Throughput(base, size, std::stoi(ts));
-      std::snprintf(buf, sizeof buf, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f |\n", ss.c_str(),
-                    r.threads, r.put_gbs, r.warm_gbs, r.cold_gbs, mc, r.warm_gbs / mc);
+      std::snprintf(buf, sizeof buf, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
+                    label.c_str(), r.threads, r.put_gbs, r.warm_gbs, r.cold_gbs, mc,
+                    r.warm_gbs / mc);
       char js[512];
       std::snprintf(js, sizeof js,
                     "{\"part\":\"throughput\",\"size\":%llu,\"threads\":%d,\"put_gbs\":%.4f,"
@@ -317,16 +319,8 @@ int main(int argc, char** argv) {
   if (FLAGS_quick && gflags::GetCommandLineFlagInfoOrDie("wa_budget").is_default) {
     FLAGS_wa_budget = 256ull << 20;
   }
-  std::string base = FLAGS_dir;
-  bool own = base.empty();
-  if (own) {
-    std::string tmpl = (fs::temp_directory_path() / "larder-bench-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) {
-      std::perror("mkdtemp");
-      return 2;
-    }
-    base = tmpl;
-  }
+  const larder::bench::WorkDir work(FLAGS_dir, "bench");
+  const std::string& base = work.path();
   std::string report;
   bool failed = false;
   for (const auto& part : SplitList(FLAGS_parts)) {
@@ -346,6 +340,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ERROR: %llu bad reads or failed writes\n",
                  (unsigned long long)g_bad.load());
   if (!FLAGS_out.empty()) std::ofstream(FLAGS_out) << report;
-  if (own) fs::remove_all(base);
   return g_bad || failed ? 1 : 0;
 }

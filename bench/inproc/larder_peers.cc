@@ -40,7 +40,7 @@
 #include "peers.h"
 
 DEFINE_string(peers, "larder,rocksdb,rocksdb-nowal,files", "peers to run");
-DEFINE_string(sizes, "256k,1m,4m,16m,32m", "value sizes");
+DEFINE_string(sizes, "256kb,1mb,4mb,16mb,32mb", "value sizes (units as in larder.conf)");
 DEFINE_string(threads, "1,2", "thread counts");
 DEFINE_uint64(bytes_per_case, 512ull << 20, "value bytes written per case");
 DEFINE_bool(verify, true, "check each value read (off only to profile the harness itself)");
@@ -58,9 +58,9 @@ namespace {
 using larder::bench::AlignedBuffer;
 using larder::bench::BatchItem;
 using larder::bench::DropPageCache;
-using larder::bench::ParseSize;
 using larder::bench::Peer;
 using larder::bench::ProcIoBytes;
+using larder::bench::SizeListOrExit;
 using larder::bench::SplitList;
 
 using Clock = std::chrono::steady_clock;
@@ -282,23 +282,13 @@ void RunCase(const std::string& base, const std::string& peer, uint64_t size, in
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("liblarder vs RocksDB vs files, in-process; see bench/README.md");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  std::string base = FLAGS_dir;
-  bool own = base.empty();
-  if (own) {
-    std::string tmpl = (fs::temp_directory_path() / "larder-peers-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) {
-      std::perror("mkdtemp");
-      return 2;
-    }
-    base = tmpl;
-  }
-  for (const auto& ss : SplitList(FLAGS_sizes)) {
+  const larder::bench::WorkDir work(FLAGS_dir, "peers");
+  const std::string& base = work.path();
+  for (uint64_t size : SizeListOrExit("sizes", FLAGS_sizes)) {
     for (const auto& ts : SplitList(FLAGS_threads)) {
-      for (const auto& peer : SplitList(FLAGS_peers))
-        RunCase(base, peer, ParseSize(ss), std::stoi(ts));
+      for (const auto& peer : SplitList(FLAGS_peers)) RunCase(base, peer, size, std::stoi(ts));
     }
   }
-  if (own) fs::remove_all(base);
   if (g_bad)
     std::fprintf(stderr, "ERROR: %llu bad reads or failed writes\n",
                  (unsigned long long)g_bad.load());

@@ -159,96 +159,133 @@ PhaseResult RunKeys(const std::string& phase, const std::vector<uint64_t>& order
   return r;
 }
 
+// The keys and values every phase works on: one random base value, stamped per key; the
+// expected XXH3 of every key's value; the keys in order and shuffled; a send and a receive
+// buffer per connection. Phases return false to stop the run (exit status 2).
+struct Workload {
+  uint64_t n = 0, size = 0;
+  std::string base;
+  std::vector<uint64_t> want, in_order, shuffled;
+  std::vector<std::string> out_bufs, in_bufs;
+  uint64_t bad_total = 0;
+
+  Workload(uint64_t keys, uint64_t value_size, int conns) : n(keys), size(value_size) {
+    base.assign(size, '\0');
+    std::mt19937_64 rng(42);
+    for (size_t p = 0; p + 8 <= size; p += 8) {
+      uint64_t x = rng();
+      std::memcpy(&base[p], &x, 8);
+    }
+    std::string v = base;
+    for (uint64_t i = 0; i < n; ++i) {
+      Stamp(&v, i);
+      want.push_back(XXH3_64bits(v.data(), v.size()));
+    }
+    in_order.resize(n);
+    std::iota(in_order.begin(), in_order.end(), 0);
+    shuffled = in_order;
+    std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937_64(7));
+    out_bufs.assign(conns, base);
+    in_bufs.assign(conns, std::string(size, '\0'));
+  }
+
+  void Report(PhaseResult& r) {
+    bad_total += r.bad;
+    Print(r);
+  }
+};
+
+// SET every key once, in order (SendCommand returns once the bytes are in the socket, so one
+// buffer per connection suffices); with --save_after_set, the SAVE's device writes count.
+bool SetPhase(Workload& w) {
+  auto send = [&](int ci, larder::bench::Conn& c, uint64_t i) {
+    std::string& v = w.out_bufs[ci];
+    Stamp(&v, i);
+    c.SendCommand({"SET", Key(i), v});
+  };
+  auto recv = [&](int, larder::bench::Conn& c, uint64_t) { return c.ReadSimple() == "+OK"; };
+  uint64_t w0 = ServerIo("write_bytes");
+  PhaseResult r = RunKeys("set", w.in_order, FLAGS_conns, send, recv);
+  r.bytes = w.n * w.size;
+  auto s0 = Clock::now();
+  if (FLAGS_save_after_set && !Save()) return false;
+  r.save_seconds = std::chrono::duration<double>(Clock::now() - s0).count();
+  r.device_bytes = ServerIo("write_bytes") - w0;
+  w.Report(r);
+  return true;
+}
+
+// GET every key once, shuffled, checking each value's XXH3.
+void GetKeys(Workload& w, const std::string& name) {
+  auto send = [&](int, larder::bench::Conn& c, uint64_t i) { c.SendCommand({"GET", Key(i)}); };
+  auto recv = [&](int ci, larder::bench::Conn& c, uint64_t i) {
+    std::string& buf = w.in_bufs[ci];
+    uint64_t h = 0;
+    int64_t got = c.ReadBulkInto(buf.data(), buf.size(), &h);
+    return got == static_cast<int64_t>(w.size) && h == w.want[i];
+  };
+  PhaseResult r = RunKeys(name, w.shuffled, FLAGS_conns, send, recv);
+  r.bytes = w.n * w.size;
+  w.Report(r);
+}
+
+bool GetPhase(Workload& w) {
+  GetKeys(w, "get");
+  return true;
+}
+
+// GET after SAVE and dropping the data directory's page cache: reads from the device.
+bool ColdPhase(Workload& w) {
+  if (FLAGS_save_before_cold && !Save()) return false;
+  if (!FLAGS_cold_dir.empty()) DropPageCache(FLAGS_cold_dir);
+  GetKeys(w, "cold");
+  return true;
+}
+
+// --exists_ops EXISTS of present keys on one connection, one at a time.
+bool ExistsPhase(Workload& w) {
+  std::vector<uint64_t> order(FLAGS_exists_ops);
+  for (uint64_t j = 0; j < order.size(); ++j) order[j] = w.shuffled[j % w.n];
+  auto send = [&](int, larder::bench::Conn& c, uint64_t i) { c.SendCommand({"EXISTS", Key(i)}); };
+  auto recv = [&](int, larder::bench::Conn& c, uint64_t) { return c.ReadSimple() == ":1"; };
+  int saved = FLAGS_pipeline;
+  FLAGS_pipeline = 1;
+  PhaseResult r = RunKeys("exists", order, 1, send, recv);
+  FLAGS_pipeline = saved;
+  w.Report(r);
+  return true;
+}
+
+struct Phase {
+  std::string_view name;
+  bool (*run)(Workload& w);
+};
+constexpr Phase kPhases[] = {
+    {"set", SetPhase}, {"get", GetPhase}, {"cold", ColdPhase}, {"exists", ExistsPhase}};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("RESP load generator with checked values; see bench/README.md");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  const uint64_t n = FLAGS_keys, size = FLAGS_size;
-  if (FLAGS_pipeline < 1 || FLAGS_conns < 1 || n == 0) {
+  if (FLAGS_pipeline < 1 || FLAGS_conns < 1 || FLAGS_keys == 0) {
     std::fprintf(stderr, "need --conns >= 1, --pipeline >= 1, --keys >= 1\n");
     return 2;
   }
-  // Values: one random base, stamped per key; the expected XXH3 of every key's value.
-  std::string base(size, '\0');
-  std::mt19937_64 rng(42);
-  for (size_t p = 0; p + 8 <= size; p += 8) {
-    uint64_t x = rng();
-    std::memcpy(&base[p], &x, 8);
-  }
-  std::vector<uint64_t> want(n);
-  {
-    std::string v = base;
-    for (uint64_t i = 0; i < n; ++i) {
-      Stamp(&v, i);
-      want[i] = XXH3_64bits(v.data(), v.size());
+  Workload w(FLAGS_keys, FLAGS_size, FLAGS_conns);
+  for (const auto& name : SplitList(FLAGS_phases)) {
+    const Phase* phase = nullptr;
+    for (const Phase& p : kPhases) {
+      if (p.name == name) phase = &p;
     }
-  }
-  std::vector<uint64_t> in_order(n), shuffled(n);
-  std::iota(in_order.begin(), in_order.end(), 0);
-  shuffled = in_order;
-  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937_64(7));
-
-  std::vector<std::string> out_bufs(FLAGS_conns, base);
-  std::vector<std::string> in_bufs(FLAGS_conns, std::string(size, '\0'));
-  uint64_t bad_total = 0;
-
-  auto get_phase = [&](const std::string& name) {
-    auto send = [&](int, larder::bench::Conn& c, uint64_t i) { c.SendCommand({"GET", Key(i)}); };
-    auto recv = [&](int ci, larder::bench::Conn& c, uint64_t i) {
-      std::string& buf = in_bufs[ci];
-      uint64_t h = 0;
-      int64_t got = c.ReadBulkInto(buf.data(), buf.size(), &h);
-      return got == static_cast<int64_t>(size) && h == want[i];
-    };
-    PhaseResult r = RunKeys(name, shuffled, FLAGS_conns, send, recv);
-    r.bytes = n * size;
-    bad_total += r.bad;
-    Print(r);
-  };
-
-  for (const auto& phase : SplitList(FLAGS_phases)) {
-    if (phase == "set") {
-      // SendCommand returns once the bytes are in the socket, so one buffer per connection.
-      auto send = [&](int ci, larder::bench::Conn& c, uint64_t i) {
-        std::string& v = out_bufs[ci];
-        Stamp(&v, i);
-        c.SendCommand({"SET", Key(i), v});
-      };
-      auto recv = [&](int, larder::bench::Conn& c, uint64_t) { return c.ReadSimple() == "+OK"; };
-      uint64_t w0 = ServerIo("write_bytes");
-      PhaseResult r = RunKeys("set", in_order, FLAGS_conns, send, recv);
-      r.bytes = n * size;
-      auto s0 = Clock::now();
-      if (FLAGS_save_after_set && !Save()) return 2;
-      r.save_seconds = std::chrono::duration<double>(Clock::now() - s0).count();
-      r.device_bytes = ServerIo("write_bytes") - w0;
-      bad_total += r.bad;
-      Print(r);
-    } else if (phase == "get") {
-      get_phase("get");
-    } else if (phase == "cold") {
-      if (FLAGS_save_before_cold && !Save()) return 2;
-      if (!FLAGS_cold_dir.empty()) DropPageCache(FLAGS_cold_dir);
-      get_phase("cold");
-    } else if (phase == "exists") {
-      std::vector<uint64_t> order(FLAGS_exists_ops);
-      for (uint64_t j = 0; j < order.size(); ++j) order[j] = shuffled[j % n];
-      auto send = [&](int, larder::bench::Conn& c, uint64_t i) {
-        c.SendCommand({"EXISTS", Key(i)});
-      };
-      auto recv = [&](int, larder::bench::Conn& c, uint64_t) { return c.ReadSimple() == ":1"; };
-      int saved = FLAGS_pipeline;
-      FLAGS_pipeline = 1;
-      PhaseResult r = RunKeys("exists", order, 1, send, recv);
-      FLAGS_pipeline = saved;
-      bad_total += r.bad;
-      Print(r);
-    } else {
-      std::fprintf(stderr, "unknown phase %s\n", phase.c_str());
+    if (phase == nullptr) {
+      std::fprintf(stderr, "unknown phase %s\n", name.c_str());
       return 2;
     }
+    if (!phase->run(w)) return 2;
   }
-  if (bad_total) std::fprintf(stderr, "ERROR: %llu wrong replies\n", (unsigned long long)bad_total);
-  return bad_total ? 1 : 0;
+  if (w.bad_total) {
+    std::fprintf(stderr, "ERROR: %llu wrong replies\n", (unsigned long long)w.bad_total);
+  }
+  return w.bad_total ? 1 : 0;
 }

@@ -18,7 +18,7 @@ PEERS = ["larder", "rocksdb", "rocksdb-nowal", "files"]
 def run_peers(*args):
     tmp = tempfile.mkdtemp(prefix="bench-peers-test-", dir=os.environ.get("BENCH_TMP"))
     try:
-        p = subprocess.run([PEERS_BIN, "--sizes", "256k", "--bytes_per_case", str(4 << 20),
+        p = subprocess.run([PEERS_BIN, "--sizes", "256kb", "--bytes_per_case", str(4 << 20),
                             "--dir", tmp] + list(args), capture_output=True, text=True,
                            timeout=120)
         left = os.listdir(tmp)

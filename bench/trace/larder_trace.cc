@@ -187,16 +187,8 @@ int main(int argc, char** argv) {
       (unsigned long long)single_use);
   std::fflush(stdout);
 
-  std::string base = FLAGS_dir;
-  bool own = base.empty();
-  if (own) {
-    std::string tmpl = (fs::temp_directory_path() / "larder-trace-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) {
-      std::perror("mkdtemp");
-      return 2;
-    }
-    base = tmpl;
-  }
+  const larder::bench::WorkDir work(FLAGS_dir, "trace");
+  const std::string& base = work.path();
   for (double cap : ParseList(FLAGS_capacities)) {
     uint64_t cap_chunks = static_cast<uint64_t>(cap * t.unique_chunks);
     for (auto [name, sim] : {std::pair{"belady", &larder::bench::SimulateBelady},
@@ -211,7 +203,6 @@ int main(int argc, char** argv) {
       ReplayLarder(t, base + "/" + policy + "-" + std::to_string(cap), policy, cap, ws_bytes);
     }
   }
-  if (own) fs::remove_all(base);
   if (g_bad)
     std::fprintf(stderr, "ERROR: %llu bad reads or failed writes\n", (unsigned long long)g_bad);
   return g_bad ? 1 : 0;

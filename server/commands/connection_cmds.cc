@@ -1,42 +1,15 @@
-// Connection commands: PING ECHO HELLO AUTH SELECT QUIT RESET CLIENT.
-#include <unistd.h>
-
-#include "commands/client_list.h"
-#include "commands/command_table.h"
+// Connection commands: PING ECHO HELLO AUTH SELECT QUIT RESET. (CLIENT is in client_cmds.cc.)
+#include "commands/client_name.h"
+#include "commands/families.h"
 #include "commands/util.h"
 
 namespace larder::server {
-
-std::string ClientInfoLine(const ClientState& c, int64_t now_ms) {
-  std::string name, lib_name, lib_ver, last;
-  {
-    std::lock_guard<std::mutex> lock(c.mu);
-    name = c.name;
-    lib_name = c.lib_name;
-    lib_ver = c.lib_ver;
-    last = c.last_cmd;
-  }
-  int64_t age = (now_ms - c.created_ms) / 1000;
-  int64_t idle = (now_ms - c.last_active_ms.load()) / 1000;
-  std::string flags = c.unix_socket ? "U" : "N";
-  return "id=" + std::to_string(c.id) + " addr=" + c.addr + " laddr=" + c.laddr +
-         " fd=" + std::to_string(c.fd) + " name=" + name + " age=" + std::to_string(age) +
-         " idle=" + std::to_string(idle < 0 ? 0 : idle) + " flags=" + flags +
-         " db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0"
-         " rbp=0 obl=0 oll=0 omem=" +
-         std::to_string(c.output_bytes.load()) +
-         " tot-mem=0 events=r cmd=" + (last.empty() ? "NULL" : last) +
-         " user=default redir=-1 resp=" + std::to_string(c.resp.load()) + " lib-name=" + lib_name +
-         " lib-ver=" + lib_ver + "\n";
-}
-
-namespace cmd {
 
 namespace {
 
 // Checks `pass` for user `user` against requirepass; replies the error on failure.
 bool CheckPassword(Ctx& ctx, std::string_view user, std::string_view pass) {
-  auto cfg = ctx.core.cfg();
+  auto cfg = ctx.core.config.snapshot();
   if (EqualsNoCase(user, "default") && !cfg->requirepass.empty() && pass == cfg->requirepass) {
     ctx.client.authenticated = true;
     return true;
@@ -49,18 +22,8 @@ bool CheckPassword(Ctx& ctx, std::string_view user, std::string_view pass) {
   return false;
 }
 
-// Client names may not hold spaces, newlines or other non-printable bytes.
-bool ValidClientName(std::string_view name) {
-  for (char c : name) {
-    if (c < '!' || c > '~') return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 void Ping(Ctx& ctx) {
-  if (ctx.argc() > 2) return ReplyArity(ctx, "ping");
+  if (ctx.argc() > 2) return ReplyArity(ctx, ctx.spec.name);
   if (ctx.argc() == 2) return ctx.w.BulkString(ctx.argv[1]);
   ctx.w.SimpleString("PONG");
 }
@@ -92,14 +55,14 @@ void Hello(Ctx& ctx) {
       setname = ctx.argv[++i];
       has_setname = true;
       if (!ValidClientName(setname)) {
-        return ctx.w.Error(
-            "ERR Client names cannot contain spaces, newlines or special characters.");
+        return ctx.w.Error(kErrClientName);
       }
     } else {
       return ctx.w.Error("ERR Syntax error in HELLO option '" + ctx.argv[i] + "'");
     }
   }
-  if (!ctx.client.authenticated && !authed_here && !ctx.core.cfg()->requirepass.empty()) {
+  if (!ctx.client.authenticated && !authed_here &&
+      !ctx.core.config.snapshot()->requirepass.empty()) {
     return ctx.w.Error(
         "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
         "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
@@ -130,7 +93,7 @@ void Hello(Ctx& ctx) {
 
 void Auth(Ctx& ctx) {
   if (ctx.argc() > 3) return ctx.w.Error(kErrSyntax);
-  if (ctx.argc() == 2 && ctx.core.cfg()->requirepass.empty()) {
+  if (ctx.argc() == 2 && ctx.core.config.snapshot()->requirepass.empty()) {
     return ctx.w.Error(
         "ERR AUTH <password> called without any password configured for the default user. "
         "Are you sure your configuration is correct?");
@@ -161,98 +124,24 @@ void Reset(Ctx& ctx) {
     std::lock_guard<std::mutex> lock(ctx.client.mu);
     ctx.client.name.clear();
   }
-  if (!ctx.core.cfg()->requirepass.empty()) ctx.client.authenticated = false;
+  if (!ctx.core.config.snapshot()->requirepass.empty()) ctx.client.authenticated = false;
   ctx.w.SimpleString("RESET");
 }
 
-void Client(Ctx& ctx) {
-  std::string sub = ToLower(ctx.argv[1]);
-  ClientState& me = ctx.client;
-  if (sub == "id" && ctx.argc() == 2) return ctx.w.Integer(static_cast<int64_t>(me.id));
-  if (sub == "setname" && ctx.argc() == 3) {
-    if (!ValidClientName(ctx.argv[2])) {
-      return ctx.w.Error("ERR Client names cannot contain spaces, newlines or special characters.");
-    }
-    std::lock_guard<std::mutex> lock(me.mu);
-    me.name = ctx.argv[2];
-    return ctx.w.SimpleString("OK");
-  }
-  if (sub == "getname" && ctx.argc() == 2) {
-    std::string name;
-    {
-      std::lock_guard<std::mutex> lock(me.mu);
-      name = me.name;
-    }
-    if (name.empty()) return ctx.w.Null();
-    return ctx.w.BulkString(name);
-  }
-  if (sub == "setinfo" && ctx.argc() == 4) {
-    std::string attr = ToLower(ctx.argv[2]);
-    std::lock_guard<std::mutex> lock(me.mu);
-    if (attr == "lib-name") {
-      me.lib_name = ctx.argv[3];
-    } else if (attr == "lib-ver") {
-      me.lib_ver = ctx.argv[3];
-    } else {
-      return ctx.w.Error("ERR Unrecognized option '" + ctx.argv[2] + "'");
-    }
-    return ctx.w.SimpleString("OK");
-  }
-  int64_t now = NowMs();
-  if (sub == "info" && ctx.argc() == 2) return ctx.w.Verbatim("txt", ClientInfoLine(me, now));
-  if (sub == "list") {
-    std::string out;
-    ctx.core.clients().ForEach([&](const ClientState& c) { out += ClientInfoLine(c, now); });
-    return ctx.w.Verbatim("txt", out);
-  }
-  if ((sub == "no-evict" || sub == "no-touch") && ctx.argc() == 3) {
-    return ctx.w.SimpleString("OK");
-  }
-  if (sub == "kill" && ctx.argc() >= 3) {
-    if (ctx.argc() == 3) {  // old form: CLIENT KILL addr
-      std::string addr = ctx.argv[2];
-      size_t n = ctx.core.clients().Kill([&](const ClientState& c) { return c.addr == addr; });
-      if (n == 0) return ctx.w.Error("ERR No such client");
-      return ctx.w.SimpleString("OK");
-    }
-    if (ctx.argc() % 2 != 0) return ctx.w.Error(kErrSyntax);
-    uint64_t want_id = 0;
-    std::string want_addr;
-    bool skipme = true;
-    for (size_t i = 2; i < ctx.argc(); i += 2) {
-      std::string opt = ToLower(ctx.argv[i]);
-      if (opt == "id") {
-        int64_t id;
-        if (!ParseInt64(ctx.argv[i + 1], &id) || id <= 0) {
-          return ctx.w.Error("ERR client-id should be greater than 0");
-        }
-        want_id = static_cast<uint64_t>(id);
-      } else if (opt == "addr") {
-        want_addr = ctx.argv[i + 1];
-      } else if (opt == "skipme") {
-        skipme = !EqualsNoCase(ctx.argv[i + 1], "no");
-      } else {
-        return ctx.w.Error(kErrSyntax);
-      }
-    }
-    size_t n = ctx.core.clients().Kill([&](const ClientState& c) {
-      if (skipme && c.id == me.id) return false;
-      if (want_id != 0 && c.id != want_id) return false;
-      if (!want_addr.empty() && c.addr != want_addr) return false;
-      return true;
-    });
-    return ctx.w.Integer(static_cast<int64_t>(n));
-  }
-  if (sub == "help") {
-    ctx.w.ArrayHeader(1);
-    return ctx.w.SimpleString("CLIENT ID|SETNAME|GETNAME|SETINFO|INFO|LIST|KILL|NO-EVICT|NO-TOUCH");
-  }
-  if (sub == "id" || sub == "setname" || sub == "getname" || sub == "setinfo" || sub == "info" ||
-      sub == "kill" || sub == "no-evict" || sub == "no-touch") {
-    return ReplyArity(ctx, "client|" + sub);
-  }
-  ReplyUnknownSub(ctx, ctx.argv[1], "CLIENT");
+constexpr CommandRow kRows[] = {
+    {"ping", -1, "fast loading stale", kNoKeys, Ping},
+    {"echo", 2, "fast loading stale", kNoKeys, Echo},
+    {"hello", -1, "no_auth fast loading stale no_multi", kNoKeys, Hello},
+    {"auth", -2, "no_auth fast loading stale no_multi", kNoKeys, Auth},
+    {"select", 2, "fast loading stale", kNoKeys, Select},
+    {"quit", -1, "no_auth fast loading stale no_multi", kNoKeys, Quit},
+    {"reset", 1, "no_auth fast loading stale no_multi", kNoKeys, Reset},
+};
+
+}  // namespace
+
+std::span<const CommandRow> ConnectionCommands() {
+  return kRows;
 }
 
-}  // namespace cmd
 }  // namespace larder::server

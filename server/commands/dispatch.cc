@@ -20,60 +20,74 @@ std::string UnknownCommandError(const std::vector<std::string>& argv) {
   return "ERR unknown command '" + argv[0].substr(0, 128) + "', with args beginning with: " + args;
 }
 
-}  // namespace
-
-Route RouteOf(const ClientState& client, const std::vector<std::string>& argv) {
-  const CommandSpec* spec = FindCommand(argv[0]);
-  if (spec == nullptr || !ArityOk(*spec, argv.size())) return Route::kInline;
-  if (client.in_multi && !(spec->flags & kNoMulti)) return Route::kInline;  // queued
-  return (spec->flags & kFast) ? Route::kInline : Route::kPool;
+bool QueuedByMulti(const ClientState& client, const CommandSpec& spec) {
+  return client.in_multi && !spec.Has(kNoMulti);
 }
 
-void Dispatch(Core& core, ClientState& client, std::vector<std::string>& argv,
-              resp::ReplyWriter& w) {
-  core.total_commands.fetch_add(1, std::memory_order_relaxed);
-  Ctx ctx{core, client, argv, w};
-  const CommandSpec* spec = FindCommand(argv[0]);
+// Runs the handler under the server lock its flags ask for.
+void Execute(Ctx& ctx) {
+  if (ctx.spec.Has(kLocksItself)) {
+    ctx.spec.handler(ctx);
+  } else if (ctx.spec.Has(kExclusive)) {
+    std::unique_lock<FairSharedMutex> lock(ctx.core.exec_lock);
+    ctx.spec.handler(ctx);
+  } else {
+    std::shared_lock<FairSharedMutex> lock(ctx.core.exec_lock);
+    ctx.spec.handler(ctx);
+  }
+}
+
+}  // namespace
+
+Plan Dispatcher::PlanOf(const ClientState& client, const std::vector<std::string>& argv) const {
+  Plan plan;
+  plan.spec = FindCommand(argv[0]);
+  const CommandSpec* spec = plan.spec;
+  bool cheap = spec == nullptr || !ArityOk(spec->arity, argv.size()) ||
+               QueuedByMulti(client, *spec) || spec->Has(kFast);
+  plan.route = cheap ? Route::kInline : Route::kPool;
+  return plan;
+}
+
+bool Dispatcher::Admit(const CommandSpec* spec, ClientState& client,
+                       const std::vector<std::string>& argv, resp::ReplyWriter& w) const {
+  std::string error;
   if (spec == nullptr) {
-    if (client.in_multi) client.multi_error = true;
-    w.Error(UnknownCommandError(argv));
-    return;
+    error = UnknownCommandError(argv);
+  } else if (!ArityOk(spec->arity, argv.size())) {
+    error = "ERR wrong number of arguments for '" + std::string(spec->name) + "' command";
+  } else if (!client.authenticated && !spec->Has(kNoAuth) &&
+             !core_.config.snapshot()->requirepass.empty()) {
+    error = "NOAUTH Authentication required.";
+  } else {
+    return true;
   }
-  if (!ArityOk(*spec, argv.size())) {
-    if (client.in_multi) client.multi_error = true;
-    ReplyArity(ctx, spec->name);
-    return;
-  }
-  if (!client.authenticated && !(spec->flags & kNoauth) && !core.cfg()->requirepass.empty()) {
-    if (client.in_multi) client.multi_error = true;
-    w.Error("NOAUTH Authentication required.");
-    return;
-  }
+  if (client.in_multi) client.multi_error = true;
+  w.Error(error);
+  return false;
+}
+
+void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::string>& argv,
+                     resp::ReplyWriter& w) {
+  ServerStats::Count(core_.stats.total_commands_processed);
+  if (!Admit(plan.spec, client, argv, w)) return;
+  const CommandSpec& spec = *plan.spec;
   {
     std::lock_guard<std::mutex> lock(client.mu);
-    client.last_cmd = spec->name;
+    client.last_cmd = spec.name;
   }
-  if (client.in_multi && !(spec->flags & kNoMulti)) {
-    client.queued.push_back(std::move(argv));
+  if (QueuedByMulti(client, spec)) {
+    client.queued.push_back({&spec, std::move(argv)});
     w.SimpleString("QUEUED");
     return;
   }
-  if (spec->handler == cmd::Exec) {  // takes the lock exclusively itself
-    spec->handler(ctx);
-  } else if (spec->flags & kRmw) {
-    std::unique_lock<FairSharedMutex> lock(core.exec_lock());
-    spec->handler(ctx);
-  } else {
-    std::shared_lock<FairSharedMutex> lock(core.exec_lock());
-    spec->handler(ctx);
-  }
+  Ctx ctx{core_, client, argv, w, spec};
+  Execute(ctx);
 }
 
-void RunQueued(Core& core, ClientState& client, std::vector<std::string>& argv,
-               resp::ReplyWriter& w) {
-  Ctx ctx{core, client, argv, w};
-  const CommandSpec* spec = FindCommand(argv[0]);
-  spec->handler(ctx);  // validated when queued
+void RunQueued(Core& core, ClientState& client, QueuedRequest& request, resp::ReplyWriter& w) {
+  Ctx ctx{core, client, request.argv, w, *request.spec};
+  ctx.spec.handler(ctx);
 }
 
 }  // namespace larder::server

@@ -1,28 +1,38 @@
-// Dispatch: runs one parsed request through the command table — lookup, arity, AUTH, MULTI
-// queueing, the server lock — and writes exactly one reply.
+// Dispatcher: the command layer's RequestExecutor. Runs one request through the command table
+// — lookup (once, in PlanOf), arity, AUTH, MULTI queueing, the server lock — and writes
+// exactly one reply.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "commands/context.h"
+#include "commands/command_spec.h"
+#include "core/core.h"
+#include "core/request_executor.h"
 
 namespace larder::server {
 
-enum class Route {
-  kInline,  // cheap (no disk I/O): run on the connection's io thread
-  kPool,    // may block on the engine: run on the engine thread pool
+class Dispatcher final : public RequestExecutor {
+ public:
+  explicit Dispatcher(Core& core) : core_(core) {}
+
+  // Inline when the command is unknown, has the wrong arity, will be queued by MULTI or is
+  // `fast`; the engine pool otherwise.
+  Plan PlanOf(const ClientState& client, const std::vector<std::string>& argv) const override;
+  void Run(const Plan& plan, ClientState& client, std::vector<std::string>& argv,
+           resp::ReplyWriter& w) override;
+
+ private:
+  // Replies the error and returns false if the request may not run (unknown command, wrong
+  // arity, not authenticated); a refused request inside MULTI makes EXEC abort.
+  bool Admit(const CommandSpec* spec, ClientState& client, const std::vector<std::string>& argv,
+             resp::ReplyWriter& w) const;
+
+  Core& core_;
 };
 
-// Where the request in argv should run, given the client's state. Pure.
-Route RouteOf(const ClientState& client, const std::vector<std::string>& argv);
-
-// Executes the request in argv (which it may move from) and writes its reply to w.
-void Dispatch(Core& core, ClientState& client, std::vector<std::string>& argv,
-              resp::ReplyWriter& w);
-
-// Runs an already validated, queued request (EXEC). The caller holds the exclusive lock.
-void RunQueued(Core& core, ClientState& client, std::vector<std::string>& argv,
-               resp::ReplyWriter& w);
+// Runs a request queued by MULTI (checked when queued) for EXEC, which holds the exclusive
+// server lock.
+void RunQueued(Core& core, ClientState& client, QueuedRequest& request, resp::ReplyWriter& w);
 
 }  // namespace larder::server

@@ -2,11 +2,12 @@
 // TOUCH SCAN KEYS RANDOMKEY RENAME RENAMENX OBJECT MEMORY. Only strings exist.
 #include <random>
 
-#include "commands/command_table.h"
+#include "commands/expiry.h"
+#include "commands/families.h"
+#include "commands/subcommands.h"
 #include "commands/util.h"
 
 namespace larder::server {
-namespace cmd {
 
 namespace {
 
@@ -15,58 +16,41 @@ std::vector<std::string_view> KeysFrom(const Ctx& ctx, size_t first) {
                                        ctx.argv.end());
 }
 
-// EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT key time [NX|XX|GT|LT]
-void GenericExpire(Ctx& ctx, int64_t unit_ms, bool absolute, std::string_view name) {
-  int64_t v;
-  if (!ArgInt64(ctx, ctx.argv[2], &v)) return;
-  bool nx = false, xx = false, gt = false, lt = false;
-  for (size_t i = 3; i < ctx.argc(); ++i) {
-    std::string opt = ToLower(ctx.argv[i]);
-    if (opt == "nx")
-      nx = true;
-    else if (opt == "xx")
-      xx = true;
-    else if (opt == "gt")
-      gt = true;
-    else if (opt == "lt")
-      lt = true;
-    else
-      return ctx.w.Error("ERR Unsupported option " + ctx.argv[i]);
-  }
-  if (nx && (xx || gt || lt)) {
-    return ctx.w.Error("ERR NX and XX, GT or LT options at the same time are not compatible");
-  }
-  if (gt && lt) return ctx.w.Error("ERR GT and LT options at the same time are not compatible");
-  int64_t now = NowMs();
-  __int128 when = static_cast<__int128>(v) * unit_ms + (absolute ? 0 : now);
-  if (when > INT64_MAX || when < INT64_MIN) {
-    return ctx.w.Error("ERR invalid expire time in '" + std::string(name) + "' command");
-  }
+// EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT key time [NX|XX|GT|LT], the time in `unit`: 1 if the
+// expiry was set (a time in the past deletes the key), 0 if the key is missing or a condition
+// refused.
+template <const TimeUnit& unit>
+void Expire(Ctx& ctx) {
+  uint32_t conditions;
+  int64_t at;
+  if (!ParseExpireConditions(ctx, 3, &conditions)) return;
+  if (!ExpireAtOfExpireTime(ctx, ctx.argv[2], unit, &at)) return;
   auto info = ctx.store().Info(ctx.argv[1]);
   if (!info.ok()) return ctx.w.Integer(0);
-  int64_t cur = info->expire_at_ms;  // 0 = none (infinite)
-  int64_t at = static_cast<int64_t>(when);
-  if (nx && cur != 0) return ctx.w.Integer(0);
-  if (xx && cur == 0) return ctx.w.Integer(0);
-  if (gt && (cur == 0 || at <= cur)) return ctx.w.Integer(0);
-  if (lt && cur != 0 && at >= cur) return ctx.w.Integer(0);
-  Status s = at <= now ? ctx.store().Delete(ctx.argv[1]) : ctx.store().SetExpiry(ctx.argv[1], at);
+  if (!ExpireConditionsAllow(conditions, info->expire_at_ms, at)) return ctx.w.Integer(0);
+  Status s =
+      at <= ctx.NowMs() ? ctx.store().Delete(ctx.argv[1]) : ctx.store().SetExpiry(ctx.argv[1], at);
   if (s.IsNotFound()) return ctx.w.Integer(0);
   if (!s.ok()) return ReplyStatus(ctx, s);
   ctx.w.Integer(1);
 }
 
-void GenericTtl(Ctx& ctx, bool ms) {
+// TTL / PTTL key: the time left in `unit` (rounded), -1 without expiry, -2 without the key.
+template <const TimeUnit& unit>
+void Ttl(Ctx& ctx) {
   int64_t t = ctx.store().Ttl(ctx.argv[1]);
-  if (t < 0 || ms) return ctx.w.Integer(t);
-  ctx.w.Integer((t + 500) / 1000);
+  if (t < 0) return ctx.w.Integer(t);
+  ctx.w.Integer((t + unit.ms / 2) / unit.ms);
 }
 
-void GenericExpireTime(Ctx& ctx, bool ms) {
+// EXPIRETIME / PEXPIRETIME key: the Unix expiry time in `unit`, -1 without expiry, -2 without
+// the key.
+template <const TimeUnit& unit>
+void ExpireTime(Ctx& ctx) {
   auto info = ctx.store().Info(ctx.argv[1]);
   if (!info.ok()) return ctx.w.Integer(-2);
   if (info->expire_at_ms == 0) return ctx.w.Integer(-1);
-  ctx.w.Integer(ms ? info->expire_at_ms : info->expire_at_ms / 1000);
+  ctx.w.Integer(info->expire_at_ms / unit.ms);
 }
 
 bool ParseCursor(std::string_view s, uint64_t* out) {
@@ -82,7 +66,9 @@ bool ParseCursor(std::string_view s, uint64_t* out) {
   return true;
 }
 
-void GenericRename(Ctx& ctx, bool nx) {
+// RENAME src dst; RENAMENX (nx) only when dst does not exist.
+template <bool nx>
+void Rename(Ctx& ctx) {
   const std::string& src = ctx.argv[1];
   const std::string& dst = ctx.argv[2];
   auto info = ctx.store().Info(src);
@@ -104,8 +90,6 @@ void GenericRename(Ctx& ctx, bool nx) {
   ctx.w.SimpleString("OK");
 }
 
-}  // namespace
-
 void Del(Ctx& ctx) {
   int64_t n = 0;
   for (size_t i = 1; i < ctx.argc(); ++i) {
@@ -125,31 +109,6 @@ void Exists(Ctx& ctx) {
 
 void Type(Ctx& ctx) {
   ctx.w.SimpleString(ctx.store().Contains(ctx.argv[1]) ? "string" : "none");
-}
-
-void Expire(Ctx& ctx) {
-  GenericExpire(ctx, 1000, false, "expire");
-}
-void PExpire(Ctx& ctx) {
-  GenericExpire(ctx, 1, false, "pexpire");
-}
-void ExpireAt(Ctx& ctx) {
-  GenericExpire(ctx, 1000, true, "expireat");
-}
-void PExpireAt(Ctx& ctx) {
-  GenericExpire(ctx, 1, true, "pexpireat");
-}
-void Ttl(Ctx& ctx) {
-  GenericTtl(ctx, false);
-}
-void PTtl(Ctx& ctx) {
-  GenericTtl(ctx, true);
-}
-void ExpireTime(Ctx& ctx) {
-  GenericExpireTime(ctx, false);
-}
-void PExpireTime(Ctx& ctx) {
-  GenericExpireTime(ctx, true);
 }
 
 void Persist(Ctx& ctx) {
@@ -217,41 +176,93 @@ void RandomKey(Ctx& ctx) {
   ctx.w.BulkString(page.keys[rng() % page.keys.size()]);
 }
 
-void Rename(Ctx& ctx) {
-  GenericRename(ctx, false);
-}
-void RenameNx(Ctx& ctx) {
-  GenericRename(ctx, true);
+// OBJECT <subcommand> key: the key's metadata; a null reply when the key does not exist.
+void ObjectEncoding(Ctx& ctx) {
+  if (!ctx.store().Info(ctx.argv[2]).ok()) return ctx.w.Null();
+  ctx.w.BulkString("raw");
 }
 
-// OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT key
-void Object(Ctx& ctx) {
-  std::string sub = ToLower(ctx.argv[1]);
-  if (sub == "help") {
-    ctx.w.ArrayHeader(1);
-    return ctx.w.SimpleString("OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT <key>");
-  }
-  bool known = sub == "encoding" || sub == "freq" || sub == "idletime" || sub == "refcount";
-  if (!known) return ReplyUnknownSub(ctx, ctx.argv[1], "OBJECT");
-  if (ctx.argc() != 3) return ReplyArity(ctx, "object|" + sub);
+void ObjectFreq(Ctx& ctx) {
   auto info = ctx.store().Info(ctx.argv[2]);
   if (!info.ok()) return ctx.w.Null();
-  if (sub == "encoding") return ctx.w.BulkString("raw");
-  if (sub == "freq") return ctx.w.Integer(info->reuse_count);
-  if (sub == "refcount") return ctx.w.Integer(1);
-  int64_t idle = (NowMs() - info->last_access_ms) / 1000;
-  ctx.w.Integer(idle < 0 ? 0 : idle);
+  ctx.w.Integer(info->reuse_count);
 }
 
-// MEMORY USAGE key [SAMPLES n]: value + key bytes plus a fixed per-entry overhead.
-void Memory(Ctx& ctx) {
-  std::string sub = ToLower(ctx.argv[1]);
-  if (sub != "usage") return ReplyUnknownSub(ctx, ctx.argv[1], "MEMORY");
-  if (ctx.argc() != 3 && ctx.argc() != 5) return ReplyArity(ctx, "memory|usage");
+void ObjectIdleTime(Ctx& ctx) {
+  auto info = ctx.store().Info(ctx.argv[2]);
+  if (!info.ok()) return ctx.w.Null();
+  ctx.w.Integer(std::max<int64_t>(0, (ctx.NowMs() - info->last_access_ms) / 1000));
+}
+
+void ObjectRefCount(Ctx& ctx) {
+  if (!ctx.store().Info(ctx.argv[2]).ok()) return ctx.w.Null();
+  ctx.w.Integer(1);
+}
+
+constexpr SubcommandRow kObjectSubcommands[] = {
+    {"encoding", 3, ObjectEncoding, "ENCODING <key>", "Return the encoding of <key>: raw."},
+    {"freq", 3, ObjectFreq, "FREQ <key>",
+     "Return the reuse count of <key> (GET hits and TOUCHes since it was written or kept)."},
+    {"idletime", 3, ObjectIdleTime, "IDLETIME <key>",
+     "Return the seconds since <key> was last read or written."},
+    {"refcount", 3, ObjectRefCount, "REFCOUNT <key>", "Return 1 for an existing <key>."},
+};
+
+void Object(Ctx& ctx) {
+  RunSubcommand(ctx, kObjectSubcommands);
+}
+
+// MEMORY USAGE key [SAMPLES count]: value + key bytes plus a fixed per-entry overhead.
+void MemoryUsage(Ctx& ctx) {
+  for (size_t i = 3; i < ctx.argc(); i += 2) {
+    int64_t samples;
+    if (!EqualsNoCase(ctx.argv[i], "samples") || i + 1 == ctx.argc()) {
+      return ctx.w.Error(kErrSyntax);
+    }
+    if (!ArgInt64(ctx, ctx.argv[i + 1], &samples)) return;
+  }
   auto info = ctx.store().Info(ctx.argv[2]);
   if (!info.ok()) return ctx.w.Null();
   ctx.w.Integer(static_cast<int64_t>(info->value_size + ctx.argv[2].size() + 100));
 }
 
-}  // namespace cmd
+constexpr SubcommandRow kMemorySubcommands[] = {
+    {"usage", -3, MemoryUsage, "USAGE <key> [SAMPLES <count>]",
+     "Return the bytes <key> takes: value, key and a fixed overhead."},
+};
+
+void Memory(Ctx& ctx) {
+  RunSubcommand(ctx, kMemorySubcommands);
+}
+
+constexpr CommandRow kRows[] = {
+    {"del", -2, "write", kEveryArgKey, Del},
+    {"unlink", -2, "write", kEveryArgKey, Del},
+    {"exists", -2, "readonly fast", kEveryArgKey, Exists},
+    {"type", 2, "readonly fast", kOneKey, Type},
+    {"expire", -3, "write", kOneKey, Expire<kSeconds>},
+    {"pexpire", -3, "write", kOneKey, Expire<kMilliseconds>},
+    {"expireat", -3, "write", kOneKey, Expire<kUnixSeconds>},
+    {"pexpireat", -3, "write", kOneKey, Expire<kUnixMilliseconds>},
+    {"ttl", 2, "readonly fast", kOneKey, Ttl<kSeconds>},
+    {"pttl", 2, "readonly fast", kOneKey, Ttl<kMilliseconds>},
+    {"expiretime", 2, "readonly fast", kOneKey, ExpireTime<kUnixSeconds>},
+    {"pexpiretime", 2, "readonly fast", kOneKey, ExpireTime<kUnixMilliseconds>},
+    {"persist", 2, "write", kOneKey, Persist},
+    {"touch", -2, "readonly fast", kEveryArgKey, Touch},
+    {"scan", -2, "readonly", kNoKeys, Scan},
+    {"keys", 2, "readonly", kNoKeys, Keys},
+    {"randomkey", 1, "readonly", kNoKeys, RandomKey},
+    {"rename", 3, "write exclusive", {1, 2, 1}, Rename<false>},
+    {"renamenx", 3, "write exclusive", {1, 2, 1}, Rename<true>},
+    {"object", -2, "readonly fast", {2, 2, 1}, Object},
+    {"memory", -2, "readonly fast", kNoKeys, Memory},
+};
+
+}  // namespace
+
+std::span<const CommandRow> KeyCommands() {
+  return kRows;
+}
+
 }  // namespace larder::server

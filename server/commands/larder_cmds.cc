@@ -1,9 +1,10 @@
 // Larder's own commands.
-#include "commands/command_table.h"
+#include "commands/families.h"
 #include "commands/util.h"
 
 namespace larder::server {
-namespace cmd {
+
+namespace {
 
 // LARDER.PREFIX key [key ...] → how many leading keys exist (one round trip for LMCache's
 // prefix lookups). Index only, no disk I/O.
@@ -12,5 +13,14 @@ void LarderPrefix(Ctx& ctx) {
   ctx.w.Integer(static_cast<int64_t>(ctx.store().PrefixCount(keys)));
 }
 
-}  // namespace cmd
+constexpr CommandRow kRows[] = {
+    {"larder.prefix", -2, "readonly fast", kEveryArgKey, LarderPrefix},
+};
+
+}  // namespace
+
+std::span<const CommandRow> LarderCommands() {
+  return kRows;
+}
+
 }  // namespace larder::server

@@ -1,89 +1,64 @@
-// Server commands: CONFIG DBSIZE FLUSHDB FLUSHALL TIME LASTSAVE SAVE BGSAVE SHUTDOWN WAIT
-// COMMAND. (INFO is in info.cc.)
-#include <sys/time.h>
-
+// Server commands: CONFIG DBSIZE FLUSHDB FLUSHALL TIME LASTSAVE SAVE BGSAVE SHUTDOWN WAIT.
+// (INFO is in info_cmds.cc, COMMAND in command_cmds.cc.)
 #include <set>
 
-#include "commands/command_table.h"
+#include "commands/families.h"
+#include "commands/subcommands.h"
 #include "commands/util.h"
 
 namespace larder::server {
-namespace cmd {
 
 namespace {
 
-void FlagNames(uint32_t flags, std::vector<std::string_view>* out) {
-  if (flags & kWrite) out->push_back("write");
-  if (flags & kReadonly) out->push_back("readonly");
-  if (flags & kAdmin) out->push_back("admin");
-  if (flags & kNoauth) out->push_back("no_auth");
-  if (flags & kLoading) out->push_back("loading");
-  if (flags & kStale) out->push_back("stale");
-  if (flags & kFast) out->push_back("fast");
-  if (flags & kNoMulti) out->push_back("no_multi");
+// CONFIG GET pattern [pattern ...]: every matching option once, in table order per pattern.
+void ConfigGet(Ctx& ctx) {
+  std::vector<std::pair<std::string, std::string>> all;
+  std::set<std::string> seen;
+  for (size_t i = 2; i < ctx.argc(); ++i) {
+    for (auto& kv : ctx.core.config.Get(ctx.argv[i])) {
+      if (seen.insert(kv.first).second) all.push_back(std::move(kv));
+    }
+  }
+  ctx.w.MapHeader(all.size());
+  for (const auto& [name, value] : all) {
+    ctx.w.BulkString(name);
+    ctx.w.BulkString(value);
+  }
 }
 
-// One COMMAND INFO entry: name, arity, flags, first key, last key, step, ACL categories,
-// tips, key specs, subcommands.
-void CommandInfo(Ctx& ctx, const CommandSpec& spec) {
-  ctx.w.ArrayHeader(10);
-  ctx.w.BulkString(spec.name);
-  ctx.w.Integer(spec.arity);
-  std::vector<std::string_view> flags;
-  FlagNames(spec.flags, &flags);
-  ctx.w.SetHeader(flags.size());
-  for (std::string_view f : flags) ctx.w.SimpleString(f);
-  ctx.w.Integer(spec.first_key);
-  ctx.w.Integer(spec.last_key);
-  ctx.w.Integer(spec.step);
-  ctx.w.SetHeader(0);
-  ctx.w.SetHeader(0);
-  ctx.w.ArrayHeader(0);
-  ctx.w.ArrayHeader(0);
+// CONFIG SET name value [name value ...]: all or nothing.
+void ConfigSet(Ctx& ctx) {
+  if (ctx.argc() % 2 != 0) return ReplyArity(ctx, "config|set");
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (size_t i = 2; i < ctx.argc(); i += 2) pairs.emplace_back(ctx.argv[i], ctx.argv[i + 1]);
+  if (auto err = ctx.core.config.Set(pairs)) return ctx.w.Error(*err);
+  ctx.w.SimpleString("OK");
 }
 
-}  // namespace
+// CONFIG RESETSTAT: every monotonic counter, the engine's and the server's, back to 0.
+void ConfigResetStat(Ctx& ctx) {
+  ctx.store().ResetCounters();
+  ctx.core.stats.Reset();
+  ctx.w.SimpleString("OK");
+}
+
+void ConfigRewrite(Ctx& ctx) {
+  if (auto err = ctx.core.config.Rewrite()) return ctx.w.Error(*err);
+  ctx.w.SimpleString("OK");
+}
+
+constexpr SubcommandRow kConfigSubcommands[] = {
+    {"get", -3, ConfigGet, "GET <pattern> [<pattern> ...]",
+     "Return parameters matching the glob-like <pattern> and their values."},
+    {"set", -4, ConfigSet, "SET <directive> <value> [<directive> <value> ...]",
+     "Set the configuration <directive> to <value>."},
+    {"resetstat", 2, ConfigResetStat, "RESETSTAT",
+     "Reset statistics reported by the INFO command."},
+    {"rewrite", 2, ConfigRewrite, "REWRITE", "Rewrite the configuration file."},
+};
 
 void Config(Ctx& ctx) {
-  std::string sub = ToLower(ctx.argv[1]);
-  if (sub == "get" && ctx.argc() >= 3) {
-    std::vector<std::pair<std::string, std::string>> all;
-    std::set<std::string> seen;
-    for (size_t i = 2; i < ctx.argc(); ++i) {
-      for (auto& kv : ctx.core.ConfigGet(ctx.argv[i])) {
-        if (seen.insert(kv.first).second) all.push_back(std::move(kv));
-      }
-    }
-    ctx.w.MapHeader(all.size());
-    for (const auto& [name, value] : all) {
-      ctx.w.BulkString(name);
-      ctx.w.BulkString(value);
-    }
-    return;
-  }
-  if (sub == "set" && ctx.argc() >= 4 && ctx.argc() % 2 == 0) {
-    std::vector<std::pair<std::string, std::string>> pairs;
-    for (size_t i = 2; i < ctx.argc(); i += 2) pairs.emplace_back(ctx.argv[i], ctx.argv[i + 1]);
-    if (auto err = ctx.core.ConfigSet(pairs)) return ctx.w.Error(*err);
-    return ctx.w.SimpleString("OK");
-  }
-  if (sub == "resetstat" && ctx.argc() == 2) {
-    ctx.store().ResetCounters();
-    ctx.core.ResetStats();
-    return ctx.w.SimpleString("OK");
-  }
-  if (sub == "rewrite" && ctx.argc() == 2) {
-    if (auto err = ctx.core.ConfigRewrite()) return ctx.w.Error(*err);
-    return ctx.w.SimpleString("OK");
-  }
-  if (sub == "help") {
-    ctx.w.ArrayHeader(1);
-    return ctx.w.SimpleString("CONFIG GET <pattern>|SET <name> <value>|RESETSTAT|REWRITE");
-  }
-  if (sub == "get" || sub == "set" || sub == "resetstat" || sub == "rewrite") {
-    return ReplyArity(ctx, "config|" + sub);
-  }
-  ReplyUnknownSub(ctx, ctx.argv[1], "CONFIG");
+  RunSubcommand(ctx, kConfigSubcommands);
 }
 
 void DbSize(Ctx& ctx) {
@@ -101,23 +76,31 @@ void FlushAll(Ctx& ctx) {
   ctx.w.SimpleString("OK");
 }
 
+// TIME: the server's clock (millisecond resolution: the microseconds are a multiple of 1000).
 void Time(Ctx& ctx) {
-  struct timeval tv;
-  gettimeofday(&tv, nullptr);
+  const int64_t now = ctx.NowMs();
   ctx.w.ArrayHeader(2);
-  ctx.w.BulkString(std::to_string(tv.tv_sec));
-  ctx.w.BulkString(std::to_string(tv.tv_usec));
+  ctx.w.BulkString(std::to_string(now / 1000));
+  ctx.w.BulkString(std::to_string(now % 1000 * 1000));
 }
 
 void LastSave(Ctx& ctx) {
-  ctx.w.Integer(ctx.core.lastsave_s.load());
+  ctx.w.Integer(ctx.core.process.lastsave_s.load());
+}
+
+// Flushes the store; true, with LASTSAVE updated, on success (else the error is replied).
+bool FlushStore(Ctx& ctx) {
+  Status s = ctx.store().Flush();
+  if (!s.ok()) {
+    ReplyStatus(ctx, s);
+    return false;
+  }
+  ctx.core.process.lastsave_s = ctx.NowMs() / 1000;
+  return true;
 }
 
 void Save(Ctx& ctx) {
-  Status s = ctx.store().Flush();
-  if (!s.ok()) return ReplyStatus(ctx, s);
-  ctx.core.lastsave_s = NowMs() / 1000;
-  ctx.w.SimpleString("OK");
+  if (FlushStore(ctx)) ctx.w.SimpleString("OK");
 }
 
 // BGSAVE [SCHEDULE]: flushes now (on the engine pool), then answers as Redis does.
@@ -125,10 +108,7 @@ void BgSave(Ctx& ctx) {
   if (ctx.argc() > 2 || (ctx.argc() == 2 && !EqualsNoCase(ctx.argv[1], "schedule"))) {
     return ctx.w.Error(kErrSyntax);
   }
-  Status s = ctx.store().Flush();
-  if (!s.ok()) return ReplyStatus(ctx, s);
-  ctx.core.lastsave_s = NowMs() / 1000;
-  ctx.w.SimpleString("Background saving started");
+  if (FlushStore(ctx)) ctx.w.SimpleString("Background saving started");
 }
 
 // SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]: the store is always closed cleanly (flushed), so
@@ -142,7 +122,7 @@ void Shutdown(Ctx& ctx) {
     }
   }
   ctx.client.close_after_reply = true;
-  ctx.core.RequestShutdown();
+  if (ctx.core.request_shutdown) ctx.core.request_shutdown();
 }
 
 void Wait(Ctx& ctx) {
@@ -152,75 +132,23 @@ void Wait(Ctx& ctx) {
   ctx.w.Integer(0);
 }
 
-// COMMAND [COUNT | LIST | INFO name... | DOCS name... | GETKEYS cmd args...]
-void Command(Ctx& ctx) {
-  const auto& table = CommandTable();
-  if (ctx.argc() == 1) {
-    ctx.w.ArrayHeader(table.size());
-    for (const CommandSpec& spec : table) CommandInfo(ctx, spec);
-    return;
-  }
-  std::string sub = ToLower(ctx.argv[1]);
-  if (sub == "count" && ctx.argc() == 2) return ctx.w.Integer(static_cast<int64_t>(table.size()));
-  if (sub == "list") {
-    ctx.w.ArrayHeader(table.size());
-    for (const CommandSpec& spec : table) ctx.w.BulkString(spec.name);
-    return;
-  }
-  if (sub == "info") {
-    if (ctx.argc() == 2) {
-      ctx.w.ArrayHeader(table.size());
-      for (const CommandSpec& spec : table) CommandInfo(ctx, spec);
-      return;
-    }
-    ctx.w.ArrayHeader(ctx.argc() - 2);
-    for (size_t i = 2; i < ctx.argc(); ++i) {
-      const CommandSpec* spec = FindCommand(ctx.argv[i]);
-      if (spec == nullptr) {
-        ctx.w.Null();  // Redis: addReplyNull
-      } else {
-        CommandInfo(ctx, *spec);
-      }
-    }
-    return;
-  }
-  if (sub == "docs") {
-    std::vector<const CommandSpec*> specs;
-    if (ctx.argc() == 2) {
-      for (const CommandSpec& spec : table) specs.push_back(&spec);
-    } else {
-      for (size_t i = 2; i < ctx.argc(); ++i) {
-        if (const CommandSpec* spec = FindCommand(ctx.argv[i])) specs.push_back(spec);
-      }
-    }
-    ctx.w.MapHeader(specs.size());
-    for (const CommandSpec* spec : specs) {
-      ctx.w.BulkString(spec->name);
-      ctx.w.MapHeader(0);
-    }
-    return;
-  }
-  if (sub == "getkeys" && ctx.argc() >= 3) {
-    const CommandSpec* spec = FindCommand(ctx.argv[2]);
-    if (spec == nullptr) return ctx.w.Error("ERR Invalid command specified");
-    size_t argc = ctx.argc() - 2;
-    if (!ArityOk(*spec, argc)) {
-      return ctx.w.Error("ERR Invalid number of arguments specified for command");
-    }
-    if (spec->first_key == 0) return ctx.w.Error("ERR The command has no key arguments");
-    size_t last = spec->last_key < 0 ? argc - 1 : static_cast<size_t>(spec->last_key);
-    std::vector<std::string_view> keys;
-    for (size_t i = static_cast<size_t>(spec->first_key); i <= last && i < argc;
-         i += static_cast<size_t>(spec->step)) {
-      keys.push_back(ctx.argv[i + 2]);
-    }
-    ctx.w.ArrayHeader(keys.size());
-    for (std::string_view k : keys) ctx.w.BulkString(k);
-    return;
-  }
-  if (sub == "count" || sub == "getkeys") return ReplyArity(ctx, "command|" + sub);
-  ReplyUnknownSub(ctx, ctx.argv[1], "COMMAND");
+constexpr CommandRow kRows[] = {
+    {"config", -2, "admin loading stale", kNoKeys, Config},
+    {"dbsize", 1, "readonly fast", kNoKeys, DbSize},
+    {"flushdb", -1, "write", kNoKeys, FlushAll},
+    {"flushall", -1, "write", kNoKeys, FlushAll},
+    {"time", 1, "fast loading stale", kNoKeys, Time},
+    {"lastsave", 1, "fast loading stale", kNoKeys, LastSave},
+    {"save", 1, "admin no_multi", kNoKeys, Save},
+    {"bgsave", -1, "admin", kNoKeys, BgSave},
+    {"shutdown", -1, "admin loading stale no_multi", kNoKeys, Shutdown},
+    {"wait", 3, "fast", kNoKeys, Wait},
+};
+
+}  // namespace
+
+std::span<const CommandRow> ServerCommands() {
+  return kRows;
 }
 
-}  // namespace cmd
 }  // namespace larder::server

@@ -1,11 +1,11 @@
-// String commands: GET SET SETNX SETEX PSETEX GETEX GETDEL MGET MSET MSETNX STRLEN GETRANGE
+// String commands: GET SET GETSET SETNX SETEX PSETEX GETEX GETDEL MGET MSET MSETNX STRLEN GETRANGE
 // APPEND SETRANGE INCR DECR INCRBY DECRBY. Values live in the engine; read-modify-write
-// commands (flag kRmw) run under the exclusive server lock, so they are atomic.
-#include "commands/command_table.h"
+// commands (flag `exclusive`) run under the exclusive server lock, so they are atomic.
+#include "commands/expiry.h"
+#include "commands/families.h"
 #include "commands/util.h"
 
 namespace larder::server {
-namespace cmd {
 
 namespace {
 
@@ -50,16 +50,13 @@ bool ReadString(Ctx& ctx, std::string_view key, std::string* out, bool* found) {
   return false;
 }
 
-// Parses an expire argument of `cmd` into an absolute time; replies the error on failure.
-bool ParseExpire(Ctx& ctx, std::string_view arg, int64_t unit_ms, bool absolute,
-                 std::string_view cmd, int64_t* at) {
-  int64_t v;
-  if (!ArgInt64(ctx, arg, &v)) return false;
-  if (!ExpireToAbsMs(v, unit_ms, absolute, at)) {
-    ctx.w.Error("ERR invalid expire time in '" + std::string(cmd) + "' command");
-    return false;
-  }
-  return true;
+// Writes `value` to `key`, keeping its expiry; false (after replying the error) on failure.
+bool PutKeepingTtl(Ctx& ctx, std::string_view key, std::string_view value) {
+  PutOptions po;
+  po.keep_ttl = true;
+  Status s = ctx.store().Put(key, value, po);
+  if (!s.ok()) ReplyStatus(ctx, s);
+  return s.ok();
 }
 
 void IncrDecr(Ctx& ctx, int64_t delta) {
@@ -72,14 +69,8 @@ void IncrDecr(Ctx& ctx, int64_t delta) {
     return ctx.w.Error("ERR increment or decrement would overflow");
   }
   v += delta;
-  PutOptions po;
-  po.keep_ttl = true;
-  Status s = ctx.store().Put(ctx.argv[1], std::to_string(v), po);
-  if (!s.ok()) return ReplyStatus(ctx, s);
-  ctx.w.Integer(v);
+  if (PutKeepingTtl(ctx, ctx.argv[1], std::to_string(v))) ctx.w.Integer(v);
 }
-
-}  // namespace
 
 void Get(Ctx& ctx) {
   ReplyStored(ctx, ctx.argv[1]);
@@ -87,29 +78,12 @@ void Get(Ctx& ctx) {
 
 // SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]
 void Set(Ctx& ctx) {
+  StringOptions opts;
+  if (!ParseStringOptions(ctx, 3, kSetOptions, &opts)) return;
   PutOptions po;
-  bool nx = false, xx = false, get = false, has_expire = false;
-  for (size_t i = 3; i < ctx.argc(); ++i) {
-    std::string opt = ToLower(ctx.argv[i]);
-    bool more = i + 1 < ctx.argc();
-    if (opt == "nx" && !xx) {
-      nx = true;
-    } else if (opt == "xx" && !nx) {
-      xx = true;
-    } else if (opt == "get") {
-      get = true;
-    } else if (opt == "keepttl" && !has_expire) {
-      po.keep_ttl = true;
-    } else if ((opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && more &&
-               !has_expire && !po.keep_ttl) {
-      has_expire = true;
-      int64_t unit = (opt == "ex" || opt == "exat") ? 1000 : 1;
-      bool absolute = opt == "exat" || opt == "pxat";
-      if (!ParseExpire(ctx, ctx.argv[++i], unit, absolute, "set", &po.expire_at_ms)) return;
-    } else {
-      return ctx.w.Error(kErrSyntax);
-    }
-  }
+  if (opts.time && !ExpireAtOfSetTime(ctx, opts.time_arg, *opts.time, &po.expire_at_ms)) return;
+  po.keep_ttl = opts.Has(kKeepTtl);
+  const bool nx = opts.Has(kNx), xx = opts.Has(kXx), get = opts.Has(kGet);
   po.mode = nx ? PutMode::kIfAbsent : xx ? PutMode::kIfPresent : PutMode::kAlways;
   std::optional<Result<Value>> old;
   if (get) old.emplace(ctx.store().Get(ctx.argv[1]));
@@ -124,6 +98,17 @@ void Set(Ctx& ctx) {
   ctx.w.SimpleString("OK");
 }
 
+// GETSET key value: sets the value and replies the old one (or null), atomically (the row's
+// `exclusive`). Redis 6.2 deprecated it for SET ... GET but still serves it.
+void GetSet(Ctx& ctx) {
+  auto old = ctx.store().Get(ctx.argv[1]);
+  if (!old.ok() && !old.status().IsNotFound()) return ReplyStatus(ctx, old.status());
+  Status s = ctx.store().Put(ctx.argv[1], ctx.argv[2], PutOptions{});
+  if (!s.ok()) return ReplyStatus(ctx, s);
+  if (!old.ok()) return ctx.w.Null();
+  ReplyValue(ctx, std::move(old.value()));
+}
+
 void SetNx(Ctx& ctx) {
   PutOptions po;
   po.mode = PutMode::kIfAbsent;
@@ -132,43 +117,29 @@ void SetNx(Ctx& ctx) {
   ctx.w.Integer(s.ok() ? 1 : 0);
 }
 
-static void SetWithExpire(Ctx& ctx, int64_t unit, std::string_view name) {
+// SETEX / PSETEX key time value, the time in `unit`.
+template <const TimeUnit& unit>
+void SetEx(Ctx& ctx) {
   PutOptions po;
-  if (!ParseExpire(ctx, ctx.argv[2], unit, false, name, &po.expire_at_ms)) return;
+  if (!ExpireAtOfSetTime(ctx, ctx.argv[2], unit, &po.expire_at_ms)) return;
   Status s = ctx.store().Put(ctx.argv[1], ctx.argv[3], po);
   if (!s.ok()) return ReplyStatus(ctx, s);
   ctx.w.SimpleString("OK");
 }
 
-void SetEx(Ctx& ctx) {
-  SetWithExpire(ctx, 1000, "setex");
-}
-void PSetEx(Ctx& ctx) {
-  SetWithExpire(ctx, 1, "psetex");
-}
-
-// GETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST]
+// GETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST]: as in Redis, a missing key is a null reply
+// before the time argument is read.
 void GetEx(Ctx& ctx) {
-  int64_t at = -1;  // -1 = leave the expiry alone, 0 = persist
-  for (size_t i = 2; i < ctx.argc(); ++i) {
-    std::string opt = ToLower(ctx.argv[i]);
-    bool more = i + 1 < ctx.argc();
-    if (opt == "persist" && at == -1) {
-      at = 0;
-    } else if ((opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && more && at == -1) {
-      int64_t unit = (opt == "ex" || opt == "exat") ? 1000 : 1;
-      bool absolute = opt == "exat" || opt == "pxat";
-      if (!ParseExpire(ctx, ctx.argv[++i], unit, absolute, "getex", &at)) return;
-    } else {
-      return ctx.w.Error(kErrSyntax);
-    }
-  }
+  StringOptions opts;
+  if (!ParseStringOptions(ctx, 2, kGetExOptions, &opts)) return;
   auto r = ctx.store().Get(ctx.argv[1]);
   if (!r.ok()) {
     if (r.status().IsNotFound()) return ctx.w.Null();
     return ReplyStatus(ctx, r.status());
   }
-  if (at >= 0) {
+  int64_t at = 0;  // with PERSIST: no expiry
+  if (opts.time && !ExpireAtOfSetTime(ctx, opts.time_arg, *opts.time, &at)) return;
+  if (opts.time || opts.Has(kPersist)) {
     Status s = ctx.store().SetExpiry(ctx.argv[1], at);
     if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
   }
@@ -193,7 +164,7 @@ void MGet(Ctx& ctx) {
 }
 
 void MSet(Ctx& ctx) {
-  if (ctx.argc() % 2 == 0) return ReplyArity(ctx, "mset");
+  if (ctx.argc() % 2 == 0) return ReplyArity(ctx, ctx.spec.name);
   for (size_t i = 1; i < ctx.argc(); i += 2) {
     Status s = ctx.store().Put(ctx.argv[i], ctx.argv[i + 1], PutOptions{});
     if (!s.ok()) return ReplyStatus(ctx, s);
@@ -202,7 +173,7 @@ void MSet(Ctx& ctx) {
 }
 
 void MSetNx(Ctx& ctx) {
-  if (ctx.argc() % 2 == 0) return ReplyArity(ctx, "msetnx");
+  if (ctx.argc() % 2 == 0) return ReplyArity(ctx, ctx.spec.name);
   for (size_t i = 1; i < ctx.argc(); i += 2) {
     if (ctx.store().Contains(ctx.argv[i])) return ctx.w.Integer(0);
   }
@@ -240,11 +211,7 @@ void Append(Ctx& ctx) {
   bool found;
   if (!ReadString(ctx, ctx.argv[1], &cur, &found)) return;
   cur += ctx.argv[2];
-  PutOptions po;
-  po.keep_ttl = true;
-  Status s = ctx.store().Put(ctx.argv[1], cur, po);
-  if (!s.ok()) return ReplyStatus(ctx, s);
-  ctx.w.Integer(static_cast<int64_t>(cur.size()));
+  if (PutKeepingTtl(ctx, ctx.argv[1], cur)) ctx.w.Integer(static_cast<int64_t>(cur.size()));
 }
 
 void SetRange(Ctx& ctx) {
@@ -252,7 +219,8 @@ void SetRange(Ctx& ctx) {
   if (!ArgInt64(ctx, ctx.argv[2], &offset)) return;
   if (offset < 0) return ctx.w.Error("ERR offset is out of range");
   const std::string& part = ctx.argv[3];
-  if (static_cast<uint64_t>(offset) + part.size() > ctx.core.cfg()->proto_max_bulk_len) {
+  if (static_cast<uint64_t>(offset) + part.size() >
+      ctx.core.config.snapshot()->proto_max_bulk_len) {
     return ctx.w.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
   }
   std::string cur;
@@ -262,18 +230,13 @@ void SetRange(Ctx& ctx) {
   size_t need = static_cast<size_t>(offset) + part.size();
   if (cur.size() < need) cur.resize(need, '\0');
   cur.replace(static_cast<size_t>(offset), part.size(), part);
-  PutOptions po;
-  po.keep_ttl = true;
-  Status s = ctx.store().Put(ctx.argv[1], cur, po);
-  if (!s.ok()) return ReplyStatus(ctx, s);
-  ctx.w.Integer(static_cast<int64_t>(cur.size()));
+  if (PutKeepingTtl(ctx, ctx.argv[1], cur)) ctx.w.Integer(static_cast<int64_t>(cur.size()));
 }
 
-void Incr(Ctx& ctx) {
-  IncrDecr(ctx, 1);
-}
-void Decr(Ctx& ctx) {
-  IncrDecr(ctx, -1);
+// INCR / DECR key.
+template <int64_t delta>
+void AddConstant(Ctx& ctx) {
+  IncrDecr(ctx, delta);
 }
 
 void IncrBy(Ctx& ctx) {
@@ -288,5 +251,33 @@ void DecrBy(Ctx& ctx) {
   IncrDecr(ctx, -d);
 }
 
-}  // namespace cmd
+constexpr CommandRow kRows[] = {
+    {"get", 2, "readonly", kOneKey, Get},
+    {"set", -3, "write", kOneKey, Set},
+    {"setnx", 3, "write", kOneKey, SetNx},
+    {"getset", 3, "write exclusive", kOneKey, GetSet},
+    {"setex", 4, "write", kOneKey, SetEx<kSeconds>},
+    {"psetex", 4, "write", kOneKey, SetEx<kMilliseconds>},
+    {"getex", -2, "write", kOneKey, GetEx},
+    {"getdel", 2, "write", kOneKey, GetDel},
+    {"mget", -2, "readonly", kEveryArgKey, MGet},
+    {"mset", -3, "write", kKeyValuePairs, MSet},
+    {"msetnx", -3, "write exclusive", kKeyValuePairs, MSetNx},
+    {"strlen", 2, "readonly fast", kOneKey, StrLen},
+    {"getrange", 4, "readonly", kOneKey, GetRange},
+    {"substr", 4, "readonly", kOneKey, GetRange},
+    {"append", 3, "write exclusive", kOneKey, Append},
+    {"setrange", 4, "write exclusive", kOneKey, SetRange},
+    {"incr", 2, "write exclusive", kOneKey, AddConstant<1>},
+    {"decr", 2, "write exclusive", kOneKey, AddConstant<-1>},
+    {"incrby", 3, "write exclusive", kOneKey, IncrBy},
+    {"decrby", 3, "write exclusive", kOneKey, DecrBy},
+};
+
+}  // namespace
+
+std::span<const CommandRow> StringCommands() {
+  return kRows;
+}
+
 }  // namespace larder::server

@@ -4,12 +4,11 @@
 #include <mutex>
 #include <shared_mutex>
 
-#include "commands/command_table.h"
 #include "commands/dispatch.h"
+#include "commands/families.h"
 #include "commands/util.h"
 
 namespace larder::server {
-namespace cmd {
 
 namespace {
 void EndMulti(ClientState& c) {
@@ -17,7 +16,6 @@ void EndMulti(ClientState& c) {
   c.multi_error = false;
   c.queued.clear();
 }
-}  // namespace
 
 void Multi(Ctx& ctx) {
   if (ctx.client.in_multi) return ctx.w.Error("ERR MULTI calls can not be nested");
@@ -34,11 +32,12 @@ void Exec(Ctx& ctx) {
     EndMulti(c);
     return ctx.w.Error("EXECABORT Transaction discarded because of previous errors.");
   }
-  std::vector<std::vector<std::string>> queued = std::move(c.queued);
+  std::vector<QueuedRequest> queued = std::move(c.queued);
   EndMulti(c);
-  std::unique_lock<FairSharedMutex> lock(ctx.core.exec_lock());
+  // The row's `locks_itself`: dispatch took no lock; one exclusive hold covers every command.
+  std::unique_lock<FairSharedMutex> lock(ctx.core.exec_lock);
   ctx.w.ArrayHeader(queued.size());
-  for (auto& argv : queued) RunQueued(ctx.core, c, argv, ctx.w);
+  for (QueuedRequest& request : queued) RunQueued(ctx.core, c, request, ctx.w);
 }
 
 void Discard(Ctx& ctx) {
@@ -59,5 +58,18 @@ void Unwatch(Ctx& ctx) {
   ctx.w.SimpleString("OK");
 }
 
-}  // namespace cmd
+constexpr CommandRow kRows[] = {
+    {"multi", 1, "fast loading stale no_multi", kNoKeys, Multi},
+    {"exec", 1, "loading stale no_multi locks_itself", kNoKeys, Exec},
+    {"discard", 1, "fast loading stale no_multi", kNoKeys, Discard},
+    {"watch", -2, "fast loading stale no_multi", kEveryArgKey, Watch},
+    {"unwatch", 1, "fast loading stale no_multi", kNoKeys, Unwatch},
+};
+
+}  // namespace
+
+std::span<const CommandRow> TransactionCommands() {
+  return kRows;
+}
+
 }  // namespace larder::server

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "commands/context.h"
+#include "common/text.h"
 #include "resp/request_parser.h"
 
 namespace larder::server {
@@ -17,26 +18,19 @@ inline constexpr std::string_view kErrNotInt = "ERR value is not an integer or o
 inline constexpr std::string_view kErrOom =
     "OOM command not allowed when used memory > 'maxmemory'.";
 
+using common::EqualsNoCase;
+using common::ToLower;
+using common::ToUpper;
 using resp::ParseInt64;  // Redis's string2ll, shared with the protocol parser
+
 // Parses like ParseInt64 and replies kErrNotInt on failure.
 bool ArgInt64(Ctx& ctx, std::string_view s, int64_t* out);
 
-// ASCII case-insensitive equality.
-bool EqualsNoCase(std::string_view a, std::string_view b);
-std::string ToLower(std::string_view s);
-
-// Milliseconds since the Unix epoch (the engine's clock).
-int64_t NowMs();
-
 // Replies the error for a failed engine call (NoSpace → OOM, others → ERR <message>).
 void ReplyStatus(Ctx& ctx, const Status& s);
-// "ERR wrong number of arguments for '<name>' command"
+// "ERR wrong number of arguments for '<name>' command" (`name` lowercased).
 void ReplyArity(Ctx& ctx, std::string_view name);
-// "ERR unknown subcommand '<sub>'. Try <CMD> HELP."
+// "ERR unknown subcommand '<sub>'. Try <CMD> HELP." with `cmd` uppercased.
 void ReplyUnknownSub(Ctx& ctx, std::string_view sub, std::string_view cmd);
-
-// Converts a relative/absolute expire argument to an absolute Unix ms time. `unit_ms` is 1000
-// for seconds; `absolute` for EXAT/PXAT. Returns false if the value is not positive or overflows.
-bool ExpireToAbsMs(int64_t value, int64_t unit_ms, bool absolute, int64_t* out);
 
 }  // namespace larder::server

@@ -20,17 +20,6 @@
 
 namespace larder::config {
 
-// Splits one config line into arguments like Redis's sdssplitargs: arguments are separated by
-// whitespace; "double quotes" take the escapes \n \r \t \b \a \\ \" \xHH (any other \c is c);
-// 'single quotes' take only \'; a closing quote must be followed by whitespace or the end.
-// A quote inside an unquoted argument starts a quoted part of it. Returns nullopt on
-// unbalanced quotes.
-std::optional<std::vector<std::string>> SplitArgs(std::string_view line);
-
-// `arg` as SplitArgs reads it back: unchanged when that is unambiguous, else double-quoted
-// with escapes.
-std::string QuoteArg(std::string_view arg);
-
 class Config {
  public:
   // Called by Set when the option's value changes, with the complete new configuration

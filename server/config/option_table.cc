@@ -5,34 +5,23 @@
 #include <cstdint>
 #include <limits>
 
+#include "common/args.h"
+#include "common/text.h"
+#include "common/units.h"
+
 namespace larder::config {
 namespace {
 
 using Args = std::vector<std::string>;
+using common::EqualsNoCase;
+using common::FormatBytesHuman;
+using common::ParseBytes;
 
 constexpr int64_t kNoMax = std::numeric_limits<int64_t>::max();
 constexpr bool kRuntime = true;   // CONFIG SET may change the option
 constexpr bool kStartup = false;  // only the config file and the command line may
 constexpr int64_t kMiB = 1 << 20;
 constexpr int64_t kUint32Max = std::numeric_limits<uint32_t>::max();
-
-char LowerChar(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = LowerChar(c);
-  return out;
-}
-
-bool EqualsNoCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (LowerChar(a[i]) != LowerChar(b[i])) return false;
-  }
-  return true;
-}
 
 // Shortest text that parses back to exactly `v`.
 std::string FormatDouble(double v) {
@@ -55,12 +44,11 @@ std::optional<T> ParseNumber(std::string_view s, Extra... extra) {
   return v;
 }
 
-Option Make(std::string_view name, Type type, std::string_view def, bool mut, std::string_view doc,
-            int min_args = 1, int max_args = 1) {
+Option Make(std::string_view name, Type type, bool mut, std::string_view doc, int min_args = 1,
+            int max_args = 1) {
   Option o;
   o.name = name;
   o.type = type;
-  o.default_text = def;
   o.runtime_mutable = mut;
   o.doc = doc;
   o.min_args = min_args;
@@ -70,9 +58,8 @@ Option Make(std::string_view name, Type type, std::string_view def, bool mut, st
 
 // Builders: each ties an option's parse/format to one typed ServerConfig member.
 
-Option Bool(std::string_view name, bool ServerConfig::*field, std::string_view def, bool mut,
-            std::string_view doc) {
-  Option o = Make(name, Type::kBool, def, mut, doc);
+Option Bool(std::string_view name, bool ServerConfig::*field, bool mut, std::string_view doc) {
+  Option o = Make(name, Type::kBool, mut, doc);
   o.parse = [field](const Args& a, ServerConfig* c) -> Error {
     if (EqualsNoCase(a[0], "yes")) {
       c->*field = true;
@@ -87,9 +74,9 @@ Option Bool(std::string_view name, bool ServerConfig::*field, std::string_view d
   return o;
 }
 
-Option Int(std::string_view name, int64_t ServerConfig::*field, std::string_view def, bool mut,
-           int64_t min, int64_t max, std::string_view doc) {
-  Option o = Make(name, Type::kInteger, def, mut, doc);
+Option Int(std::string_view name, int64_t ServerConfig::*field, bool mut, int64_t min, int64_t max,
+           std::string_view doc) {
+  Option o = Make(name, Type::kInteger, mut, doc);
   o.parse = [field, min, max](const Args& a, ServerConfig* c) -> Error {
     auto v = ParseNumber<int64_t>(a[0]);
     if (!v || *v < min || *v > max) {
@@ -102,9 +89,9 @@ Option Int(std::string_view name, int64_t ServerConfig::*field, std::string_view
   return o;
 }
 
-Option Bytes(std::string_view name, uint64_t ServerConfig::*field, std::string_view def, bool mut,
-             int64_t min, std::string_view doc) {
-  Option o = Make(name, Type::kBytes, def, mut, doc);
+Option Bytes(std::string_view name, uint64_t ServerConfig::*field, bool mut, int64_t min,
+             std::string_view doc) {
+  Option o = Make(name, Type::kBytes, mut, doc);
   o.parse = [field, min](const Args& a, ServerConfig* c) -> Error {
     auto v = ParseBytes(a[0]);
     if (!v || *v < static_cast<uint64_t>(min) || *v > static_cast<uint64_t>(kNoMax)) {
@@ -121,9 +108,9 @@ Option Bytes(std::string_view name, uint64_t ServerConfig::*field, std::string_v
   return o;
 }
 
-Option Double(std::string_view name, double ServerConfig::*field, std::string_view def, bool mut,
-              double min, double max, std::string_view doc) {
-  Option o = Make(name, Type::kDouble, def, mut, doc);
+Option Double(std::string_view name, double ServerConfig::*field, bool mut, double min, double max,
+              std::string_view doc) {
+  Option o = Make(name, Type::kDouble, mut, doc);
   o.parse = [field, min, max](const Args& a, ServerConfig* c) -> Error {
     auto v = ParseNumber<double>(a[0]);
     if (!v || !std::isfinite(*v) || *v < min || *v > max) {
@@ -137,9 +124,9 @@ Option Double(std::string_view name, double ServerConfig::*field, std::string_vi
   return o;
 }
 
-Option Octal(std::string_view name, int64_t ServerConfig::*field, std::string_view def, bool mut,
-             int64_t max, std::string_view doc) {
-  Option o = Make(name, Type::kOctal, def, mut, doc);
+Option Octal(std::string_view name, int64_t ServerConfig::*field, bool mut, int64_t max,
+             std::string_view doc) {
+  Option o = Make(name, Type::kOctal, mut, doc);
   o.parse = [field, max](const Args& a, ServerConfig* c) -> Error {
     std::string_view s = a[0];
     auto v = s.size() <= 12 ? ParseNumber<int64_t>(s, 8) : std::nullopt;
@@ -159,9 +146,9 @@ Option Octal(std::string_view name, int64_t ServerConfig::*field, std::string_vi
   return o;
 }
 
-Option String(std::string_view name, std::string ServerConfig::*field, std::string_view def,
-              bool mut, std::string_view doc) {
-  Option o = Make(name, Type::kString, def, mut, doc);
+Option String(std::string_view name, std::string ServerConfig::*field, bool mut,
+              std::string_view doc) {
+  Option o = Make(name, Type::kString, mut, doc);
   o.parse = [field](const Args& a, ServerConfig* c) -> Error {
     c->*field = a[0];
     return std::nullopt;
@@ -170,9 +157,9 @@ Option String(std::string_view name, std::string ServerConfig::*field, std::stri
   return o;
 }
 
-Option Enum(std::string_view name, std::string ServerConfig::*field, std::string_view def, bool mut,
+Option Enum(std::string_view name, std::string ServerConfig::*field, bool mut,
             std::vector<std::string_view> choices, std::string_view doc) {
-  Option o = Make(name, Type::kEnum, def, mut, doc);
+  Option o = Make(name, Type::kEnum, mut, doc);
   o.parse = [field, choices](const Args& a, ServerConfig* c) -> Error {
     for (std::string_view choice : choices) {
       if (EqualsNoCase(a[0], choice)) {
@@ -189,9 +176,9 @@ Option Enum(std::string_view name, std::string ServerConfig::*field, std::string
   return o;
 }
 
-Option StringList(std::string_view name, std::vector<std::string> ServerConfig::*field,
-                  std::string_view def, bool mut, std::string_view doc) {
-  Option o = Make(name, Type::kStringList, def, mut, doc, 1, -1);
+Option StringList(std::string_view name, std::vector<std::string> ServerConfig::*field, bool mut,
+                  std::string_view doc) {
+  Option o = Make(name, Type::kStringList, mut, doc, 1, -1);
   o.parse = [field](const Args& a, ServerConfig* c) -> Error {
     c->*field = a;
     return std::nullopt;
@@ -202,15 +189,14 @@ Option StringList(std::string_view name, std::vector<std::string> ServerConfig::
 
 // Redis syntax: one or more `<class> <hard> <soft> <soft-seconds>` groups. Larder has no
 // replicas and no pub/sub, so groups for those classes are checked and then ignored.
-Option OutputBufferLimit(std::string_view name, std::string_view def, bool mut,
-                         std::string_view doc) {
-  Option o = Make(name, Type::kClientOutputBufferLimit, def, mut, doc, 4, -1);
+Option OutputBufferLimit(std::string_view name, bool mut, std::string_view doc) {
+  Option o = Make(name, Type::kClientOutputBufferLimit, mut, doc, 4, -1);
   o.parse = [](const Args& a, ServerConfig* c) -> Error {
     if (a.size() % 4 != 0) {
       return std::string("expected groups of <class> <hard-bytes> <soft-bytes> <soft-seconds>");
     }
     for (size_t i = 0; i < a.size(); i += 4) {
-      std::string cls = Lower(a[i]);
+      std::string cls = common::ToLower(a[i]);
       if (cls != "normal" && cls != "replica" && cls != "slave" && cls != "pubsub") {
         return QuoteForMessage(a[i]) + " is not a client class (normal, replica, pubsub)";
       }
@@ -228,6 +214,35 @@ Option OutputBufferLimit(std::string_view name, std::string_view def, bool mut,
     const ClientOutputBufferLimit& l = c.client_output_buffer_limit;
     auto bytes = [human](uint64_t v) { return human ? FormatBytesHuman(v) : std::to_string(v); };
     return {"normal", bytes(l.hard_bytes), bytes(l.soft_bytes), std::to_string(l.soft_seconds)};
+  };
+  return o;
+}
+
+// Pairs of key suffixes, `<first> <second> ...`; a single "" means none.
+Option SuffixPairs(std::string_view name,
+                   std::vector<std::pair<std::string, std::string>> ServerConfig::*field, bool mut,
+                   std::string_view doc) {
+  Option o = Make(name, Type::kSuffixPairs, mut, doc, 1, -1);
+  o.parse = [field](const Args& a, ServerConfig* c) -> Error {
+    (c->*field).clear();
+    if (a.size() == 1 && a[0].empty()) return std::nullopt;
+    if (a.size() % 2 != 0) return std::string("expected pairs of key suffixes, or \"\" for none");
+    for (size_t i = 0; i < a.size(); i += 2) {
+      if (a[i].empty() || a[i + 1].empty() || a[i] == a[i + 1]) {
+        return QuoteForMessage(a[i]) + " " + QuoteForMessage(a[i + 1]) +
+               " is not a pair of two different, non-empty suffixes";
+      }
+      (c->*field).emplace_back(a[i], a[i + 1]);
+    }
+    return std::nullopt;
+  };
+  o.format = [field](const ServerConfig& c, bool) -> Args {
+    Args out;
+    for (const auto& [first, second] : c.*field) {
+      out.push_back(first);
+      out.push_back(second);
+    }
+    return out.empty() ? Args{""} : out;
   };
   return o;
 }
@@ -252,69 +267,99 @@ Error CheckPassword(const ServerConfig& c) {
   return std::nullopt;
 }
 
-std::vector<Option> BuildTable() {
-  using S = ServerConfig;
+using S = ServerConfig;
+
+std::vector<Option> NetworkRows() {
   return {
-      // --- network ---
-      StringList("bind", &S::bind, "127.0.0.1", kStartup, "addresses to listen on"),
-      Int("port", &S::port, "6379", kStartup, 0, 65535, "TCP port; 0 = no TCP listener"),
-      String("unixsocket", &S::unixsocket, R"("")", kStartup, "unix socket path; empty = none"),
-      Octal("unixsocketperm", &S::unixsocketperm, "0", kStartup, 0777,
+      StringList("bind", &S::bind, kStartup, "addresses to listen on"),
+      Int("port", &S::port, kStartup, 0, 65535, "TCP port; 0 = no TCP listener"),
+      String("unixsocket", &S::unixsocket, kStartup, "unix socket path; empty = none"),
+      Octal("unixsocketperm", &S::unixsocketperm, kStartup, 0777,
             "unix socket permissions; 0 = leave them to the umask"),
-      Int("tcp-backlog", &S::tcp_backlog, "511", kStartup, 0, 2147483647, "listen() backlog"),
-      Int("maxclients", &S::maxclients, "10000", kRuntime, 1, 1000000,
+      Int("tcp-backlog", &S::tcp_backlog, kStartup, 0, 2147483647, "listen() backlog"),
+      Int("maxclients", &S::maxclients, kRuntime, 1, 1000000,
           "most simultaneous clients; further connections are refused"),
-      Int("timeout", &S::timeout, "0", kRuntime, 0, 2147483647,
+      Int("timeout", &S::timeout, kRuntime, 0, 2147483647,
           "close clients idle this many seconds; 0 = never"),
-      Int("tcp-keepalive", &S::tcp_keepalive, "300", kRuntime, 0, 2147483647,
+      Int("tcp-keepalive", &S::tcp_keepalive, kRuntime, 0, 2147483647,
           "TCP keepalive period in seconds; 0 = off"),
-      Bool("protected-mode", &S::protected_mode, "yes", kRuntime,
+      Bool("protected-mode", &S::protected_mode, kRuntime,
            "without requirepass, refuse clients that are not on loopback or the unix socket"),
-      Int("io-threads", &S::io_threads, "2", kStartup, 1, 64, "threads serving connections"),
-      Int("engine-threads", &S::engine_threads, "8", kStartup, 1, 256,
+      Int("io-threads", &S::io_threads, kStartup, 1, 64, "threads serving connections"),
+      Int("engine-threads", &S::engine_threads, kStartup, 1, 256,
           "threads running blocking engine calls"),
-      Int("pipeline-nice", &S::pipeline_nice, "10", kStartup, 0, 19,
+      Int("pipeline-nice", &S::pipeline_nice, kStartup, 0, 19,
           "CPU nice value of the threads running pipelined batches; 0 = no separate threads"),
-      // --- security ---
-      WithCheck(String("requirepass", &S::requirepass, R"("")", kRuntime,
-                       "password for AUTH; empty = none"),
+  };
+}
+
+std::vector<Option> SecurityAndLimitRows() {
+  return {
+      // security
+      WithCheck(String("requirepass", &S::requirepass, kRuntime, "password for AUTH; empty = none"),
                 CheckPassword),
       // --- limits ---
-      Bytes("proto-max-bulk-len", &S::proto_max_bulk_len, "512mb", kRuntime, kMiB,
+      // limits
+      Bytes("proto-max-bulk-len", &S::proto_max_bulk_len, kRuntime, kMiB,
             "largest bulk string (key or value) a client may send"),
-      Bytes("client-query-buffer-limit", &S::client_query_buffer_limit, "1gb", kRuntime, kMiB,
+      Bytes("client-query-buffer-limit", &S::client_query_buffer_limit, kRuntime, kMiB,
             "largest unparsed input buffered per client"),
-      OutputBufferLimit("client-output-buffer-limit", "normal 0 0 0", kRuntime,
+      OutputBufferLimit("client-output-buffer-limit", kRuntime,
                         "disconnect clients whose pending replies exceed these limits"),
-      // --- engine ---
-      WithCheck(String("dir", &S::dir, "./data", kStartup, "data directory"), CheckDir),
-      Bytes("max-disk-bytes", &S::max_disk_bytes, "0", kStartup, 0,
-            "disk budget; 0 = 80% of the space available to the store"),
-      Enum("eviction-policy", &S::eviction_policy, "lru-reuse", kStartup,
-           {"lru-reuse", "lru", "fifo", "none"}, "what leaves first when the budget is reached"),
-      Double("max-reinsert-fraction", &S::max_reinsert_fraction, "0.5", kStartup, 0.0, 1.0,
-             "most of an evicted generation re-inserted into the newest one"),
-      Bytes("generation-bytes", &S::generation_bytes, "0", kStartup, 0,
-            "bytes per generation; 0 = max-disk-bytes/32 in [8mb, 64gb]"),
-      Bool("wal", &S::wal, "no", kStartup, "write-ahead log: acknowledged writes survive a crash"),
-      Bool("wal-sync", &S::wal_sync, "no", kStartup,
-           "make every acknowledged write durable (blob file, then WAL)"),
-      Bytes("blob-cache-bytes", &S::blob_cache_bytes, "0", kStartup, 0,
-            "ignored: the page cache holds hot values"),
-      Bytes("memtable-bytes", &S::memtable_bytes, "0", kStartup, 0,
-            "index memtable memory; 0 = max-disk-bytes/256 in [16mb, 256mb]"),
-      Int("maintenance-interval-ms", &S::maintenance_interval_ms, "1000", kStartup, 0, kUint32Max,
-          "period of expiry maintenance; 0 = off"),
-      Int("max-key-bytes", &S::max_key_bytes, "65536", kStartup, 1, kUint32Max,
-          "largest key accepted"),
-      // --- logging / process ---
-      Enum("loglevel", &S::loglevel, "notice", kRuntime, {"debug", "verbose", "notice", "warning"},
-           "log verbosity"),
-      String("logfile", &S::logfile, R"("")", kStartup, "log file; empty = stderr"),
-      String("pidfile", &S::pidfile, R"("")", kStartup, "pid file; empty = none"),
-      Bool("daemonize", &S::daemonize, "no", kStartup, "detach and run in the background"),
-      Int("databases", &S::databases, "1", kStartup, 1, 1, "number of databases (only db 0)"),
   };
+}
+
+// The engine's options (config/engine_options.cc maps them onto larder::Options).
+std::vector<Option> EngineRows() {
+  return {
+      WithCheck(String("dir", &S::dir, kStartup, "data directory"), CheckDir),
+      Bytes("max-disk-bytes", &S::max_disk_bytes, kStartup, 0,
+            "disk budget; 0 = 80% of the space available to the store"),
+      Enum("eviction-policy", &S::eviction_policy, kStartup, {"lru-reuse", "lru", "fifo", "none"},
+           "what leaves first when the budget is reached"),
+      SuffixPairs("evict-together", &S::evict_together, kStartup,
+                  "key suffix pairs evicted together; \"\" = none"),
+      Double("max-reinsert-fraction", &S::max_reinsert_fraction, kStartup, 0.0, 1.0,
+             "most of an evicted generation re-inserted into the newest one"),
+      Bytes("generation-bytes", &S::generation_bytes, kStartup, 0,
+            "bytes per generation; 0 = max-disk-bytes/32 in [8mb, 64gb]"),
+      Bool("wal", &S::wal, kStartup, "write-ahead log: acknowledged writes survive a crash"),
+      Bool("wal-sync", &S::wal_sync, kStartup,
+           "make every acknowledged write durable (blob file, then WAL)"),
+      Bytes("blob-cache-bytes", &S::blob_cache_bytes, kStartup, 0,
+            "ignored: the page cache holds hot values"),
+      Bytes("memtable-bytes", &S::memtable_bytes, kStartup, 0,
+            "index memtable memory; 0 = max-disk-bytes/256 in [16mb, 256mb]"),
+      Bytes("write-buffer-bytes", &S::write_buffer_bytes, kStartup, 0,
+            "values acknowledged, not yet written (wal no); 0 = max-disk-bytes/64 in [64mb, 1gb]"),
+      Bool("direct-reads", &S::direct_reads, kStartup,
+           "read cold values into aligned buffers with O_DIRECT (in-process GetInto)"),
+      Int("read-queue-depth", &S::read_queue_depth, kStartup, 1, 256,
+          "reads a batched in-process read keeps in flight"),
+      Int("maintenance-interval-ms", &S::maintenance_interval_ms, kStartup, 0, kUint32Max,
+          "period of expiry maintenance; 0 = off"),
+      Int("max-key-bytes", &S::max_key_bytes, kStartup, 1, kUint32Max, "largest key accepted"),
+  };
+}
+
+std::vector<Option> ProcessRows() {
+  return {
+      Enum("loglevel", &S::loglevel, kRuntime, {"debug", "verbose", "notice", "warning"},
+           "log verbosity"),
+      String("logfile", &S::logfile, kStartup, "log file; empty = stderr"),
+      String("pidfile", &S::pidfile, kStartup, "pid file; empty = none"),
+      Bool("daemonize", &S::daemonize, kStartup, "detach and run in the background"),
+      Int("databases", &S::databases, kStartup, 1, 1, "number of databases (only db 0)"),
+  };
+}
+
+// Every option, in config-file section order.
+std::vector<Option> BuildTable() {
+  std::vector<Option> table;
+  for (auto rows : {NetworkRows, SecurityAndLimitRows, EngineRows, ProcessRows}) {
+    for (Option& o : rows()) table.push_back(std::move(o));
+  }
+  return table;
 }
 
 }  // namespace
@@ -335,43 +380,6 @@ size_t OptionIndex(const Option& opt) {
   return static_cast<size_t>(&opt - OptionTable().data());
 }
 
-std::optional<uint64_t> ParseBytes(std::string_view text) {
-  size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0) return std::nullopt;
-  auto value = ParseNumber<uint64_t>(text.substr(0, digits));
-  if (!value) return std::nullopt;  // overflow
-  std::string unit = Lower(text.substr(digits));
-  uint64_t mul;
-  if (unit.empty() || unit == "b") {
-    mul = 1;
-  } else if (unit == "k") {
-    mul = 1000;
-  } else if (unit == "kb") {
-    mul = 1024;
-  } else if (unit == "m") {
-    mul = 1000 * 1000;
-  } else if (unit == "mb") {
-    mul = 1024 * 1024;
-  } else if (unit == "g") {
-    mul = 1000ull * 1000 * 1000;
-  } else if (unit == "gb") {
-    mul = 1024ull * 1024 * 1024;
-  } else {
-    return std::nullopt;
-  }
-  if (*value > std::numeric_limits<uint64_t>::max() / mul) return std::nullopt;
-  return *value * mul;
-}
-
-std::string FormatBytesHuman(uint64_t bytes) {
-  constexpr uint64_t kGiB = 1ull << 30;
-  if (bytes != 0 && bytes % kGiB == 0) return std::to_string(bytes / kGiB) + "gb";
-  if (bytes != 0 && bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "mb";
-  if (bytes != 0 && bytes % 1024 == 0) return std::to_string(bytes / 1024) + "kb";
-  return std::to_string(bytes);
-}
-
 std::string QuoteForMessage(std::string_view s) {
   constexpr size_t kMaxShown = 64;
   std::string out = "'";
@@ -388,6 +396,17 @@ std::string QuoteForMessage(std::string_view s) {
   }
   if (s.size() > kMaxShown) out += "...";
   return out + "'";
+}
+
+std::string ConfigLine(const Option& opt, const ServerConfig& cfg) {
+  std::string line(opt.name);
+  for (const std::string& arg : opt.format(cfg, /*human=*/true))
+    line += " " + common::QuoteArg(arg);
+  return line;
+}
+
+std::string DefaultLine(const Option& opt) {
+  return ConfigLine(opt, ServerConfig{});
 }
 
 std::string FormatValue(const Option& opt, const ServerConfig& cfg) {

@@ -1,7 +1,10 @@
 // The option table: every server option is declared once here (option_table.cc) and that one
 // declaration drives config-file parsing, command-line overrides, CONFIG GET/SET and
 // CONFIG REWRITE (see config.h). Adding an option = one table entry + one ServerConfig field +
-// one paragraph in conf/larder.conf (config_test fails until all three agree).
+// one paragraph in conf/larder.conf (config_test fails until all three agree); an engine option
+// also gets one line in config/engine_options.cc (engine_defaults_test checks its default).
+// The default is written once, as the ServerConfig field's initialiser: DefaultLine derives the
+// config-file text from it.
 #pragma once
 
 #include <cstdint>
@@ -19,13 +22,14 @@ namespace larder::config {
 enum class Type {
   kBool,                     // yes | no (case-insensitive)
   kInteger,                  // decimal integer within [min, max]
-  kBytes,                    // integer with an optional unit (see ParseBytes) within [min, 2^63-1]
+  kBytes,                    // integer with an optional unit (common/units.h) within [min, 2^63-1]
   kDouble,                   // decimal number within [min, max]
   kOctal,                    // octal integer (file modes), printed without a leading 0
   kString,                   // one argument, any bytes
   kEnum,                     // one of a fixed set of lowercase words (case-insensitive on input)
   kStringList,               // one or more arguments
   kClientOutputBufferLimit,  // groups of <class> <hard-bytes> <soft-bytes> <soft-seconds>
+  kSuffixPairs,              // <suffix> <suffix> pairs, or "" for none
 };
 
 // Reason a value was refused (no option name, no prefix: callers add the context), or nullopt.
@@ -34,9 +38,8 @@ using Error = std::optional<std::string>;
 struct Option {
   std::string_view name;  // lowercase, as written in the config file
   Type type = Type::kString;
-  std::string_view default_text;  // the arguments as in conf/larder.conf ("" = empty string)
-  bool runtime_mutable = false;   // CONFIG SET may change it
-  std::string_view doc;           // one line
+  bool runtime_mutable = false;  // CONFIG SET may change it
+  std::string_view doc;          // one line
 
   // Accepted argument count: [min_args, max_args]; max_args < 0 = unbounded.
   int min_args = 1;
@@ -64,17 +67,15 @@ const Option* FindOption(std::string_view name);
 // Position of `opt` in OptionTable() (opt must come from it).
 size_t OptionIndex(const Option& opt);
 
-// Redis memory units, case-insensitive: plain = bytes, k = 1000, kb = 1024, m = 1000^2,
-// mb = 1024^2, g = 1000^3, gb = 1024^3 (a trailing `b` alone is also bytes). nullopt on bad
-// syntax, a sign, or overflow of uint64_t.
-std::optional<uint64_t> ParseBytes(std::string_view text);
-
-// `bytes` with the largest of gb/mb/kb that divides it exactly, else the plain integer.
-std::string FormatBytesHuman(uint64_t bytes);
-
 // `s` in single quotes for an error message: bytes outside printable ASCII as \xHH (messages
 // may become RESP error lines, which must not hold CR/LF), cut after 64 bytes.
 std::string QuoteForMessage(std::string_view s);
+
+// `name arg...`: the config-file line setting the option to its value in `cfg` (byte counts with
+// units, arguments quoted as SplitArgs reads them back).
+std::string ConfigLine(const Option& opt, const ServerConfig& cfg);
+// The line at the option's default (ServerConfig{}'s value), as conf/larder.conf has it.
+std::string DefaultLine(const Option& opt);
 
 // The option's value as CONFIG GET prints it: arguments joined by single spaces.
 std::string FormatValue(const Option& opt, const ServerConfig& cfg);

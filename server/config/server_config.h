@@ -1,6 +1,9 @@
 // The server's configuration as typed values. Every field is default-initialised to the
 // default declared for its option in option_table.cc (config_test checks they agree), so a
 // default-constructed ServerConfig is exactly what larder-server runs with and no config file.
+// A field that sets an engine option (config/engine_options.cc) takes its default from
+// larder::Options itself, except where its comment says why it differs (engine_defaults_test
+// checks the mapping); conf/larder.conf repeats the defaults (config_test checks it too).
 //
 // Field names follow the option names with '-' replaced by '_'. Ranges and units are enforced
 // by the option table when values are parsed; code reading a ServerConfig may rely on them.
@@ -8,9 +11,15 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "larder/options.h"
+
 namespace larder::config {
+
+// The engine's own defaults, which the engine options below start from.
+inline const larder::Options kEngineDefaults{};
 
 // `client-output-buffer-limit normal <hard> <soft> <soft-seconds>`: a client is disconnected
 // when its pending replies reach `hard_bytes`, or stay above `soft_bytes` for `soft_seconds`.
@@ -44,18 +53,28 @@ struct ServerConfig {
   uint64_t client_query_buffer_limit = 1ull << 30;     // >= 1 MiB
   ClientOutputBufferLimit client_output_buffer_limit;  // the `normal` class
 
-  // --- engine ---
-  std::string dir = "./data";                 // data directory; never settable at runtime
-  uint64_t max_disk_bytes = 0;                // 0 = 80% of the space available to the store
-  std::string eviction_policy = "lru-reuse";  // lru-reuse | lru | fifo | none
-  double max_reinsert_fraction = 0.5;         // [0, 1]
-  uint64_t generation_bytes = 0;              // 0 = max_disk_bytes / 32 in [8 MiB, 64 GiB]
-  bool wal = false;                           // write-ahead log
-  bool wal_sync = false;                      // fsync the WAL on every write
-  uint64_t blob_cache_bytes = 0;              // ignored (the page cache holds hot values)
-  uint64_t memtable_bytes = 0;                // index memtables; 0 = from the budget
-  int64_t maintenance_interval_ms = 1000;     // [0, 2^32-1]; 0 = no background maintenance
-  int64_t max_key_bytes = 65536;              // [1, 2^32-1]
+  // --- engine (larder::Options; see larder/options.h for each) ---
+  std::string dir = "./data";  // data directory; never settable at runtime
+  uint64_t max_disk_bytes = kEngineDefaults.max_disk_bytes;  // 0 = 80% of the space available
+  std::string eviction_policy = EvictionPolicyName(kEngineDefaults.eviction_policy);
+  double max_reinsert_fraction = kEngineDefaults.max_reinsert_fraction;  // [0, 1]
+  uint64_t generation_bytes = kEngineDefaults.generation_bytes;  // 0 = derived from the budget
+  bool wal = kEngineDefaults.wal;
+  bool wal_sync = kEngineDefaults.sync_writes;                   // fsync the WAL on every write
+  // Accepted and ignored, so that older config files still load: values are read through the
+  // page cache, which holds hot ones without a second copy.
+  uint64_t blob_cache_bytes = 0;
+  uint64_t memtable_bytes = kEngineDefaults.memtable_bytes;            // 0 = from the budget
+  uint64_t write_buffer_bytes = kEngineDefaults.write_buffer_bytes;    // 0 = from the budget
+  bool direct_reads = kEngineDefaults.direct_reads;
+  int64_t read_queue_depth = kEngineDefaults.read_queue_depth;          // [1, 256]
+  int64_t maintenance_interval_ms = kEngineDefaults.maintenance_interval_ms;  // [0, 2^32-1]
+  int64_t max_key_bytes = kEngineDefaults.max_key_bytes;                      // [1, 2^32-1]
+  // Key suffix pairs evicted together (`evict-together kv_bytes metadata`). The server's own
+  // default, not the engine's: it pairs LMCache's redis:// layout (<chunk>kv_bytes +
+  // <chunk>metadata, whose EXISTS probe reads the metadata key), which is what Larder serves,
+  // and main.cc passes it to the engine explicitly.
+  std::vector<std::pair<std::string, std::string>> evict_together{{"kv_bytes", "metadata"}};
 
   // --- logging / process ---
   std::string loglevel = "notice";  // debug | verbose | notice | warning

@@ -5,8 +5,6 @@
 
 #include <cerrno>
 
-#include "commands/dispatch.h"
-#include "commands/util.h"
 #include "log.h"
 #include "net/server.h"
 
@@ -58,6 +56,7 @@ void Connection::Cron(int64_t now_ms) {
       } else if (now_ms - self->soft_since_ms_ >= lim.soft_seconds * 1000) {
         Log(LogLevel::kNotice, "closing client id=" + std::to_string(self->state_->id) +
                                    " over the soft output buffer limit");
+        ServerStats::Count(self->server_.core().stats.client_output_buffer_limit_disconnections);
         self->CloseNow();
       }
     } else {
@@ -67,9 +66,9 @@ void Connection::Cron(int64_t now_ms) {
 }
 
 const config::ServerConfig& Connection::Cfg() {
-  uint64_t gen = server_.core().config_generation();
+  uint64_t gen = server_.core().config.generation();
   if (gen != cfg_gen_ || !cfg_) {
-    cfg_ = server_.core().cfg();
+    cfg_ = server_.core().config.snapshot();
     cfg_gen_ = gen;
   }
   return *cfg_;
@@ -107,10 +106,11 @@ void Connection::Process() {
 
 void Connection::Execute() {
   std::vector<std::string>& argv = parser_.args();
-  state_->last_active_ms = NowMs();
-  if (RouteOf(*state_, argv) == Route::kInline) {
+  state_->last_active_ms = server_.core().NowMs();
+  const Plan plan = server_.executor().PlanOf(*state_, argv);
+  if (plan.route == Route::kInline) {
     w_.set_protocol(state_->resp);
-    Dispatch(server_.core(), *state_, argv, w_);
+    server_.executor().Run(plan, *state_, argv, w_);
     AppendOutput(w_.queue());
     AfterCommand();
     return;
@@ -127,6 +127,7 @@ void Connection::Execute() {
   uint64_t hard_limit = Cfg().client_output_buffer_limit.hard_bytes;
   // Bytes buffered behind this request mean the client pipelines: throughput work.
   asio::thread_pool& pool = rpos_ < wpos_ ? server_.pipeline_pool() : server_.pool();
+  planned_ = plan;  // read by RunBatch on the pool (the post orders the two)
   asio::post(pool, [self = shared_from_this(), rpos = rpos_, wpos = wpos_, direct_fd, hard_limit] {
     resp::ReplyWriter w;
     w.set_protocol(self->state_->resp);
@@ -146,7 +147,7 @@ void Connection::Execute() {
                  }
                  self->rpos_ = new_rpos;
                  if (close) self->close_after_write_ = true;
-                 self->state_->last_active_ms = NowMs();
+                 self->state_->last_active_ms = self->server_.core().NowMs();
                  self->AppendOutput(q);
                  self->AfterCommand();
                  self->Process();
@@ -155,8 +156,8 @@ void Connection::Execute() {
 }
 
 size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close) {
-  Core& core = server_.core();
-  Dispatch(core, *state_, parser_.args(), w);
+  RequestExecutor& executor = server_.executor();
+  executor.Run(planned_, *state_, parser_.args(), w);
   size_t done = 1;
   while (rpos < wpos && done < kMaxBatchCommands && w.queue().bytes() < kMaxBatchBytes &&
          !state_->close_after_reply && !server_.stopping()) {
@@ -169,7 +170,7 @@ size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool
       *close = true;
       break;
     }
-    Dispatch(core, *state_, parser_.args(), w);
+    executor.Run(executor.PlanOf(*state_, parser_.args()), *state_, parser_.args(), w);
     ++done;
   }
   return rpos;
@@ -200,7 +201,7 @@ void Connection::WriteNow(int fd, resp::OutputQueue& q) {
     q.Consume(static_cast<size_t>(n));
     written += static_cast<size_t>(n);
   }
-  server_.core().net_output_bytes.fetch_add(written, std::memory_order_relaxed);
+  ServerStats::Count(server_.core().stats.total_net_output_bytes, written);
 }
 
 void Connection::AfterCommand() {
@@ -209,6 +210,7 @@ void Connection::AfterCommand() {
   if (hard > 0 && pending_out_ > hard) {
     Log(LogLevel::kNotice, "closing client id=" + std::to_string(state_->id) +
                                " that reached the output buffer limit");
+    ServerStats::Count(server_.core().stats.client_output_buffer_limit_disconnections);
     CloseNow();
   }
 }
@@ -263,8 +265,8 @@ void Connection::OnRead(const asio::error_code& ec, size_t n, bool direct) {
     CloseNow();
     return;
   }
-  server_.core().net_input_bytes.fetch_add(n, std::memory_order_relaxed);
-  state_->last_active_ms = NowMs();
+  ServerStats::Count(server_.core().stats.total_net_input_bytes, n);
+  state_->last_active_ms = server_.core().NowMs();
   if (direct) {
     parser_.CommitDirect(n);
     if (QueryLimitExceeded()) return;
@@ -278,6 +280,7 @@ bool Connection::QueryLimitExceeded() {
   if (parser_.buffered_bytes() <= Cfg().client_query_buffer_limit) return false;
   Log(LogLevel::kNotice, "closing client id=" + std::to_string(state_->id) +
                              " that reached the max query buffer length");
+  ServerStats::Count(server_.core().stats.client_query_buffer_limit_disconnections);
   CloseNow();
   return true;
 }
@@ -328,7 +331,7 @@ void Connection::OnWrite(const asio::error_code& ec, size_t n) {
     CloseNow();
     return;
   }
-  server_.core().net_output_bytes.fetch_add(n, std::memory_order_relaxed);
+  ServerStats::Count(server_.core().stats.total_net_output_bytes, n);
   pending_out_ -= n;
   state_->output_bytes = pending_out_;
   while (n > 0) {

@@ -16,7 +16,9 @@
 #include <memory>
 #include <vector>
 
-#include "commands/context.h"
+#include "config/server_config.h"
+#include "core/client_state.h"
+#include "core/request_executor.h"
 #include "resp/reply_writer.h"
 #include "resp/request_parser.h"
 
@@ -59,7 +61,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void Process();
   void Execute();
-  // On the pool: runs the parsed request, then the complete ones buffered in
+  // On the pool: runs the parsed request (planned_), then the complete ones buffered in
   // inbuf_[rpos, wpos); returns the new read position. Sets *close on a protocol error.
   size_t RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close);
   // On the pool, when no earlier reply is pending: writes what the socket takes of q now
@@ -101,6 +103,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   bool reading_ = false;
   bool writing_ = false;
+  Plan planned_;                    // the plan of the request handed to the pool
   bool busy_ = false;               // a command is running on the engine pool
   bool close_after_write_ = false;  // protocol error / QUIT: close once replies are out
   bool closed_ = false;

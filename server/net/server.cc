@@ -12,7 +12,6 @@
 #include <future>
 #include <latch>
 
-#include "commands/util.h"
 #include "log.h"
 #include "net/connection.h"
 
@@ -78,8 +77,11 @@ void NameThisThread(const std::string& name) {
 
 }  // namespace
 
-Server::Server(Core* core, const config::ServerConfig& cfg)
-    : core_(core), boot_cfg_(cfg), pool_(static_cast<size_t>(cfg.engine_threads)) {
+Server::Server(Core& core, RequestExecutor& executor, const config::ServerConfig& cfg)
+    : core_(core),
+      executor_(executor),
+      boot_cfg_(cfg),
+      pool_(static_cast<size_t>(cfg.engine_threads)) {
   for (int64_t i = 0; i < cfg.io_threads; ++i) {
     ios_.push_back(std::make_unique<asio::io_context>(1));
     guards_.push_back(asio::make_work_guard(*ios_.back()));
@@ -175,7 +177,7 @@ void Server::AcceptTcp(size_t i) {
         if (!ec) {
           asio::error_code e2;
           socket.set_option(asio::ip::tcp::no_delay(true), e2);
-          int64_t keepalive = core_->cfg()->tcp_keepalive;
+          int64_t keepalive = core_.config.snapshot()->tcp_keepalive;
           if (keepalive > 0) {
             socket.set_option(asio::socket_base::keep_alive(true), e2);
             int secs = static_cast<int>(keepalive);
@@ -185,7 +187,7 @@ void Server::AcceptTcp(size_t i) {
           }
           auto remote = socket.remote_endpoint(e2);
           auto local = socket.local_endpoint(e2);
-          auto cfg = core_->cfg();
+          auto cfg = core_.config.snapshot();
           bool denied = !e2 && cfg->protected_mode && cfg->requirepass.empty() &&
                         !IsLoopback(remote.address());
           asio::generic::stream_protocol::socket gs(std::move(socket));
@@ -193,7 +195,7 @@ void Server::AcceptTcp(size_t i) {
             asio::error_code ignored;
             gs.close(ignored);
           } else if (denied) {
-            core_->rejected_connections.fetch_add(1);
+            ServerStats::Count(core_.stats.rejected_connections);
             Log(LogLevel::kWarning,
                 "refused connection from " + EndpointText(remote) + " (protected mode)");
             Refuse(gs, kDenied);
@@ -228,7 +230,7 @@ void Server::AcceptUnix() {
 }
 
 void Server::AcceptLater(const asio::error_code& ec, std::function<void()> again) {
-  const int64_t now = NowMs();
+  const int64_t now = core_.NowMs();
   int64_t last = last_accept_warning_ms_.load();
   if (now - last >= 1000 && last_accept_warning_ms_.compare_exchange_strong(last, now)) {
     Log(LogLevel::kWarning, "accept: " + ec.message() +
@@ -243,20 +245,20 @@ void Server::AcceptLater(const asio::error_code& ec, std::function<void()> again
 
 void Server::Admit(asio::generic::stream_protocol::socket socket, bool is_unix, std::string addr,
                    std::string laddr) {
-  auto cfg = core_->cfg();
+  auto cfg = core_.config.snapshot();
   if (Count() >= static_cast<size_t>(cfg->maxclients)) {
-    core_->rejected_connections.fetch_add(1);
+    ServerStats::Count(core_.stats.rejected_connections);
     Refuse(socket, "-ERR max number of clients reached\r\n");
     return;
   }
-  core_->total_connections.fetch_add(1);
+  ServerStats::Count(core_.stats.total_connections_received);
   auto state = std::make_shared<ClientState>();
-  state->id = core_->next_client_id.fetch_add(1);
+  state->id = next_client_id_.fetch_add(1);
   state->addr = std::move(addr);
   state->laddr = std::move(laddr);
   state->fd = socket.native_handle();
   state->unix_socket = is_unix;
-  state->created_ms = NowMs();
+  state->created_ms = core_.NowMs();
   state->last_active_ms = state->created_ms;
   state->authenticated = cfg->requirepass.empty();
   resp::Limits limits;
@@ -274,7 +276,7 @@ void Server::ScheduleCron() {
   cron_->expires_after(std::chrono::seconds(1));
   cron_->async_wait([this](const asio::error_code& ec) {
     if (ec || stopping()) return;
-    int64_t now = NowMs();
+    int64_t now = core_.NowMs();
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& [id, weak] : conns_) {

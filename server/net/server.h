@@ -15,7 +15,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "commands/context.h"
+#include "config/server_config.h"
+#include "core/client_registry.h"
+#include "core/core.h"
+#include "core/request_executor.h"
 
 namespace larder::server {
 
@@ -23,7 +26,9 @@ class Connection;
 
 class Server : public ClientRegistry {
  public:
-  Server(Core* core, const config::ServerConfig& cfg);
+  // Serves requests with `executor`; `core` and `executor` must outlive the server. `cfg`
+  // holds the startup values (listeners, threads).
+  Server(Core& core, RequestExecutor& executor, const config::ServerConfig& cfg);
   ~Server() override;
 
   // Binds every listener; returns the error text (naming the address) on failure.
@@ -42,7 +47,8 @@ class Server : public ClientRegistry {
   size_t Kill(const std::function<bool(const ClientState&)>& match) override;
 
   // For connections.
-  Core& core() { return *core_; }
+  Core& core() { return core_; }
+  RequestExecutor& executor() { return executor_; }
   asio::thread_pool& pool() { return pool_; }
   // Runs the engine-bound requests of a connection with more requests already buffered behind
   // them (a pipeline): throughput work, on threads at CPU nice `pipeline-nice`, so that when
@@ -64,7 +70,9 @@ class Server : public ClientRegistry {
   void ScheduleCron();
   asio::io_context& NextIo();
 
-  Core* core_;
+  Core& core_;
+  RequestExecutor& executor_;
+  std::atomic<uint64_t> next_client_id_{1};
   config::ServerConfig boot_cfg_;  // startup values (listeners, threads)
   std::vector<std::unique_ptr<asio::io_context>> ios_;
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <utility>
 
+#include "common/args.h"
+
 namespace larder::resp {
 namespace {
 
@@ -21,18 +23,6 @@ constexpr size_t kPoolMaxCapacity = 1024;  // largest recycled argument buffer
 constexpr size_t kLineRetain = 4096;       // largest line buffer kept by Reset
 constexpr uint64_t kGrowthFactor = 8;      // big-bulk growth step
 constexpr uint64_t kFinalJumpFactor = 16;  // grow straight to the declared length within this
-
-// isspace() in the C locale.
-bool IsBlank(unsigned char c) {
-  return c == ' ' || (c >= '\t' && c <= '\r');
-}
-
-int HexValue(unsigned char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 }  // namespace
 
@@ -83,62 +73,15 @@ RequestParser::State RequestParser::Feed(const char* data, size_t len, size_t* c
         inline_ = *p != '*';
         phase_ = inline_ ? Phase::kInline : Phase::kMultibulkHeader;
         break;
-
-      case Phase::kMultibulkHeader: {
-        std::string_view line;
-        const LineStatus status = ScanLine(&p, end, '\r', true, &line);
-        if (status == LineStatus::kTooLong) {
-          state = Fail(kErrMbulkTooBig);
-          break;
-        }
-        if (status == LineStatus::kPartial) break;
-        int64_t count = 0;
-        const bool ok = ParseInt64(line.substr(1), &count);
-        line_.clear();
-        if (!ok || (count > 0 && static_cast<uint64_t>(count) > limits_.max_multibulk_len)) {
-          state = Fail(kErrMultibulkLen);
-        } else if (count <= 0) {
-          phase_ = Phase::kStart;  // Redis ignores empty and negative multibulks
-        } else {
-          args_left_ = static_cast<uint64_t>(count);
-          args_.reserve(std::min<uint64_t>(args_left_, kArgsRetain));
-          phase_ = Phase::kBulkHeader;
-        }
+      case Phase::kMultibulkHeader:
+        state = ParseMultibulkHeader(&p, end);
         break;
-      }
-
-      case Phase::kBulkHeader: {
-        std::string_view line;
-        const LineStatus status = ScanLine(&p, end, '\r', true, &line);
-        if (status == LineStatus::kTooLong) {
-          state = Fail(kErrBulkTooBig);
-          break;
-        }
-        if (status == LineStatus::kPartial) break;
-        if (line.empty() || line[0] != '$') {
-          // Redis reports the line's first byte, which is the '\r' for an empty line.
-          std::string error = "ERR Protocol error: expected '$', got '";
-          error += line.empty() ? '\r' : line[0];
-          error += '\'';
-          state = Fail(std::move(error));
-          break;
-        }
-        int64_t bulk_len = 0;
-        const bool ok = ParseInt64(line.substr(1), &bulk_len);
-        line_.clear();
-        if (!ok || bulk_len < 0 || static_cast<uint64_t>(bulk_len) > limits_.max_bulk_len) {
-          state = Fail(kErrBulkLen);
-          break;
-        }
-        StartBulk(static_cast<uint64_t>(bulk_len), &p, end);
-        if (phase_ == Phase::kDone) state = State::kComplete;
+      case Phase::kBulkHeader:
+        state = ParseBulkHeader(&p, end);
         break;
-      }
-
       case Phase::kBulkBody:
         ReadBody(&p, end);
         break;
-
       case Phase::kBulkTrailer: {
         const size_t n = std::min<size_t>(trailer_left_, end - p);
         p += n;
@@ -146,29 +89,9 @@ RequestParser::State RequestParser::Feed(const char* data, size_t len, size_t* c
         if (trailer_left_ == 0 && FinishBulk()) state = State::kComplete;
         break;
       }
-
-      case Phase::kInline: {
-        std::string_view line;
-        const LineStatus status = ScanLine(&p, end, '\n', false, &line);
-        if (status == LineStatus::kTooLong) {
-          state = Fail(kErrInlineTooBig);
-          break;
-        }
-        if (status == LineStatus::kPartial) break;
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        const bool ok = SplitInline(line);
-        line_.clear();
-        if (!ok) {
-          state = Fail(kErrUnbalanced);
-        } else if (args_.empty()) {
-          phase_ = Phase::kStart;  // blank line: no command
-        } else {
-          phase_ = Phase::kDone;
-          state = State::kComplete;
-        }
+      case Phase::kInline:
+        state = ParseInline(&p, end);
         break;
-      }
-
       case Phase::kDone:
       case Phase::kError:
         assert(false);
@@ -178,6 +101,67 @@ RequestParser::State RequestParser::Feed(const char* data, size_t len, size_t* c
   }
   *consumed = static_cast<size_t>(p - data);
   return state;
+}
+
+RequestParser::State RequestParser::ParseMultibulkHeader(const char** p, const char* end) {
+  std::string_view line;
+  const LineStatus status = ScanLine(p, end, '\r', true, &line);
+  if (status == LineStatus::kTooLong) return Fail(kErrMbulkTooBig);
+  if (status == LineStatus::kPartial) return State::kNeedMore;
+  int64_t count = 0;
+  const bool ok = ParseInt64(line.substr(1), &count);
+  line_.clear();
+  if (!ok || (count > 0 && static_cast<uint64_t>(count) > limits_.max_multibulk_len)) {
+    return Fail(kErrMultibulkLen);
+  }
+  if (count <= 0) {
+    phase_ = Phase::kStart;  // Redis ignores empty and negative multibulks
+  } else {
+    args_left_ = static_cast<uint64_t>(count);
+    args_.reserve(std::min<uint64_t>(args_left_, kArgsRetain));
+    phase_ = Phase::kBulkHeader;
+  }
+  return State::kNeedMore;
+}
+
+RequestParser::State RequestParser::ParseBulkHeader(const char** p, const char* end) {
+  std::string_view line;
+  const LineStatus status = ScanLine(p, end, '\r', true, &line);
+  if (status == LineStatus::kTooLong) return Fail(kErrBulkTooBig);
+  if (status == LineStatus::kPartial) return State::kNeedMore;
+  if (line.empty() || line[0] != '$') {
+    // Redis reports the line's first byte, which is the '\r' for an empty line.
+    std::string error = "ERR Protocol error: expected '$', got '";
+    error += line.empty() ? '\r' : line[0];
+    error += '\'';
+    return Fail(std::move(error));
+  }
+  int64_t bulk_len = 0;
+  const bool ok = ParseInt64(line.substr(1), &bulk_len);
+  line_.clear();
+  if (!ok || bulk_len < 0 || static_cast<uint64_t>(bulk_len) > limits_.max_bulk_len) {
+    return Fail(kErrBulkLen);
+  }
+  StartBulk(static_cast<uint64_t>(bulk_len), p, end);
+  return phase_ == Phase::kDone ? State::kComplete : State::kNeedMore;
+}
+
+RequestParser::State RequestParser::ParseInline(const char** p, const char* end) {
+  std::string_view line;
+  const LineStatus status = ScanLine(p, end, '\n', false, &line);
+  if (status == LineStatus::kTooLong) return Fail(kErrInlineTooBig);
+  if (status == LineStatus::kPartial) return State::kNeedMore;
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  // Inline requests are rare: their arguments do not reuse pool_'s buffers.
+  const bool ok = common::SplitArgs(line, &args_);
+  line_.clear();
+  if (!ok) return Fail(kErrUnbalanced);
+  if (args_.empty()) {
+    phase_ = Phase::kStart;  // blank line: no command
+    return State::kNeedMore;
+  }
+  phase_ = Phase::kDone;
+  return State::kComplete;
 }
 
 RequestParser::LineStatus RequestParser::ScanLine(const char** p, const char* end, char term,
@@ -306,93 +290,6 @@ void RequestParser::CommitDirect(size_t n) {
   assert(phase_ == Phase::kBulkBody && big_ && received_ + n <= args_.back().size());
   received_ += n;
   if (received_ == bulk_len_) phase_ = Phase::kBulkTrailer;
-}
-
-// Redis's sdssplitargs over `line`, which is treated as NUL-terminated at its end.
-bool RequestParser::SplitInline(std::string_view line) {
-  if (const size_t nul = line.find('\0'); nul != std::string_view::npos) line = line.substr(0, nul);
-  const size_t n = line.size();
-  auto at = [&](size_t k) -> unsigned char {
-    return k < n ? static_cast<unsigned char>(line[k]) : 0;
-  };
-  size_t i = 0;
-  for (;;) {
-    while (i < n && IsBlank(at(i))) ++i;
-    if (i == n) return true;
-    std::string& arg = NewArg(false);
-    bool in_double = false;
-    bool in_single = false;
-    for (bool done = false; !done;) {
-      const unsigned char c = at(i);
-      if (in_double) {
-        if (c == '\\' && at(i + 1) == 'x' && HexValue(at(i + 2)) >= 0 && HexValue(at(i + 3)) >= 0) {
-          arg.push_back(static_cast<char>(HexValue(at(i + 2)) * 16 + HexValue(at(i + 3))));
-          i += 3;
-        } else if (c == '\\' && at(i + 1) != 0) {
-          ++i;
-          switch (at(i)) {
-            case 'n':
-              arg.push_back('\n');
-              break;
-            case 'r':
-              arg.push_back('\r');
-              break;
-            case 't':
-              arg.push_back('\t');
-              break;
-            case 'b':
-              arg.push_back('\b');
-              break;
-            case 'a':
-              arg.push_back('\a');
-              break;
-            default:
-              arg.push_back(static_cast<char>(at(i)));
-              break;
-          }
-        } else if (c == '"') {
-          if (at(i + 1) != 0 && !IsBlank(at(i + 1))) return false;
-          done = true;
-        } else if (c == 0) {
-          return false;
-        } else {
-          arg.push_back(static_cast<char>(c));
-        }
-      } else if (in_single) {
-        if (c == '\\' && at(i + 1) == '\'') {
-          ++i;
-          arg.push_back('\'');
-        } else if (c == '\'') {
-          if (at(i + 1) != 0 && !IsBlank(at(i + 1))) return false;
-          done = true;
-        } else if (c == 0) {
-          return false;
-        } else {
-          arg.push_back(static_cast<char>(c));
-        }
-      } else {
-        switch (c) {
-          case ' ':
-          case '\n':
-          case '\r':
-          case '\t':
-          case 0:
-            done = true;
-            break;
-          case '"':
-            in_double = true;
-            break;
-          case '\'':
-            in_single = true;
-            break;
-          default:
-            arg.push_back(static_cast<char>(c));
-            break;
-        }
-      }
-      if (i < n) ++i;
-    }
-  }
 }
 
 void RequestParser::Reset() {

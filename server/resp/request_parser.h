@@ -31,10 +31,8 @@ struct Limits {
 //    after it is skipped unchecked, as are the two bytes after a bulk body. Counts are decimal
 //    integers without '+' or leading zeros. A count <= 0 yields no command (skipped).
 //  * Any other command is an inline line ending at '\n' (an optional '\r' before it is
-//    dropped), split like Redis's sdssplitargs: blanks separate arguments; "double quotes" take
-//    \n \r \t \b \a \xHH and \<any> escapes; 'single quotes' take only \'; a closing quote must
-//    be followed by a blank or the end of the line; a NUL byte ends the line. A line with no
-//    arguments is skipped.
+//    dropped), split by common::SplitArgs (Redis's sdssplitargs, the rules config files use
+//    too). A line with no arguments is skipped.
 //
 // Allocation rule for bulk bodies (a client cannot make the server reserve memory it has not
 // been sent):
@@ -126,6 +124,10 @@ class RequestParser {
   enum class LineStatus { kPartial, kReady, kTooLong };
 
   State Fail(std::string error);
+  // The steps of Feed for one phase each: consume from *p, return kNeedMore to go on.
+  State ParseMultibulkHeader(const char** p, const char* end);
+  State ParseBulkHeader(const char** p, const char* end);
+  State ParseInline(const char** p, const char* end);
   // Finds a line ending at `term` (plus one skipped byte if skip_after_term). On kReady,
   // *line holds the bytes before `term`; it may view line_, which the caller then clears.
   LineStatus ScanLine(const char** p, const char* end, char term, bool skip_after_term,
@@ -139,7 +141,6 @@ class RequestParser {
   void GrowBigArg();
   // Ends the current bulk; returns true if it was the command's last.
   bool FinishBulk();
-  bool SplitInline(std::string_view line);
 
   Limits limits_;
   Phase phase_ = Phase::kStart;

@@ -29,18 +29,15 @@ import resource
 import selectors
 import shutil
 import socket
-import subprocess
 import sys
 import threading
 import time
 import unittest
 
-from server_harness import ServerProcess, RawClient, encode
-
-# bench/larder_server.py: the benches' pipeline and client heap setting, so that the figures
-# printed here are measured as bench/pipeline_fairness.py measures them.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-from larder_server import keep_big_buffers_on_the_heap, set_get_pipeline  # noqa: E402
+# The pipeline and the client heap setting are the ones bench/pipeline_fairness.py uses, so the
+# figures printed here are measured as the bench measures them.
+from server_harness import (RawClient, RedisProcess, ServerProcess, encode,
+                            keep_big_buffers_on_the_heap, set_get_pipeline, wait_for)
 
 PROBE_VALUE = os.urandom(256 << 10)
 PROBE_GETS = 1000
@@ -91,23 +88,21 @@ def raise_fd_limit(need):
     return None
 
 
-PEER = os.environ.get("LARDER_BAD_CLIENTS_PEER")
+PEER = os.environ.get("LARDER_BAD_CLIENTS_PEER")  # set: run against redis-server instead
 # Aggregate rates of the paced 1,000-connection scenario (a sweep: e.g. 5000,10000,20000,40000).
 PING_RATES = [int(r) for r in os.environ.get("LARDER_PING_RATES", "10000").split(",")]
 
 
-class PeerProcess(ServerProcess):
-    """A redis-server with the same limits, for comparing the printed latencies."""
-
-    def start(self, timeout=20):
-        data = os.path.join(self.tmp, "data")
-        os.makedirs(data, exist_ok=True)
-        self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [PEER, "--port", str(self.port), "--dir", data, "--save", "", "--appendonly", "no",
-             "--maxclients", "2000", "--client-output-buffer-limit", "normal 0 0 0"],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        return self.wait_listening(timeout)
+def admitted_client(srv):
+    """A raw client the server admitted (it answered PING), or None if it was refused."""
+    rc = srv.raw()
+    try:
+        if rc.call("PING") == b"+PONG\r\n":
+            return rc
+    except OSError:  # refused and closed before the reply was read
+        pass
+    rc.close()
+    return None
 
 
 class BadClientsTest(unittest.TestCase):
@@ -117,7 +112,9 @@ class BadClientsTest(unittest.TestCase):
     def setUpClass(cls):
         cls.fd_problem = raise_fd_limit(FDS_NEEDED)
         if PEER:
-            cls.srv = PeerProcess().start()
+            # A redis-server with the same limits, for comparing the printed latencies.
+            cls.srv = RedisProcess(["--maxclients", "2000", "--client-output-buffer-limit",
+                                    "normal 0 0 0"], binary=PEER).start()
         else:
             cls.srv = ServerProcess(["--maxclients", "2000", "--unixsocket", ""]).start()
         rc = cls.srv.raw()
@@ -346,11 +343,15 @@ class BadClientsTest(unittest.TestCase):
         self.assertTrue(all(results), "a 100k pipeline got replies other than expected")
         self.assertServerFine()
 
-    def test_more_connections_than_open_files(self):
+    def skip_unless_larder_with_prlimit(self):
+        """The open-files tests check Larder's own handling, under prlimit."""
         if PEER:
             self.skipTest("checks Larder's own open-files handling")
         if shutil.which("prlimit") is None:
             self.skipTest("prlimit (util-linux) not installed")
+
+    def test_more_connections_than_open_files(self):
+        self.skip_unless_larder_with_prlimit()
         srv = ServerProcess(["--unixsocket", ""], wrapper=["prlimit", "--nofile=256:256"])
         srv.start()
         try:
@@ -370,9 +371,8 @@ class BadClientsTest(unittest.TestCase):
                                              b"-ERR max number of clients reached\r\n"},
                              set(), answers)
             self.assertGreater(answers.get(b"-ERR max number of clients reached\r\n", 0), 0)
-            time.sleep(0.5)
-            rc = srv.raw()
-            self.assertEqual(rc.call("PING"), b"+PONG\r\n")
+            # Once the server has seen the closes, a new client is admitted again.
+            rc = wait_for(lambda: admitted_client(srv), timeout=60)
             maxclients = rc.call("CONFIG", "GET", "maxclients")
             rc.close()
             self.assertIn(b"$3\r\n128\r\n", maxclients)
@@ -381,10 +381,7 @@ class BadClientsTest(unittest.TestCase):
             srv.cleanup()
 
     def test_accept_backs_off_when_out_of_open_files(self):
-        if PEER:
-            self.skipTest("checks Larder's own open-files handling")
-        if shutil.which("prlimit") is None:
-            self.skipTest("prlimit (util-linux) not installed")
+        self.skip_unless_larder_with_prlimit()
         if os.environ.get("LARDER_SANITIZER"):
             # UBSan tests memory readability through pipe(): without free descriptors every
             # first-time vptr check reports a false "invalid vptr".

@@ -1,4 +1,5 @@
-// The command table's invariants and the strict integer parser commands rely on.
+// The command table's invariants (every family's rows, built as the server builds them at
+// startup), the flag words, and the strict integer parser commands rely on.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -10,22 +11,35 @@
 namespace larder::server {
 namespace {
 
-TEST(CommandTable, NamesUniqueLowercaseWithHandlers) {
+void Nop(Ctx&) {}
+
+// The server's own table builds: main.cc would refuse to start otherwise.
+TEST(CommandTable, BuildsWithoutError) {
+  EXPECT_EQ(CommandTableError(), std::nullopt);
+  EXPECT_GT(CommandTable().size(), 60u);
+}
+
+TEST(CommandTable, RowsAreConsistent) {
   std::set<std::string> names;
   for (const CommandSpec& spec : CommandTable()) {
     EXPECT_TRUE(names.insert(std::string(spec.name)).second) << spec.name;
-    for (char c : spec.name) EXPECT_FALSE(c >= 'A' && c <= 'Z') << spec.name;
+    EXPECT_EQ(ToLower(spec.name), spec.name);
     EXPECT_NE(spec.handler, nullptr) << spec.name;
     EXPECT_NE(spec.arity, 0) << spec.name;
-    if (spec.first_key == 0) {
-      EXPECT_EQ(spec.last_key, 0) << spec.name;
-    } else {
-      EXPECT_GT(spec.step, 0) << spec.name;
+    // A command that may block on the engine or takes the exclusive lock is not `fast`.
+    if (spec.Has(kExclusive) || spec.Has(kLocksItself)) {
+      EXPECT_FALSE(spec.Has(kFast)) << spec.name;
     }
-    // A command that may block on the engine must not be marked fast.
-    if (spec.flags & kRmw) {
-      EXPECT_FALSE(spec.flags & kFast) << spec.name;
+    // Writes and reads are told apart for every command that touches keys.
+    if (spec.keys.first != 0 && !spec.Has(kNoMulti)) {
+      EXPECT_NE(spec.Has(kWrite), spec.Has(kReadonly)) << spec.name;
     }
+  }
+}
+
+TEST(CommandTable, ExecTakesTheLockItselfAndNothingElseDoes) {
+  for (const CommandSpec& spec : CommandTable()) {
+    EXPECT_EQ(spec.Has(kLocksItself), spec.name == "exec") << spec.name;
   }
 }
 
@@ -39,13 +53,44 @@ TEST(CommandTable, LookupIsCaseInsensitive) {
 
 TEST(CommandTable, Arity) {
   const CommandSpec* get = FindCommand("get");
-  EXPECT_TRUE(ArityOk(*get, 2));
-  EXPECT_FALSE(ArityOk(*get, 1));
-  EXPECT_FALSE(ArityOk(*get, 3));
+  EXPECT_TRUE(ArityOk(get->arity, 2));
+  EXPECT_FALSE(ArityOk(get->arity, 1));
+  EXPECT_FALSE(ArityOk(get->arity, 3));
   const CommandSpec* set = FindCommand("set");
-  EXPECT_FALSE(ArityOk(*set, 2));
-  EXPECT_TRUE(ArityOk(*set, 3));
-  EXPECT_TRUE(ArityOk(*set, 9));
+  EXPECT_FALSE(ArityOk(set->arity, 2));
+  EXPECT_TRUE(ArityOk(set->arity, 3));
+  EXPECT_TRUE(ArityOk(set->arity, 9));
+}
+
+TEST(FlagWords, ParsedOnceFromWords) {
+  uint32_t flags = 0;
+  EXPECT_EQ(ParseFlagWords("write exclusive", &flags), std::nullopt);
+  EXPECT_EQ(flags, kWrite | kExclusive);
+  EXPECT_EQ(ParseFlagWords("", &flags), std::nullopt);
+  EXPECT_EQ(flags, 0u);
+  EXPECT_EQ(ParseFlagWords("readonly wirte", &flags), "unknown flag 'wirte'");
+  EXPECT_EQ(FindCommand("incr")->flags, kWrite | kExclusive);
+  EXPECT_EQ(FindCommand("hello")->flags, kNoAuth | kFast | kLoading | kStale | kNoMulti);
+}
+
+// What the server checks at startup: a bad row stops the table from building.
+TEST(FlagWords, ABadRowIsAStartupError) {
+  auto build = [](std::initializer_list<CommandRow> rows) {
+    std::vector<CommandRow> v(rows);
+    CommandFamily families[] = {v};
+    std::vector<CommandSpec> specs;
+    return BuildCommandTable(families, &specs);
+  };
+  EXPECT_EQ(build({{"ok", 2, "readonly fast", kOneKey, Nop}}), std::nullopt);
+  EXPECT_EQ(build({{"typo", 2, "readonly fsat", kOneKey, Nop}}),
+            "command 'typo': unknown flag 'fsat'");
+  EXPECT_EQ(build({{"both", 2, "write fast exclusive", kOneKey, Nop}}),
+            "command 'both': both fast and exclusive");
+  EXPECT_EQ(build({{"twice", 1, "", kNoKeys, Nop}, {"twice", 1, "", kNoKeys, Nop}}),
+            "command 'twice': declared twice");
+  EXPECT_EQ(build({{"Upper", 1, "", kNoKeys, Nop}}), "command 'Upper': name not lowercase");
+  EXPECT_EQ(build({{"none", 1, "", kNoKeys, nullptr}}), "command 'none': no handler");
+  EXPECT_EQ(build({{"keys", 2, "", {1, 1, 0}, Nop}}), "command 'keys': bad key positions");
 }
 
 TEST(ParseInt64, StrictLikeRedis) {

@@ -12,10 +12,13 @@
 
 #include <gtest/gtest.h>
 
+#include "common/args.h"
 #include "config/config.h"
 
 namespace larder::config {
 namespace {
+
+using common::SplitArgs;
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 
@@ -79,17 +82,23 @@ TEST(OptionTableTest, NamesAreLowercaseUniqueAndDocumented) {
   EXPECT_EQ(FindOption("no-such-option"), nullptr);
 }
 
-// The table's default texts and ServerConfig's initialisers cannot drift apart.
-TEST(OptionTableTest, DefaultTextIsTheServerConfigDefault) {
+// The default line of every option (derived from ServerConfig's initialiser) reads back as that
+// default: formatting and parsing agree.
+TEST(OptionTableTest, DefaultLineParsesBackToTheDefault) {
   const ServerConfig defaults;
   for (const Option& opt : OptionTable()) {
-    auto args = SplitArgs(opt.default_text);
+    auto args = SplitArgs(DefaultLine(opt));
     ASSERT_TRUE(args.has_value()) << opt.name;
+    ASSERT_EQ(args->front(), opt.name);
+    args->erase(args->begin());
     ServerConfig parsed;
     parsed.port = 1;  // make sure parsing writes something (checked below for port)
     EXPECT_EQ(opt.parse(*args, &parsed), std::nullopt) << opt.name;
     EXPECT_EQ(FormatValue(opt, parsed), FormatValue(opt, defaults)) << opt.name;
   }
+  EXPECT_EQ(DefaultLine(*FindOption("port")), "port 6379");
+  EXPECT_EQ(DefaultLine(*FindOption("proto-max-bulk-len")), "proto-max-bulk-len 512mb");
+  EXPECT_EQ(DefaultLine(*FindOption("requirepass")), "requirepass \"\"");
   ServerConfig parsed;
   FindOption("port")->parse({"6379"}, &parsed);
   EXPECT_EQ(parsed.port, 6379);
@@ -128,64 +137,21 @@ TEST(ShippedConfTest, LoadsAndListsEveryOptionOnceAtItsDefault) {
     const Option* opt = FindOption((*args)[0]);
     ASSERT_NE(opt, nullptr) << line;
     ++seen[std::string(opt->name)];
-    EXPECT_EQ(line, std::string(opt->name) + " " + std::string(opt->default_text));
+    EXPECT_EQ(line, DefaultLine(*opt));
   }
   for (const Option& opt : OptionTable()) EXPECT_EQ(seen[std::string(opt.name)], 1) << opt.name;
   EXPECT_EQ(seen.size(), OptionTable().size());
 }
 
-TEST(SplitArgsTest, RedisQuoting) {
-  using V = std::vector<std::string>;
-  EXPECT_EQ(SplitArgs("  set  \"a b\"\t'c d'  "), (V{"set", "a b", "c d"}));
-  EXPECT_EQ(SplitArgs(R"("\x41\x7a\n\r\t\b\a\\\"\q")"), (V{"Az\n\r\t\b\a\\\"q"}));
-  EXPECT_EQ(SplitArgs(R"("\x4g")"), (V{"x4g"}));  // not a hex escape: \x is x
-  EXPECT_EQ(SplitArgs(R"('it\'s' 'a\nb')"), (V{"it's", R"(a\nb)"}));
-  EXPECT_EQ(SplitArgs(R"(foo"bar baz" x)"), (V{"foobar baz", "x"}));
-  EXPECT_EQ(SplitArgs(R"("" '')"), (V{"", ""}));
-  EXPECT_EQ(SplitArgs(""), V{});
-  EXPECT_EQ(SplitArgs(R"("a"b)"), std::nullopt);
-  EXPECT_EQ(SplitArgs(R"('a'b)"), std::nullopt);
-  EXPECT_EQ(SplitArgs(R"("abc)"), std::nullopt);
-  EXPECT_EQ(SplitArgs(R"('abc)"), std::nullopt);
-  EXPECT_EQ(SplitArgs(R"("abc\")"), std::nullopt);
-}
-
-TEST(SplitArgsTest, QuoteArgRoundTrips) {
-  std::string all_bytes;
-  for (int b = 0; b < 256; ++b) all_bytes += static_cast<char>(b);
-  for (std::string s :
-       {std::string("plain"), std::string(""), std::string("a b"), std::string("it's"),
-        std::string("q\"uote"), std::string("back\\slash"), std::string("#hash"), all_bytes}) {
-    auto args = SplitArgs("x " + QuoteArg(s));
-    ASSERT_TRUE(args.has_value()) << QuoteArg(s);
-    EXPECT_EQ(*args, (std::vector<std::string>{"x", s}));
-  }
-  EXPECT_EQ(QuoteArg("plain"), "plain");
-  EXPECT_EQ(QuoteArg(""), "\"\"");
-  EXPECT_EQ(QuoteArg("a b\n\x01"), R"("a b\n\x01")");
-}
-
-TEST(BytesTest, RedisUnits) {
-  EXPECT_EQ(ParseBytes("0"), 0u);
-  EXPECT_EQ(ParseBytes("123"), 123u);
-  EXPECT_EQ(ParseBytes("5b"), 5u);
-  EXPECT_EQ(ParseBytes("1k"), 1000u);
-  EXPECT_EQ(ParseBytes("1kb"), 1024u);
-  EXPECT_EQ(ParseBytes("2M"), 2000000u);
-  EXPECT_EQ(ParseBytes("2mB"), 2u << 20);
-  EXPECT_EQ(ParseBytes("3g"), 3000000000u);
-  EXPECT_EQ(ParseBytes("3GB"), 3ull << 30);
-  EXPECT_EQ(ParseBytes("18446744073709551615"), 18446744073709551615ull);
-  for (const char* bad : {"", "-1", "+1", "1.5gb", "kb", "1 kb", "1tb", "1kbb", "0x10",
-                          "18446744073709551616", "17179869184gb"}) {
-    EXPECT_EQ(ParseBytes(bad), std::nullopt) << bad;
-  }
-  EXPECT_EQ(FormatBytesHuman(0), "0");
-  EXPECT_EQ(FormatBytesHuman(1000), "1000");
-  EXPECT_EQ(FormatBytesHuman(1536), "1536");
-  EXPECT_EQ(FormatBytesHuman(3072), "3kb");
-  EXPECT_EQ(FormatBytesHuman(512ull << 20), "512mb");
-  EXPECT_EQ(FormatBytesHuman(100ull << 30), "100gb");
+// Config lines split as inline requests do (common::SplitArgs, Redis's sdssplitargs):
+// \v and \f stay inside an unquoted argument, a NUL ends the line, a line of blanks is skipped.
+TEST_F(ConfigTest, LinesSplitAsRedisSplitsThem) {
+  Config c;
+  ASSERT_EQ(
+      c.LoadFile(Write("v.conf", std::string("logfile a\vb\n \f \ndir 'x y'\0 ignored\n", 35))),
+      std::nullopt);
+  EXPECT_EQ(c.values().logfile, "a\vb");
+  EXPECT_EQ(c.values().dir, "x y");
 }
 
 TEST_F(ConfigTest, LoadFileAppliesOptions) {
@@ -304,6 +270,31 @@ TEST_F(ConfigTest, ApplyArgsTakesMultiArgumentOptions) {
   EXPECT_EQ(c.ApplyArgs({"--maxclients", "9", "--maxclients", "0"}),
             "command line: option 'maxclients': '0' is not an integer in [1, 1000000]");
   EXPECT_EQ(c.values().maxclients, 5);  // all or nothing
+}
+
+TEST_F(ConfigTest, EvictTogetherTakesSuffixPairsOrNothing) {
+  using SuffixPairs = std::vector<std::pair<std::string, std::string>>;
+  Config c;
+  EXPECT_EQ(c.Get("evict-together"), (Pairs{{"evict-together", "kv_bytes metadata"}}));
+  ASSERT_EQ(c.LoadFile(Write("e.conf", "evict-together a.kv a.meta b c\n")), std::nullopt);
+  EXPECT_EQ(c.values().evict_together, (SuffixPairs{{"a.kv", "a.meta"}, {"b", "c"}}));
+  EXPECT_EQ(c.Get("evict-together"), (Pairs{{"evict-together", "a.kv a.meta b c"}}));
+  ASSERT_EQ(c.ApplyArgs({"--evict-together", ""}), std::nullopt);
+  EXPECT_EQ(c.values().evict_together, SuffixPairs{});
+  EXPECT_EQ(c.Get("evict-together"), (Pairs{{"evict-together", ""}}));
+  EXPECT_EQ(c.ApplyArgs({"--evict-together", "kv_bytes"}),
+            "command line: option 'evict-together': expected pairs of key suffixes, or \"\" for "
+            "none");
+  EXPECT_EQ(c.ApplyArgs({"--evict-together", "x", "x"}),
+            "command line: option 'evict-together': 'x' 'x' is not a pair of two different, "
+            "non-empty suffixes");
+  EXPECT_EQ(c.Set("evict-together", "a b"), Immutable("evict-together"));
+  // CONFIG REWRITE writes "" for none, which loads back as none.
+  ASSERT_EQ(c.Rewrite(), std::nullopt);
+  EXPECT_NE(ReadAll(c.file_path()).find("evict-together \"\"\n"), std::string::npos);
+  Config again;
+  ASSERT_EQ(again.LoadFile(c.file_path()), std::nullopt);
+  EXPECT_EQ(again.values().evict_together, SuffixPairs{});
 }
 
 TEST_F(ConfigTest, GetMatchesRedisGlobsAndFormatsLikeRedis) {

@@ -6,7 +6,7 @@ import sys
 import time
 import unittest
 
-from server_harness import ServerProcess, encode
+from server_harness import ServerProcess, encode, info_stat, wait_for
 
 
 class BadInputTest(unittest.TestCase):
@@ -103,8 +103,7 @@ class BadInputTest(unittest.TestCase):
 
 class LimitsTest(unittest.TestCase):
     def test_maxclients(self):
-        srv = ServerProcess(["--maxclients", "2"]).start()
-        try:
+        with ServerProcess(["--maxclients", "2"]).start() as srv:
             a, b = srv.raw(), srv.raw()
             self.assertEqual(a.call("PING"), b"+PONG\r\n")
             self.assertEqual(b.call("PING"), b"+PONG\r\n")
@@ -113,12 +112,9 @@ class LimitsTest(unittest.TestCase):
             self.assertTrue(c.closed_by_server())
             for x in (a, b, c):
                 x.close()
-        finally:
-            srv.cleanup()
 
     def test_query_buffer_limit(self):
-        srv = ServerProcess(["--client-query-buffer-limit", "1mb"]).start()
-        try:
+        with ServerProcess(["--client-query-buffer-limit", "1mb"]).start() as srv:
             rc = srv.raw()
             rc.send(b"*3\r\n$3\r\nSET\r\n$1\r\nq\r\n$%d\r\n" % (3 << 20))
             try:
@@ -130,12 +126,10 @@ class LimitsTest(unittest.TestCase):
             ok = srv.raw()
             self.assertEqual(ok.call("EXISTS", "q"), b":0\r\n")
             ok.close()
-        finally:
-            srv.cleanup()
+            self.assertEqual(info_stat(srv, "client_query_buffer_limit_disconnections"), 1)
 
     def test_timeout_and_output_limit(self):
-        srv = ServerProcess().start()
-        try:
+        with ServerProcess().start() as srv:
             r = srv.client()
             r.config_set("timeout", "1")
             idle = srv.raw()
@@ -149,6 +143,7 @@ class LimitsTest(unittest.TestCase):
             rc = srv.raw()
             rc.send(encode("GET", "big"))
             self.assertTrue(rc.closed_by_server())
+            self.assertEqual(info_stat(srv, "client_output_buffer_limit_disconnections"), 1)
             self.assertLess(len(rc.buf), 2 << 20)
             rc.close()
             r.set("huge", b"h" * (32 << 20))
@@ -156,7 +151,10 @@ class LimitsTest(unittest.TestCase):
             slow = srv.raw()
             slow.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
             slow.send(encode("GET", "huge"))
-            time.sleep(4)  # never reads: pending output stays above 1mb for > 1 s
+            # It never reads: pending output stays above 1mb for > 1 s. Reading now would drain
+            # it, so wait for the server to count the disconnection first (no fixed sleep).
+            wait_for(lambda: info_stat(srv, "client_output_buffer_limit_disconnections") == 2,
+                     timeout=60)
             self.assertTrue(slow.closed_by_server())
             self.assertLess(len(slow.buf), 32 << 20)
             slow.close()
@@ -164,8 +162,6 @@ class LimitsTest(unittest.TestCase):
             self.assertEqual(len(r.get("big")), 2 << 20)
             self.assertEqual(len(r.get("huge")), 32 << 20)
             r.close()
-        finally:
-            srv.cleanup()
 
 
 class AuthTest(unittest.TestCase):
@@ -272,11 +268,8 @@ class ConcurrencyTest(unittest.TestCase):
             self.assertEqual(rc.reply(), want)
         rc.close()
         self.assertGreater(sum(self.pipeline_thread_ticks().values()), sum(before.values()))
-        off = ServerProcess(["--engine-threads", "4", "--pipeline-nice", "0"]).start()
-        try:
+        with ServerProcess(["--engine-threads", "4", "--pipeline-nice", "0"]).start() as off:
             self.assertEqual(self.pipeline_thread_ticks(off), {})
-        finally:
-            off.cleanup()
 
     def test_native_workers_in_parallel(self):
         """8 connections, each a sequential SET/EXISTS/GET/DEL loop on 4 MiB values."""
@@ -309,57 +302,62 @@ class ConcurrencyTest(unittest.TestCase):
         threads), while another connection sends PING / EXISTS / LARDER.PREFIX, which run on
         the io threads: every one of those must be answered while the big reads go on. The
         latencies are printed for the record, not asserted (shared, noisy machine)."""
-        import threading
-        big = [bytes([i + 1]) * (16 << 20) for i in range(4)]
-        setup = self.srv.raw()
-        for i, v in enumerate(big):
-            self.assertEqual(setup.call("SET", "cold%d" % i, v), b"+OK\r\n")
-        self.assertEqual(setup.call("SAVE"), b"+OK\r\n")
-        setup.close()
-        data = os.path.join(self.srv.tmp, "data")
-        for name in os.listdir(data):
-            try:
-                fd = os.open(os.path.join(data, name), os.O_RDONLY)
-            except FileNotFoundError:  # compacted away since the listing
-                continue
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
-        stop = threading.Event()
-        errors = []
+        # Its own server: no eviction and no background maintenance, so no generation is dropped
+        # while SAVE flushes (the engine's Flush fails if one is: "Column family dropped").
+        args = ["--io-threads", "2", "--engine-threads", "4", "--max-disk-bytes", "1gb",
+                "--maintenance-interval-ms", "0"]
+        with ServerProcess(args).start() as srv:
+            import threading
+            big = [bytes([i + 1]) * (16 << 20) for i in range(4)]
+            setup = srv.raw()
+            for i, v in enumerate(big):
+                self.assertEqual(setup.call("SET", "cold%d" % i, v), b"+OK\r\n")
+            self.assertEqual(setup.call("SAVE"), b"+OK\r\n")
+            setup.close()
+            data = os.path.join(srv.tmp, "data")
+            for name in os.listdir(data):
+                try:
+                    fd = os.open(os.path.join(data, name), os.O_RDONLY)
+                except FileNotFoundError:  # compacted away since the listing
+                    continue
+                try:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                finally:
+                    os.close(fd)
+            stop = threading.Event()
+            errors = []
 
-        def reader(r):
-            try:
-                rc = self.srv.raw()
-                while not stop.is_set():
-                    i = r % 4
-                    want = b"$%d\r\n" % len(big[i]) + big[i] + b"\r\n"
-                    assert rc.call("GET", "cold%d" % i) == want
-                rc.close()
-            except Exception as e:  # noqa: BLE001 (reported below)
-                errors.append("reader %d: %r" % (r, e))
+            def reader(r):
+                try:
+                    rc = srv.raw()
+                    while not stop.is_set():
+                        i = r % 4
+                        want = b"$%d\r\n" % len(big[i]) + big[i] + b"\r\n"
+                        assert rc.call("GET", "cold%d" % i) == want
+                    rc.close()
+                except Exception as e:  # noqa: BLE001 (reported below)
+                    errors.append("reader %d: %r" % (r, e))
 
-        threads = [threading.Thread(target=reader, args=(r,)) for r in range(6)]
-        for t in threads:
-            t.start()
-        probe = self.srv.raw()  # 10 s socket timeout: a stalled reply fails the test
-        worst = 0.0
-        try:
-            for _ in range(30):
-                for cmd, want in ((("PING",), b"+PONG\r\n"), (("EXISTS", "cold0"), b":1\r\n"),
-                                  (("LARDER.PREFIX", "cold0", "cold1", "nope"), b":2\r\n")):
-                    t0 = time.monotonic()
-                    self.assertEqual(probe.call(*cmd), want)
-                    worst = max(worst, time.monotonic() - t0)
-        finally:
-            stop.set()
+            threads = [threading.Thread(target=reader, args=(r,)) for r in range(6)]
             for t in threads:
-                t.join(120)
-            probe.close()
-        self.assertEqual(errors, [])
-        print("\n  io-thread command latency during 6 concurrent 16 MiB reads "
-              "(Python client threads included): worst %.1f ms" % (worst * 1000), file=sys.stderr)
+                t.start()
+            probe = srv.raw()  # 10 s socket timeout: a stalled reply fails the test
+            worst = 0.0
+            try:
+                for _ in range(30):
+                    for cmd, want in ((("PING",), b"+PONG\r\n"), (("EXISTS", "cold0"), b":1\r\n"),
+                                      (("LARDER.PREFIX", "cold0", "cold1", "nope"), b":2\r\n")):
+                        t0 = time.monotonic()
+                        self.assertEqual(probe.call(*cmd), want)
+                        worst = max(worst, time.monotonic() - t0)
+            finally:
+                stop.set()
+                for t in threads:
+                    t.join(120)
+                probe.close()
+            self.assertEqual(errors, [])
+            print("\n  io-thread command latency during 6 concurrent 16 MiB reads "
+                  "(Python client threads included): worst %.1f ms" % (worst * 1000), file=sys.stderr)
 
     def test_150_clients(self):
         import threading
@@ -421,8 +419,7 @@ class ProtectedModeTest(unittest.TestCase):
         ip = non_loopback_ip()
         if ip is None:
             self.skipTest("no non-loopback IPv4 address")
-        srv = ServerProcess(["--bind", "127.0.0.1", ip]).start()
-        try:
+        with ServerProcess(["--bind", "127.0.0.1", ip]).start() as srv:
             s = socket.create_connection((ip, srv.port), timeout=5)
             data = b""
             while True:
@@ -435,14 +432,11 @@ class ProtectedModeTest(unittest.TestCase):
             rc = srv.raw()  # loopback still fine
             self.assertEqual(rc.call("PING"), b"+PONG\r\n")
             rc.close()
-        finally:
-            srv.cleanup()
 
 
 class EvictionTest(unittest.TestCase):
     def test_write_three_times_the_budget(self):
-        srv = ServerProcess(["--generation-bytes", "64mb"]).start()
-        try:
+        with ServerProcess(["--generation-bytes", "64mb"]).start() as srv:
             r = srv.client()
             value_size = 8 << 20
             n = (3 * (256 << 20)) // value_size
@@ -465,8 +459,6 @@ class EvictionTest(unittest.TestCase):
             self.assertGreater(info["evicted_keys"], 0)
             self.assertLessEqual(info["disk_bytes"], (256 + 64 + 64) << 20)
             r.close()
-        finally:
-            srv.cleanup()
 
     def test_no_eviction_gives_oom(self):
         srv = ServerProcess(["--eviction-policy", "none", "--max-disk-bytes", "128mb",

@@ -7,9 +7,10 @@ import unittest
 
 import redis
 
-from server_harness import ServerProcess, encode
+from server_harness import ServerProcess, encode, wait_for
 from integration_robustness import *  # noqa: F401,F403 (more TestCases)
 from integration_lifecycle import *  # noqa: F401,F403
+from integration_redis_parity import *  # noqa: F401,F403
 
 
 class CommandsTest(unittest.TestCase):
@@ -214,8 +215,7 @@ class CommandsTest(unittest.TestCase):
         self.assertEqual(self.raw("EXPIRE", "e1", "ten"),
                          b"-ERR value is not an integer or out of range\r\n")
         self.assertEqual(c("PEXPIRE", "e1", "50"), 1)
-        time.sleep(0.2)
-        self.assertIsNone(c("GET", "e1"))
+        wait_for(lambda: c("GET", "e1") is None, timeout=30)
         c("SET", "e2", "v")
         self.assertEqual(c("EXPIRE", "e2", "-1"), 1)
         self.assertEqual(c("EXISTS", "e2"), 0)
@@ -353,8 +353,7 @@ class CommandsTest(unittest.TestCase):
         self.assertEqual(p.execute(), [True, 2, b"ab"])
 
     def test_flushdb_dbsize(self):
-        srv = ServerProcess().start()
-        try:
+        with ServerProcess().start() as srv:
             r = srv.client()
             r.mset({"f1": "1", "f2": "2"})
             self.assertEqual(r.dbsize(), 2)
@@ -364,8 +363,6 @@ class CommandsTest(unittest.TestCase):
             self.assertTrue(r.execute_command("FLUSHALL", "SYNC"))
             self.assertIsNone(r.get("f3"))
             r.close()
-        finally:
-            srv.cleanup()
 
     # --- data path ---
     def test_big_values_exact(self):

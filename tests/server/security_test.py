@@ -32,8 +32,7 @@ def config_get_all(rc):
 
 class SecurityTest(unittest.TestCase):
     def test_binds_loopback_by_default(self):
-        srv = ServerProcess(["--unixsocket", ""]).start()
-        try:
+        with ServerProcess(["--unixsocket", ""]).start() as srv:
             rc = srv.raw()
             self.assertEqual(rc.call("CONFIG", "GET", "bind"),
                              b"*2\r\n$4\r\nbind\r\n$9\r\n127.0.0.1\r\n")
@@ -44,15 +43,12 @@ class SecurityTest(unittest.TestCase):
             if ip is not None:
                 with self.assertRaises(ConnectionRefusedError):
                     socket.create_connection((ip, srv.port), timeout=5).close()
-        finally:
-            srv.cleanup()
 
     def test_remote_client_with_password_must_auth(self):
         ip = non_loopback_ip()
         if ip is None:
             self.skipTest("no non-loopback IPv4 address")
-        srv = ServerProcess(["--bind", ip, "127.0.0.1", "--requirepass", "pw"]).start()
-        try:
+        with ServerProcess(["--bind", ip, "127.0.0.1", "--requirepass", "pw"]).start() as srv:
             s = socket.create_connection((ip, srv.port), timeout=5)
             s.sendall(b"GET k\r\n")
             self.assertEqual(s.recv(200), b"-NOAUTH Authentication required.\r\n")
@@ -62,12 +58,9 @@ class SecurityTest(unittest.TestCase):
                 got += s.recv(200)
             self.assertEqual(got, b"+OK\r\n$-1\r\n")
             s.close()
-        finally:
-            srv.cleanup()
 
     def test_requirepass_set_at_runtime(self):
-        srv = ServerProcess(["--unixsocket", ""]).start()
-        try:
+        with ServerProcess(["--unixsocket", ""]).start() as srv:
             rc = srv.raw()
             self.assertTrue(rc.call("AUTH", "x").startswith(
                 b"-ERR AUTH <password> called without any password configured"))
@@ -84,14 +77,11 @@ class SecurityTest(unittest.TestCase):
                 self.assertTrue(rc.call("CONFIG", "SET", "requirepass", bad).startswith(
                     b"-ERR CONFIG SET failed (possibly related to argument 'requirepass')"), bad)
             rc.close()
-        finally:
-            srv.cleanup()
 
     def test_password_survives_rewrite_without_injecting_options(self):
         tmp = tempfile.mkdtemp(prefix="larder-sec-")
         self.addCleanup(shutil.rmtree, tmp, True)
-        srv = ServerProcess(["--unixsocket", ""], conf_text="port 0\n", tmp=tmp).start()
-        try:
+        with ServerProcess(["--unixsocket", ""], conf_text="port 0\n", tmp=tmp).start() as srv:
             tricky = 'p "q\' dir /etc #'
             rc = srv.raw()
             self.assertEqual(rc.call("CONFIG", "SET", "requirepass", tricky), b"+OK\r\n")
@@ -103,8 +93,6 @@ class SecurityTest(unittest.TestCase):
             self.assertEqual(rc.call("AUTH", tricky), b"+OK\r\n")
             self.assertEqual(rc.call("CONFIG", "GET", "dir")[-len(b"/data\r\n"):], b"/data\r\n")
             rc.close()
-        finally:
-            srv.cleanup()
 
     def test_unixsocketperm(self):
         for perm in (0o700, 0o660):
@@ -120,8 +108,7 @@ class SecurityTest(unittest.TestCase):
                 srv.cleanup()
 
     def test_only_documented_options_change_at_runtime(self):
-        srv = ServerProcess(["--unixsocket", ""]).start()
-        try:
+        with ServerProcess(["--unixsocket", ""]).start() as srv:
             rc = srv.raw()
             options = config_get_all(rc)
             self.assertIn(b"dir", options)
@@ -141,8 +128,6 @@ class SecurityTest(unittest.TestCase):
             self.assertEqual(rc.call("CONFIG", "REWRITE"),
                              b"-ERR The server is running without a config file\r\n")
             rc.close()
-        finally:
-            srv.cleanup()
 
     def test_no_path_traversal_through_commands(self):
         srv = ServerProcess(["--unixsocket", ""]).start()

@@ -1,6 +1,10 @@
-"""Test harness for larder-server: starts the real binary on a free port with a temp data
-directory, and speaks raw RESP for byte-exact checks. The server is always killed and the
-temp directory removed (stop() / tearDown)."""
+"""Harness for everything that starts a server and talks RESP to it: the tests, the bench smoke
+tests and the Python benches (bench/ imports this file; nothing here imports from bench/).
+
+A server process (larder-server, or Debian's redis-server 7 as the reference) runs on a free
+loopback port with a temp data directory and its log there; it is always stopped, and the
+directory removed, by cleanup(). RawClient speaks raw RESP for byte-exact checks."""
+import ctypes
 import os
 import shutil
 import signal
@@ -11,12 +15,14 @@ import time
 
 SERVER = os.environ.get("LARDER_SERVER") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "bin", "larder-server")
+REDIS_SERVER = (os.environ.get("REDIS_SERVER") or shutil.which("redis-server")
+                or "/usr/bin/redis-server")
+MiB = 1 << 20
 
 
 def _die_with_parent():
     """Runs in the child before exec: SIGTERM it if the test process dies (even by SIGKILL,
     e.g. a CTest timeout), so no server outlives its test."""
-    import ctypes
     PR_SET_PDEATHSIG = 1
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
@@ -27,34 +33,88 @@ def free_port():
         return s.getsockname()[1]
 
 
-class ServerProcess:
-    """One larder-server process. `args` are extra --option value pairs; `wrapper` is a command
-    prefix (e.g. ["prlimit", "--nofile=256:256"])."""
+def encode(*args):
+    """One RESP command (an array of bulk strings) from str, bytes or int arguments."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
 
-    def __init__(self, args=(), conf_text=None, tmp=None, wrapper=()):
+
+def set_get_pipeline(n):
+    """n commands, SET then GET of small values on 1,000 keys, as one request, and the exact
+    bytes of their replies: (request, expected)."""
+    cmds, want = [], []
+    for i in range(n // 2):
+        k, v = "pl:%d" % (i % 1000), b"v%d" % i
+        cmds.append(encode("SET", k, v))
+        cmds.append(encode("GET", k))
+        want.append(b"+OK\r\n$%d\r\n%s\r\n" % (len(v), v))
+    return b"".join(cmds), b"".join(want)
+
+
+def keep_big_buffers_on_the_heap():
+    """Call once in a process that times replies of 128 KiB or more. With glibc's defaults each
+    such receive buffer is mmap()ed and unmapped on free, so every reply costs the client fresh
+    page faults (2-4 ms per 256 KiB GET on a 2-core machine, against 0.1-0.2 ms with these
+    thresholds, which glibc's own dynamic threshold reaches once a 4 MiB block was freed)."""
+    libc = ctypes.CDLL("libc.so.6")
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    libc.mallopt(m_mmap_threshold, 4 << 20)
+    libc.mallopt(m_trim_threshold, 8 << 20)
+
+
+def wait_for(predicate, timeout=30, interval=0.05):
+    """Calls predicate until it returns something true, and returns that; raises AssertionError
+    after `timeout` seconds. Tests wait for a condition this way, never for a fixed time, so a
+    loaded machine makes them slower, not flaky."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met within %s s" % timeout)
+        time.sleep(interval)
+
+
+def info_stat(server, name):
+    """The INFO field `name` of a running server, as an int when it is one."""
+    rc = server.raw()
+    try:
+        reply = rc.call("INFO", "everything")
+    finally:
+        rc.close()
+    for line in reply.split(b"\r\n"):
+        key, _, value = line.decode(errors="replace").partition(":")
+        if key == name:
+            return int(value) if value.lstrip("-").isdigit() else value
+    raise KeyError(name)
+
+
+class Process:
+    """One server process on a free loopback port, its temp directory (created unless `tmp` is
+    given, and then removed by cleanup()) holding `log_name`. Subclasses say how it is started
+    (command_line); `wrapper` is a command prefix (e.g. ["prlimit", "--nofile=256:256"])."""
+    log_name = "server.log"
+
+    def __init__(self, tmp=None, wrapper=()):
         self.own_tmp = tmp is None
         self.tmp = tmp or tempfile.mkdtemp(prefix="larder-it-")
         self.port = free_port()
-        self.conf = None
-        if conf_text is not None:
-            self.conf = os.path.join(self.tmp, "larder.conf")
-            with open(self.conf, "w") as f:
-                f.write(conf_text)
-        self.args = list(args)
         self.wrapper = list(wrapper)
         self.proc = None
-        self.log_path = os.path.join(self.tmp, "server.log")
+        self.log = None
+        self.log_path = os.path.join(self.tmp, self.log_name)
+
+    def command_line(self):
+        raise NotImplementedError
 
     def start(self, timeout=20):
-        cmd = self.wrapper + [SERVER]
-        if self.conf:
-            cmd.append(self.conf)
-        cmd += ["--port", str(self.port), "--dir", os.path.join(self.tmp, "data")]
-        cmd += ["--max-disk-bytes", "256mb", "--memtable-bytes", "64mb"]
-        cmd += self.args
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                     preexec_fn=_die_with_parent)
+        self.proc = subprocess.Popen(self.wrapper + self.command_line(), stdout=self.log,
+                                     stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         return self.wait_listening(timeout)
 
     def wait_listening(self, timeout):
@@ -74,6 +134,9 @@ class ServerProcess:
     def read_log(self):
         with open(self.log_path, "rb") as f:
             return f.read().decode(errors="replace")
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
         """Graceful stop; returns the exit code (kills on timeout)."""
@@ -96,6 +159,13 @@ class ServerProcess:
         if self.own_tmp:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
+    # `with ServerProcess(...).start() as srv:` cleans up however the block ends.
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.cleanup()
+
     def client(self, **kw):
         import redis
         return redis.Redis(host="127.0.0.1", port=self.port, **kw)
@@ -104,15 +174,44 @@ class ServerProcess:
         return RawClient(self.port)
 
 
-def encode(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if isinstance(a, str):
-            a = a.encode()
-        elif isinstance(a, int):
-            a = str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
+class ServerProcess(Process):
+    """larder-server. `args` are extra --option value pairs (they win over the defaults);
+    `conf_text`, if given, is written to tmp/larder.conf and loaded; `limits` are the options
+    every test server gets unless it says otherwise (a small disk budget and memtable)."""
+    TEST_LIMITS = ("--max-disk-bytes", "256mb", "--memtable-bytes", "64mb")
+
+    def __init__(self, args=(), conf_text=None, tmp=None, wrapper=(), limits=TEST_LIMITS):
+        super().__init__(tmp, wrapper)
+        self.conf = None
+        if conf_text is not None:
+            self.conf = os.path.join(self.tmp, "larder.conf")
+            with open(self.conf, "w") as f:
+                f.write(conf_text)
+        self.args = list(args)
+        self.limits = list(limits)
+
+    def command_line(self):
+        cmd = [SERVER] + ([self.conf] if self.conf else [])
+        cmd += ["--port", str(self.port), "--dir", os.path.join(self.tmp, "data")]
+        return cmd + self.limits + self.args
+
+
+class RedisProcess(Process):
+    """Debian's redis-server 7, the reference where the behaviour is Redis's: no persistence,
+    loopback only; `args` are extra --option value pairs; `binary` overrides REDIS_SERVER."""
+    log_name = "redis.log"
+
+    def __init__(self, args=(), tmp=None, wrapper=(), binary=None):
+        super().__init__(tmp, wrapper)
+        self.args = list(args)
+        self.binary = binary or REDIS_SERVER
+
+    def command_line(self):
+        if not os.path.exists(self.binary):
+            raise RuntimeError(f"redis-server not found at {self.binary}; "
+                               "scripts/deps --test installs it (Debian redis-server)")
+        return [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--dir", self.tmp] + self.args
 
 
 class RawClient:

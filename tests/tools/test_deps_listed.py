@@ -9,7 +9,10 @@ ships it, and fails unless that package is listed by `scripts/deps --test --list
 every Debian system (Essential or Priority: required).
 
 What counts as "named": a quoted word in a test source that is an executable on PATH, and the
-first word of a command line in a shell script or a CMake add_test. A program named where it is
+first word of a command line in a shell script or a CMake add_test. In Python sources the
+words are read from the string constants, leaving out those that are data keys (dict keys,
+subscripts, .get() keys): a result field named after fio names no program, and counting it would
+make the test's verdict depend on what else happens to be installed. A program named where it is
 run (subprocess, shutil.which, spawn, add_test COMMAND) but absent from PATH is an error too:
 its package is missing from the list.
 
@@ -92,6 +95,28 @@ def shell_first_words(text):
             break
 
 
+DATA_KEY_METHODS = ("get", "setdefault", "pop")
+
+
+def python_words(text):
+    """Quoted words of a Python source, from its string constants, data keys left out."""
+    tree = ast.parse(text)
+    keys = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys.update(id(k) for k in node.keys if k is not None)
+        elif isinstance(node, ast.Subscript):
+            keys.add(id(node.slice))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in DATA_KEY_METHODS and node.args):
+            keys.add(id(node.args[0]))
+    words = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in keys:
+            words |= set(QUOTED_WORD.findall(repr(node.value)))
+    return words
+
+
 def programs_named():
     """{program: set of files naming it}, and {program: files running it} (run context)."""
     named, run = {}, {}
@@ -99,7 +124,7 @@ def programs_named():
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
         rel = os.path.relpath(path, ROOT)
-        words = set(QUOTED_WORD.findall(text))
+        words = python_words(text) if path.endswith(".py") else set(QUOTED_WORD.findall(text))
         run_words = {a or b for a, b in RUN_CONTEXT.findall(text)}
         if text.startswith("#!") and "sh" in text.splitlines()[0]:
             words |= set(shell_first_words(text))

@@ -8,26 +8,32 @@
 //   larder-admin [--dir DIR] get KEY > file
 //   larder-admin [--dir DIR] put KEY [--ttl-ms N] < file
 //   larder-admin [--dir DIR] del KEY [KEY ...]
-//   larder-admin [--dir DIR] evict --to BYTES  (units: k, kb, m, mb, g, gb, t, tb like larder.conf)
+//   larder-admin [--dir DIR] evict --to BYTES  (units as in larder.conf: k, kb, m, mb, g, gb)
 //   larder-admin [--dir DIR] compact
 //
 // It opens the directory itself and refuses while another process (a running larder-server)
-// holds it. Long operations show progress on a terminal and stay quiet when piped.
+// holds it. Long operations show progress on a terminal and stay quiet when piped. Each
+// command is a row of kCommands beside the function that runs it.
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
-#include <cstring>
 #include <iostream>
 #include <iterator>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "common/units.h"
 #include "larder/store.h"
 
 namespace {
 
 constexpr int kExitOk = 0, kExitFound = 1, kExitError = 2;
+
+using Args = std::vector<std::string>;
 
 int Usage() {
   std::fprintf(stderr,
@@ -43,31 +49,8 @@ int Fail(const std::string& msg) {
   return kExitError;
 }
 
-// Bytes with larder.conf's units: k=1000, kb=1024, m, mb, g, gb, t, tb (case-insensitive).
-std::optional<uint64_t> ParseBytes(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  size_t digits = 0;
-  while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[digits]))) ++digits;
-  if (digits == 0 || digits > 19) return std::nullopt;
-  uint64_t n = std::stoull(s.substr(0, digits));
-  std::string unit = s.substr(digits);
-  static const std::pair<const char*, uint64_t> kUnits[] = {{"", 1},
-                                                            {"b", 1},
-                                                            {"k", 1000},
-                                                            {"kb", 1ull << 10},
-                                                            {"m", 1000000},
-                                                            {"mb", 1ull << 20},
-                                                            {"g", 1000000000},
-                                                            {"gb", 1ull << 30},
-                                                            {"t", 1000000000000ull},
-                                                            {"tb", 1ull << 40}};
-  for (auto& [name, mult] : kUnits) {
-    if (unit == name) {
-      if (n > UINT64_MAX / mult) return std::nullopt;
-      return n * mult;
-    }
-  }
-  return std::nullopt;
+int FailBusy(const std::string& dir, const std::string& advice) {
+  return Fail(dir + " is in use by another process (a running larder-server?); " + advice);
 }
 
 void Progress(uint64_t done, uint64_t total, void*) {
@@ -79,22 +62,17 @@ void Progress(uint64_t done, uint64_t total, void*) {
   if (done == total) std::fputc('\n', stderr);
 }
 
-// Only `put` may create a new directory; every other command needs an existing one.
-std::unique_ptr<larder::Store> OpenOrExplain(const std::string& dir, int* rc, bool create = false) {
+// Opens `dir` for an offline command; nullptr (with *rc set after saying why) on failure. Only
+// `put` may create a new directory.
+std::unique_ptr<larder::Store> OpenOrExplain(const std::string& dir, int* rc, bool create) {
   larder::Options o;
   o.create_if_missing = create;
   o.maintenance_interval_ms = 0;  // offline: change nothing the command did not ask for
   o.max_disk_bytes = ~0ull >> 2;  // no budget: the admin tool never writes past it
   auto r = larder::Store::Open(o, dir);
   if (r.ok()) return std::move(r).value();
-  const larder::Status& s = r.status();
-  if (s.IsBusy()) {
-    *rc = Fail(dir +
-               " is in use by another process (a running larder-server?); stop it, or use "
-               "redis-cli against the server instead");
-  } else {
-    *rc = Fail("cannot open " + dir + ": " + s.ToString());
-  }
+  *rc = r.status().IsBusy() ? FailBusy(dir, "stop it, or use redis-cli against the server instead")
+                            : Fail("cannot open " + dir + ": " + r.status().ToString());
   return nullptr;
 }
 
@@ -107,113 +85,152 @@ void PrintStats(const larder::Stats& s) {
       (unsigned long long)s.expired_keys, (unsigned long long)s.corruptions);
 }
 
+// verify: opens the directory itself (read-only), so it needs no store.
+int Verify(const std::string& dir) {
+  auto r = larder::Verify(dir, isatty(STDERR_FILENO) ? Progress : nullptr, nullptr);
+  if (!r.ok() && r.status().IsCorruption()) {  // too damaged to open: a finding, not an error
+    std::printf("bad: %s\n", r.status().ToString().c_str());
+    std::printf("cannot open %s: the directory is damaged (a cache: it may be emptied)\n",
+                dir.c_str());
+    return kExitFound;
+  }
+  if (!r.ok() && r.status().IsBusy()) return FailBusy(dir, "stop it first");
+  if (!r.ok()) return Fail("cannot verify " + dir + ": " + r.status().ToString());
+  for (const auto& p : r->problems) std::printf("bad: %s\n", p.c_str());
+  std::printf("verified %llu entries: %llu ok, %llu corrupt, %llu missing\n",
+              (unsigned long long)r->entries, (unsigned long long)r->ok,
+              (unsigned long long)r->corrupt, (unsigned long long)r->missing);
+  std::printf("checked %llu SST files: %llu corrupt\n", (unsigned long long)r->sst_files,
+              (unsigned long long)r->corrupt_sst_files);
+  return r->clean() ? kExitOk : kExitFound;
+}
+
+int Stats(larder::Store& store, const Args&) {
+  PrintStats(store.GetStats());
+  return kExitOk;
+}
+
+int Keys(larder::Store& store, const Args& args) {
+  uint64_t cursor = 0;
+  do {
+    larder::ScanPage p = store.Scan(cursor, args.empty() ? "*" : args[0], 1000);
+    for (const auto& k : p.keys) std::printf("%s\n", k.c_str());
+    cursor = p.next_cursor;
+  } while (cursor != 0);
+  return kExitOk;
+}
+
+int Get(larder::Store& store, const Args& args) {
+  auto v = store.Get(args[0]);
+  if (!v.ok()) {
+    Fail("no such key: " + args[0]);
+    return kExitFound;
+  }
+  if (fwrite(v->data(), 1, v->size(), stdout) != v->size()) return Fail("write to stdout failed");
+  return kExitOk;
+}
+
+// A whole number of milliseconds, or nullopt.
+std::optional<int64_t> ParseTtlMs(const std::string& t) {
+  int64_t ttl = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), ttl);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size() || ttl < 0) return std::nullopt;
+  return ttl;
+}
+
+// put KEY [--ttl-ms N]: the value is stdin; the arguments were checked (CheckPutArgs).
+int Put(larder::Store& store, const Args& args) {
+  const int64_t ttl = args.size() == 3 ? *ParseTtlMs(args[2]) : 0;
+  std::string value((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  larder::Status s = store.Put(args[0], value, ttl);
+  if (!s.ok()) return Fail("put failed: " + s.ToString());
+  return kExitOk;
+}
+
+int Del(larder::Store& store, const Args& args) {
+  int deleted = 0;
+  for (const auto& k : args) deleted += store.Delete(k).ok();
+  std::printf("%d\n", deleted);
+  return kExitOk;
+}
+
+// evict --to BYTES: its argument was checked before the store opened (ParseEvictTarget).
+int Evict(larder::Store& store, const Args& args) {
+  larder::Status s = store.EvictTo(*larder::common::ParseBytes(args[1]));
+  if (!s.ok()) return Fail("evict failed: " + s.ToString());
+  PrintStats(store.GetStats());
+  return kExitOk;
+}
+
+int Compact(larder::Store& store, const Args&) {
+  larder::Status s = store.Compact();
+  if (!s.ok()) return Fail("compact failed: " + s.ToString());
+  PrintStats(store.GetStats());
+  return kExitOk;
+}
+
+// Checks a command's arguments before the store opens; the error, or nullopt.
+using ArgsCheck = std::optional<std::string> (*)(const Args& args);
+
+std::optional<std::string> CheckEvictArgs(const Args& args) {
+  if (args[0] != "--to") return "usage: evict --to BYTES";
+  if (!larder::common::ParseBytes(args[1])) {
+    return "--to takes a size such as 500gb or 1000000, got '" + args[1] + "'";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> CheckPutArgs(const Args& args) {
+  if (args.size() == 2 || (args.size() == 3 && args[1] != "--ttl-ms")) {
+    return "usage: put KEY [--ttl-ms N]";
+  }
+  if (args.size() == 3 && !ParseTtlMs(args[2])) {
+    return "--ttl-ms takes a whole number of milliseconds, got '" + args[2] + "'";
+  }
+  return std::nullopt;
+}
+
+struct Command {
+  std::string_view name;
+  size_t min_args, max_args;  // after the command's name
+  int (*run)(larder::Store& store, const Args& args);
+  bool creates = false;       // may create a missing directory
+  ArgsCheck check = nullptr;  // optional, before the store opens
+};
+
+constexpr size_t kAny = ~size_t{0};
+
+const Command kCommands[] = {
+    {"stats", 0, 0, Stats},     {"keys", 0, 1, Keys},
+    {"get", 1, 1, Get},         {"put", 1, 3, Put, /*creates=*/true, CheckPutArgs},
+    {"del", 1, kAny, Del},      {"evict", 2, 2, Evict, false, CheckEvictArgs},
+    {"compact", 0, 0, Compact},
+};
+
+int RunCommand(const std::string& dir, const std::string& name, const Args& args) {
+  if (name == "verify") return args.empty() ? Verify(dir) : Usage();
+  for (const Command& c : kCommands) {
+    if (c.name != name) continue;
+    if (args.size() < c.min_args || args.size() > c.max_args) return Usage();
+    if (c.check) {
+      if (auto err = c.check(args)) return Fail(*err);
+    }
+    int rc = kExitOk;
+    std::unique_ptr<larder::Store> store = OpenOrExplain(dir, &rc, c.creates);
+    return store ? c.run(*store, args) : rc;
+  }
+  return Usage();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+  Args args(argv + 1, argv + argc);
   std::string dir = "./data";
   if (args.size() >= 2 && args[0] == "--dir") {
     dir = args[1];
     args.erase(args.begin(), args.begin() + 2);
   }
   if (args.empty() || args[0] == "-h" || args[0] == "--help") return Usage();
-  const std::string cmd = args[0];
-  const std::vector<std::string> rest(args.begin() + 1, args.end());
-
-  if (cmd == "verify") {
-    if (!rest.empty()) return Usage();
-    const bool tty = isatty(STDERR_FILENO);
-    auto r = larder::Verify(dir, tty ? Progress : nullptr, nullptr);
-    if (!r.ok() && r.status().IsCorruption()) {  // too damaged to open: a finding, not an error
-      std::printf("bad: %s\n", r.status().ToString().c_str());
-      std::printf("cannot open %s: the directory is damaged (a cache: it may be emptied)\n",
-                  dir.c_str());
-      return kExitFound;
-    }
-    if (!r.ok()) {
-      return r.status().IsBusy() ? Fail(dir +
-                                        " is in use by another process (a running "
-                                        "larder-server?); stop it first")
-                                 : Fail("cannot verify " + dir + ": " + r.status().ToString());
-    }
-    for (const auto& p : r->problems) std::printf("bad: %s\n", p.c_str());
-    std::printf("verified %llu entries: %llu ok, %llu corrupt, %llu missing\n",
-                (unsigned long long)r->entries, (unsigned long long)r->ok,
-                (unsigned long long)r->corrupt, (unsigned long long)r->missing);
-    std::printf("checked %llu SST files: %llu corrupt\n", (unsigned long long)r->sst_files,
-                (unsigned long long)r->corrupt_sst_files);
-    return r->clean() ? kExitOk : kExitFound;
-  }
-
-  int rc = kExitOk;
-  if (cmd == "stats" && rest.empty()) {
-    auto store = OpenOrExplain(dir, &rc);
-    if (store) PrintStats(store->GetStats());
-    return rc;
-  }
-  if (cmd == "keys" && rest.size() <= 1) {
-    auto store = OpenOrExplain(dir, &rc);
-    if (!store) return rc;
-    uint64_t cursor = 0;
-    do {
-      larder::ScanPage p = store->Scan(cursor, rest.empty() ? "*" : rest[0], 1000);
-      for (const auto& k : p.keys) std::printf("%s\n", k.c_str());
-      cursor = p.next_cursor;
-    } while (cursor != 0);
-    return kExitOk;
-  }
-  if (cmd == "get" && rest.size() == 1) {
-    auto store = OpenOrExplain(dir, &rc);
-    if (!store) return rc;
-    auto v = store->Get(rest[0]);
-    if (!v.ok()) {
-      Fail("no such key: " + rest[0]);
-      return kExitFound;
-    }
-    if (fwrite(v->data(), 1, v->size(), stdout) != v->size()) return Fail("write to stdout failed");
-    return kExitOk;
-  }
-  if (cmd == "put" && (rest.size() == 1 || (rest.size() == 3 && rest[1] == "--ttl-ms"))) {
-    int64_t ttl = 0;
-    if (rest.size() == 3) {
-      auto t = ParseBytes(rest[2]);  // a plain integer
-      if (!t || rest[2].find_first_not_of("0123456789") != std::string::npos) {
-        return Fail("--ttl-ms takes a whole number of milliseconds, got '" + rest[2] + "'");
-      }
-      ttl = static_cast<int64_t>(*t);
-    }
-    std::string value((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    auto store = OpenOrExplain(dir, &rc, /*create=*/true);
-    if (!store) return rc;
-    larder::Status s = store->Put(rest[0], value, ttl);
-    if (!s.ok()) return Fail("put failed: " + s.ToString());
-    return kExitOk;
-  }
-  if (cmd == "del" && !rest.empty()) {
-    auto store = OpenOrExplain(dir, &rc);
-    if (!store) return rc;
-    int deleted = 0;
-    for (const auto& k : rest) deleted += store->Delete(k).ok();
-    std::printf("%d\n", deleted);
-    return kExitOk;
-  }
-  if (cmd == "evict" && rest.size() == 2 && rest[0] == "--to") {
-    auto to = ParseBytes(rest[1]);
-    if (!to) return Fail("--to takes a size such as 500gb or 1000000, got '" + rest[1] + "'");
-    auto store = OpenOrExplain(dir, &rc);
-    if (!store) return rc;
-    larder::Status s = store->EvictTo(*to);
-    if (!s.ok()) return Fail("evict failed: " + s.ToString());
-    PrintStats(store->GetStats());
-    return kExitOk;
-  }
-  if (cmd == "compact" && rest.empty()) {
-    auto store = OpenOrExplain(dir, &rc);
-    if (!store) return rc;
-    larder::Status s = store->Compact();
-    if (!s.ok()) return Fail("compact failed: " + s.ToString());
-    PrintStats(store->GetStats());
-    return kExitOk;
-  }
-  return Usage();
+  return RunCommand(dir, args[0], Args(args.begin() + 1, args.end()));
 }

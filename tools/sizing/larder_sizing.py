@@ -65,9 +65,13 @@ PRESETS = {
 
 LARDER_MAX_VALUE_BYTES = 512 << 20  # the engine's default max_value_bytes
 
-# Size suffixes: binary with an "i" (KiB, Ki), decimal otherwise (KB, K); a trailing B is optional.
-_UNIT_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(i?)(b?)\s*$", re.IGNORECASE)
+# Sizes take larder.conf's units (Redis's), case-insensitive: b, k = 1000, kb = 1024, m = 1000^2,
+# mb = 1024^2, g = 1000^3, gb = 1024^3. The server's parser (common/units.h) reads the same
+# dialect; tests/common/byte_sizes.tsv holds the cases both are tested against.
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1 << 10, "m": 1000 ** 2, "mb": 1 << 20,
+          "g": 1000 ** 3, "gb": 1 << 30}
+_SIZE_RE = re.compile(r"([0-9]+)([a-zA-Z]*)")
+_MAX_BYTES = (1 << 64) - 1
 
 
 class InputError(Exception):
@@ -75,27 +79,15 @@ class InputError(Exception):
 
 
 def parse_bytes(text):
-    """'512GiB' -> 549755813888, '2TB' -> 2000000000000, '1.5T' -> 1500000000000, '4096' -> 4096.
+    """'512gb' -> 549755813888, '2000g' -> 2000000000000, '4096' -> 4096 (larder.conf's units).
 
-    Binary units need the i (KiB/MiB/GiB/TiB/PiB or Ki/Mi/...); K/M/G/T/P and KB/MB/... are
-    powers of 1000 (the way drives are sold). Case-insensitive. Fractions are allowed when the
-    result is a whole number of bytes after rounding down; a bare number must be an integer.
-    """
-    m = _SIZE_RE.match(str(text))
-    if not m:
-        raise InputError(f"bad size '{text}' (use e.g. 512GiB, 2TB, 1.5T or plain bytes)")
-    number, prefix, binary, _ = m.groups()
-    prefix = prefix.lower()
-    if binary and not prefix:
-        raise InputError(f"bad size '{text}' (use e.g. 512GiB, 2TB, 1.5T or plain bytes)")
-    if not prefix and "." in number:
-        raise InputError(f"bad size '{text}': plain bytes must be a whole number")
-    base = 1024 if binary else 1000
-    whole, _, frac = number.partition(".")
-    # Exact integer arithmetic: value = (whole.frac) * base^power, rounded down.
-    scale = 10 ** len(frac)
-    numerator = int(whole or "0") * scale + int(frac or "0")
-    return numerator * base ** _UNIT_POWERS[prefix] // scale
+    A whole number of bytes below 2^64, with an optional unit (see _UNITS); nothing else: no
+    sign, blanks, fraction or other unit."""
+    m = _SIZE_RE.fullmatch(str(text))
+    unit = m and _UNITS.get(m.group(2).lower())
+    if unit is None or int(m.group(1)) * unit > _MAX_BYTES:
+        raise InputError(f"bad size '{text}' (use e.g. 512gb, 2000g, 64mb or plain bytes)")
+    return int(m.group(1)) * unit
 
 
 def parse_positive_int(text, what):
@@ -389,7 +381,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser():
     p = _Parser(prog=PROG, description="KV-cache sizing for Larder (bytes per token and per "
                 "chunk, what fits on disk, in DRAM and in HBM, load vs recompute time).",
-                epilog="Sizes take units: 512GiB, 2TB, 1.5T (binary with i, decimal without) "
+                epilog="Sizes take larder.conf's units: 512gb (2^30), 2000g (10^9), 64mb, 64m "
                 "or plain bytes. Presets: " + ", ".join(sorted(PRESETS)) + ".")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--model", metavar="NAME", help="a built-in preset (see below)")

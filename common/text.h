@@ -1,0 +1,23 @@
+// ASCII case helpers (protocol words, option names, units). Locale-independent.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace larder::common {
+
+// ASCII case-insensitive equality.
+bool EqualsNoCase(std::string_view a, std::string_view b);
+
+// `s` with A-Z lowered; other bytes unchanged.
+std::string ToLower(std::string_view s);
+
+// The pieces of `s` between `sep`s, empty ones included, except that a final `sep` ends the
+// last piece rather than starting an empty one: "a,,b," -> {"a", "", "b"}; "" -> {}.
+std::vector<std::string> Split(std::string_view s, char sep);
+
+// `s` with a-z raised; other bytes unchanged.
+std::string ToUpper(std::string_view s);
+
+}  // namespace larder::common

@@ -1,0 +1,175 @@
+// CLIENT and its subcommands, each a row of kSubcommands beside its handler.
+#include <optional>
+
+#include "commands/client_name.h"
+#include "commands/families.h"
+#include "commands/subcommands.h"
+#include "commands/util.h"
+
+namespace larder::server {
+
+namespace {
+
+// The fields of a client other clients may read, copied under its lock.
+struct Names {
+  std::string name, lib_name, lib_ver, last_cmd;
+};
+
+Names NamesOf(const ClientState& c) {
+  std::lock_guard<std::mutex> lock(c.mu);
+  return {c.name, c.lib_name, c.lib_ver, c.last_cmd};
+}
+
+// One CLIENT LIST / CLIENT INFO line in Redis's format:
+// "id=3 addr=... laddr=... fd=8 name=... age=0 idle=0 flags=N db=0 ... resp=2 lib-name=...\n"
+std::string ClientInfoLine(const ClientState& c, int64_t now_ms) {
+  const Names n = NamesOf(c);
+  const int64_t age = (now_ms - c.created_ms) / 1000;
+  const int64_t idle = std::max<int64_t>(0, (now_ms - c.last_active_ms.load()) / 1000);
+  return "id=" + std::to_string(c.id) + " addr=" + c.addr + " laddr=" + c.laddr +
+         " fd=" + std::to_string(c.fd) + " name=" + n.name + " age=" + std::to_string(age) +
+         " idle=" + std::to_string(idle) + " flags=" + (c.unix_socket ? "U" : "N") +
+         " db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0"
+         " rbp=0 obl=0 oll=0 omem=" +
+         std::to_string(c.output_bytes.load()) +
+         " tot-mem=0 events=r cmd=" + (n.last_cmd.empty() ? "NULL" : n.last_cmd) +
+         " user=default redir=-1 resp=" + std::to_string(c.resp.load()) +
+         " lib-name=" + n.lib_name + " lib-ver=" + n.lib_ver + "\n";
+}
+
+void Id(Ctx& ctx) {
+  ctx.w.Integer(static_cast<int64_t>(ctx.client.id));
+}
+
+void SetName(Ctx& ctx) {
+  if (!ValidClientName(ctx.argv[2])) return ctx.w.Error(kErrClientName);
+  {
+    std::lock_guard<std::mutex> lock(ctx.client.mu);
+    ctx.client.name = ctx.argv[2];
+  }
+  ctx.w.SimpleString("OK");
+}
+
+void GetName(Ctx& ctx) {
+  const std::string name = NamesOf(ctx.client).name;
+  if (name.empty()) return ctx.w.Null();
+  ctx.w.BulkString(name);
+}
+
+void SetInfo(Ctx& ctx) {
+  const std::string attr = ToLower(ctx.argv[2]);
+  {
+    std::lock_guard<std::mutex> lock(ctx.client.mu);
+    if (attr == "lib-name") {
+      ctx.client.lib_name = ctx.argv[3];
+    } else if (attr == "lib-ver") {
+      ctx.client.lib_ver = ctx.argv[3];
+    } else {
+      return ctx.w.Error("ERR Unrecognized option '" + ctx.argv[2] + "'");
+    }
+  }
+  ctx.w.SimpleString("OK");
+}
+
+void Info(Ctx& ctx) {
+  ctx.w.Verbatim("txt", ClientInfoLine(ctx.client, ctx.NowMs()));
+}
+
+void List(Ctx& ctx) {
+  const int64_t now = ctx.NowMs();
+  std::string out;
+  ctx.core.clients->ForEach([&](const ClientState& c) { out += ClientInfoLine(c, now); });
+  ctx.w.Verbatim("txt", out);
+}
+
+// Which clients CLIENT KILL <option> <value> ... closes.
+struct KillFilter {
+  uint64_t id = 0;   // 0 = any
+  std::string addr;  // "" = any
+  bool skipme = true;
+
+  bool Matches(const ClientState& c, uint64_t me) const {
+    return !(skipme && c.id == me) && (id == 0 || c.id == id) && (addr.empty() || c.addr == addr);
+  }
+};
+
+// Parses the option/value pairs from argv[2]; replies the error and returns nullopt if bad.
+std::optional<KillFilter> ParseKillFilter(Ctx& ctx) {
+  if (ctx.argc() % 2 != 0) {
+    ctx.w.Error(kErrSyntax);
+    return std::nullopt;
+  }
+  KillFilter f;
+  for (size_t i = 2; i < ctx.argc(); i += 2) {
+    const std::string opt = ToLower(ctx.argv[i]);
+    const std::string& value = ctx.argv[i + 1];
+    int64_t id = 0;
+    if (opt == "id" && ParseInt64(value, &id) && id > 0) {
+      f.id = static_cast<uint64_t>(id);
+    } else if (opt == "id") {
+      ctx.w.Error("ERR client-id should be greater than 0");
+      return std::nullopt;
+    } else if (opt == "addr") {
+      f.addr = value;
+    } else if (opt == "skipme") {
+      f.skipme = !EqualsNoCase(value, "no");
+    } else {
+      ctx.w.Error(kErrSyntax);
+      return std::nullopt;
+    }
+  }
+  return f;
+}
+
+// CLIENT KILL addr (old form: OK or an error) | CLIENT KILL <option> <value> ... (a count).
+void Kill(Ctx& ctx) {
+  ClientRegistry& clients = *ctx.core.clients;
+  if (ctx.argc() == 3) {
+    const std::string& addr = ctx.argv[2];
+    if (clients.Kill([&](const ClientState& c) { return c.addr == addr; }) == 0) {
+      return ctx.w.Error("ERR No such client");
+    }
+    return ctx.w.SimpleString("OK");
+  }
+  std::optional<KillFilter> filter = ParseKillFilter(ctx);
+  if (!filter) return;
+  const uint64_t me = ctx.client.id;
+  size_t n = clients.Kill([&](const ClientState& c) { return filter->Matches(c, me); });
+  ctx.w.Integer(static_cast<int64_t>(n));
+}
+
+void AcceptAndIgnore(Ctx& ctx) {
+  ctx.w.SimpleString("OK");
+}
+
+constexpr SubcommandRow kSubcommands[] = {
+    {"id", 2, Id, "ID", "Return the ID of the current connection."},
+    {"setname", 3, SetName, "SETNAME <name>", "Assign the name <name> to the current connection."},
+    {"getname", 2, GetName, "GETNAME", "Return the name of the current connection."},
+    {"setinfo", 4, SetInfo, "SETINFO <option> <value>",
+     "Set client meta attr. Options are: LIB-NAME, LIB-VER."},
+    {"info", 2, Info, "INFO", "Return information about the current client connection."},
+    {"list", -2, List, "LIST", "Return information about client connections."},
+    {"kill", -3, Kill, "KILL <ip:port> | KILL <option> <value> [<option> <value> [...]]",
+     "Kill connections. Options are: ID <client-id>, ADDR <ip:port>, SKIPME (YES|NO)."},
+    {"no-evict", 3, AcceptAndIgnore, "NO-EVICT (ON|OFF)",
+     "Accepted for compatibility; Larder never evicts clients."},
+    {"no-touch", 3, AcceptAndIgnore, "NO-TOUCH (ON|OFF)",
+     "Accepted for compatibility; has no effect."},
+};
+
+void Client(Ctx& ctx) {
+  RunSubcommand(ctx, kSubcommands);
+}
+
+constexpr CommandRow kRows[] = {
+    {"client", -2, "fast loading stale", kNoKeys, Client},
+};
+
+}  // namespace
+
+std::span<const CommandRow> ClientCommands() {
+  return kRows;
+}
+
+}  // namespace larder::server

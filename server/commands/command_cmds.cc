@@ -1,0 +1,126 @@
+// COMMAND and its subcommands: the command table as Redis reports its own.
+#include "commands/command_table.h"
+#include "commands/families.h"
+#include "commands/subcommands.h"
+#include "commands/util.h"
+
+namespace larder::server {
+
+namespace {
+
+// One COMMAND INFO entry: name, arity, flags, first key, last key, step, ACL categories,
+// tips, key specs, subcommands.
+void ReplyInfo(Ctx& ctx, const CommandSpec& spec) {
+  ctx.w.ArrayHeader(10);
+  ctx.w.BulkString(spec.name);
+  ctx.w.Integer(spec.arity);
+  std::vector<std::string_view> flags;
+  for (const FlagWord& f : kFlagWords) {
+    if (f.reported && spec.Has(f.flag)) flags.push_back(f.word);
+  }
+  ctx.w.SetHeader(flags.size());
+  for (std::string_view f : flags) ctx.w.SimpleString(f);
+  ctx.w.Integer(spec.keys.first);
+  ctx.w.Integer(spec.keys.last);
+  ctx.w.Integer(spec.keys.step);
+  ctx.w.SetHeader(0);
+  ctx.w.SetHeader(0);
+  ctx.w.ArrayHeader(0);
+  ctx.w.ArrayHeader(0);
+}
+
+void ReplyAllInfo(Ctx& ctx) {
+  const auto& table = CommandTable();
+  ctx.w.ArrayHeader(table.size());
+  for (const CommandSpec& spec : table) ReplyInfo(ctx, spec);
+}
+
+void Count(Ctx& ctx) {
+  ctx.w.Integer(static_cast<int64_t>(CommandTable().size()));
+}
+
+void List(Ctx& ctx) {
+  const auto& table = CommandTable();
+  ctx.w.ArrayHeader(table.size());
+  for (const CommandSpec& spec : table) ctx.w.BulkString(spec.name);
+}
+
+// COMMAND INFO [name ...]: every command, or each named one (null when unknown).
+void Info(Ctx& ctx) {
+  if (ctx.argc() == 2) return ReplyAllInfo(ctx);
+  ctx.w.ArrayHeader(ctx.argc() - 2);
+  for (size_t i = 2; i < ctx.argc(); ++i) {
+    const CommandSpec* spec = FindCommand(ctx.argv[i]);
+    if (spec == nullptr) {
+      ctx.w.Null();  // Redis: addReplyNull
+    } else {
+      ReplyInfo(ctx, *spec);
+    }
+  }
+}
+
+// COMMAND DOCS [name ...]: a map of the known ones to (empty) docs.
+void Docs(Ctx& ctx) {
+  std::vector<const CommandSpec*> specs;
+  if (ctx.argc() == 2) {
+    for (const CommandSpec& spec : CommandTable()) specs.push_back(&spec);
+  }
+  for (size_t i = 2; i < ctx.argc(); ++i) {
+    if (const CommandSpec* spec = FindCommand(ctx.argv[i])) specs.push_back(spec);
+  }
+  ctx.w.MapHeader(specs.size());
+  for (const CommandSpec* spec : specs) {
+    ctx.w.BulkString(spec->name);
+    ctx.w.MapHeader(0);
+  }
+}
+
+// COMMAND GETKEYS cmd arg...: the key arguments by the command's key positions.
+void GetKeys(Ctx& ctx) {
+  const CommandSpec* spec = FindCommand(ctx.argv[2]);
+  if (spec == nullptr) return ctx.w.Error("ERR Invalid command specified");
+  const size_t argc = ctx.argc() - 2;
+  if (!ArityOk(spec->arity, argc)) {
+    return ctx.w.Error("ERR Invalid number of arguments specified for command");
+  }
+  const KeySpec& k = spec->keys;
+  if (k.first == 0) return ctx.w.Error("ERR The command has no key arguments");
+  const size_t last = k.last < 0 ? argc - 1 : static_cast<size_t>(k.last);
+  std::vector<std::string_view> keys;
+  for (size_t i = static_cast<size_t>(k.first); i <= last && i < argc;
+       i += static_cast<size_t>(k.step)) {
+    keys.push_back(ctx.argv[i + 2]);
+  }
+  ctx.w.ArrayHeader(keys.size());
+  for (std::string_view key : keys) ctx.w.BulkString(key);
+}
+
+constexpr SubcommandRow kSubcommands[] = {
+    {"count", 2, Count, "COUNT", "Return the total number of commands in this Larder server."},
+    {"list", -2, List, "LIST", "Return a list of all commands in this Larder server."},
+    {"info", -2, Info, "INFO [<command-name> ...]",
+     "Return details about multiple Larder commands. If no command names are given, "
+     "documentation details for all commands are returned."},
+    {"docs", -2, Docs, "DOCS [<command-name> ...]",
+     "Return documentation details about multiple Larder commands (empty maps)."},
+    {"getkeys", -3, GetKeys, "GETKEYS <full-command>",
+     "Return the keys from a full Larder command."},
+};
+
+// COMMAND [COUNT | LIST | INFO name... | DOCS name... | GETKEYS cmd args... | HELP]
+void Command(Ctx& ctx) {
+  if (ctx.argc() == 1) return ReplyAllInfo(ctx);
+  RunSubcommand(ctx, kSubcommands);
+}
+
+constexpr CommandRow kRows[] = {
+    {"command", -1, "fast loading stale", kNoKeys, Command},
+};
+
+}  // namespace
+
+std::span<const CommandRow> IntrospectionCommands() {
+  return kRows;
+}
+
+}  // namespace larder::server

@@ -1,0 +1,101 @@
+// How a command is declared. Each command family (<family>_cmds.cc) declares its commands in
+// one array of CommandRow beside their handlers, Kvrocks-style:
+//
+//   {"get", 2, "readonly", kOneKey, Get},
+//   {"incr", 2, "write exclusive", kOneKey, Incr},
+//
+// and command_table.cc builds the lookup table from every family once, at startup, parsing
+// the flag words (an unknown word stops the server from starting). Dispatch, COMMAND and the
+// tests read only that table.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "core/client_state.h"
+
+namespace larder::server {
+
+struct Ctx;
+using Handler = void (*)(Ctx& ctx);
+
+enum CommandFlag : uint32_t {
+  kWrite = 1u << 0,        // may modify the keyspace
+  kReadonly = 1u << 1,     // reads the keyspace only
+  kAdmin = 1u << 2,        // administrative (CONFIG, SHUTDOWN, ...)
+  kNoAuth = 1u << 3,       // allowed before AUTH
+  kLoading = 1u << 4,      // allowed while loading (all of Larder's are; reported only)
+  kStale = 1u << 5,        // reported only
+  kFast = 1u << 6,         // no disk I/O: runs on the connection's io thread
+  kNoMulti = 1u << 7,      // never queued by MULTI: runs at once (MULTI, EXEC, DISCARD, ...)
+  kExclusive = 1u << 8,    // read-modify-write: runs under the exclusive server lock
+  kLocksItself = 1u << 9,  // dispatch takes no server lock: the handler does (EXEC)
+};
+
+// The words a row's `flags` may hold, in the order COMMAND reports them. Reported words are
+// Redis's COMMAND INFO flag names; the others steer Larder's dispatch only.
+struct FlagWord {
+  std::string_view word;
+  CommandFlag flag;
+  bool reported;
+};
+inline constexpr FlagWord kFlagWords[] = {
+    {"write", kWrite, true},
+    {"readonly", kReadonly, true},
+    {"admin", kAdmin, true},
+    {"no_auth", kNoAuth, true},
+    {"loading", kLoading, true},
+    {"stale", kStale, true},
+    {"fast", kFast, true},
+    {"no_multi", kNoMulti, true},
+    {"exclusive", kExclusive, false},
+    {"locks_itself", kLocksItself, false},
+};
+
+// Redis key positions: argv[first], argv[first + step], ... up to argv[last] (-1: the last
+// argument). first 0 = no keys.
+struct KeySpec {
+  int first = 0, last = 0, step = 0;
+};
+inline constexpr KeySpec kNoKeys{};
+inline constexpr KeySpec kOneKey{1, 1, 1};
+inline constexpr KeySpec kEveryArgKey{1, -1, 1};    // every argument after the name
+inline constexpr KeySpec kKeyValuePairs{1, -1, 2};  // key value [key value ...]
+
+// One command as its family declares it.
+struct CommandRow {
+  std::string_view name;   // lowercase
+  int arity;               // argc including the name; negative = at least -arity
+  std::string_view flags;  // words of kFlagWords, separated by spaces
+  KeySpec keys;
+  Handler handler;
+};
+
+// One command as the table holds it: a row with its flags parsed.
+struct CommandSpec {
+  std::string_view name;
+  int arity;
+  uint32_t flags;
+  KeySpec keys;
+  Handler handler;
+
+  bool Has(CommandFlag f) const { return (flags & f) != 0; }
+};
+
+// Whether argc (the name included) satisfies `arity`.
+inline bool ArityOk(int arity, size_t argc) {
+  return arity >= 0 ? argc == static_cast<size_t>(arity) : argc >= static_cast<size_t>(-arity);
+}
+
+// One subcommand of a container command (CLIENT, CONFIG, COMMAND, OBJECT, MEMORY), declared
+// beside its handler; commands/subcommands.h dispatches them and generates `<CMD> HELP`.
+struct SubcommandRow {
+  std::string_view name;  // lowercase, e.g. "setname"
+  int arity;              // argc including the container and the subcommand, as in Redis
+  Handler handler;
+  std::string_view usage;  // "SETNAME <name>": the HELP line naming it
+  std::string_view help;   // what it does, one line
+};
+
+}  // namespace larder::server

@@ -1,0 +1,22 @@
+// Every command family's rows, each declared beside its handlers in the named file. A new
+// command is one row in its family's array; a new family is one function here and one entry
+// in command_table.cc's kFamilies.
+#pragma once
+
+#include <span>
+
+#include "commands/command_spec.h"
+
+namespace larder::server {
+
+std::span<const CommandRow> ConnectionCommands();     // connection_cmds.cc
+std::span<const CommandRow> ClientCommands();         // client_cmds.cc
+std::span<const CommandRow> StringCommands();         // string_cmds.cc
+std::span<const CommandRow> KeyCommands();            // key_cmds.cc
+std::span<const CommandRow> ServerCommands();         // server_cmds.cc
+std::span<const CommandRow> InfoCommands();           // info_cmds.cc
+std::span<const CommandRow> IntrospectionCommands();  // command_cmds.cc
+std::span<const CommandRow> TransactionCommands();    // transaction_cmds.cc
+std::span<const CommandRow> LarderCommands();         // larder_cmds.cc
+
+}  // namespace larder::server

@@ -1,0 +1,173 @@
+// INFO [section ...]: Redis-format sections, each a row of kSections beside the function that
+// writes it; the counters come from the X-macro lists (core/server_stats.h for the server's,
+// larder/stats_fields.h for the engine's).
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <set>
+
+#include "commands/families.h"
+#include "commands/util.h"
+
+#ifndef LARDER_VERSION
+#define LARDER_VERSION "0.1.0"
+#endif
+
+namespace larder::server {
+
+namespace {
+
+// What the sections are written from: one snapshot per INFO call.
+struct InfoInput {
+  Core& core;
+  const Stats& engine;
+  const config::ServerConfig& cfg;
+  int64_t now_ms;
+};
+
+void Field(std::string* out, std::string_view name, std::string_view value) {
+  out->append(name);
+  out->push_back(':');
+  out->append(value);
+  out->append("\r\n");
+}
+
+void Field(std::string* out, std::string_view name, uint64_t value) {
+  Field(out, name, std::to_string(value));
+}
+
+uint64_t RssBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long pages = 0, rss = 0;
+  int n = std::fscanf(f, "%lu %lu", &pages, &rss);
+  std::fclose(f);
+  return n == 2 ? rss * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+void WriteServer(const InfoInput& in, std::string* out) {
+  const uint64_t uptime_ms = static_cast<uint64_t>(in.now_ms - in.core.process.start_ms);
+  Field(out, "redis_version", "7.2.0");
+  Field(out, "larder_version", LARDER_VERSION);
+  Field(out, "redis_mode", "standalone");
+  Field(out, "os", "Linux");
+  Field(out, "arch_bits", uint64_t{64});
+  Field(out, "process_id", static_cast<uint64_t>(getpid()));
+  Field(out, "tcp_port", static_cast<uint64_t>(in.core.process.tcp_port));
+  Field(out, "uptime_in_seconds", uptime_ms / 1000);
+  Field(out, "uptime_in_days", uptime_ms / 86400000);
+  Field(out, "io_threads_active", static_cast<uint64_t>(in.cfg.io_threads));
+  Field(out, "executable", "larder-server");
+}
+
+void WriteClients(const InfoInput& in, std::string* out) {
+  Field(out, "connected_clients", static_cast<uint64_t>(in.core.clients->Count()));
+  Field(out, "maxclients", static_cast<uint64_t>(in.cfg.maxclients));
+  Field(out, "blocked_clients", uint64_t{0});
+}
+
+void WriteMemory(const InfoInput& in, std::string* out) {
+  const uint64_t rss = RssBytes();
+  Field(out, "used_memory", rss);
+  Field(out, "used_memory_rss", rss);
+  Field(out, "maxmemory", in.engine.max_disk_bytes);
+  Field(out, "maxmemory_policy", in.cfg.eviction_policy);
+  Field(out, "used_disk_bytes", in.engine.disk_bytes);
+  Field(out, "pending_bytes", in.engine.pending_bytes);
+}
+
+void WritePersistence(const InfoInput& in, std::string* out) {
+  Field(out, "loading", uint64_t{0});
+  Field(out, "rdb_changes_since_last_save", uint64_t{0});
+  Field(out, "rdb_bgsave_in_progress", uint64_t{0});
+  Field(out, "rdb_last_save_time", static_cast<uint64_t>(in.core.process.lastsave_s.load()));
+  Field(out, "rdb_last_bgsave_status", "ok");
+  Field(out, "aof_enabled", uint64_t{in.cfg.wal ? 1u : 0u});
+}
+
+// The server's counters, then the engine's that Redis clients look for, under Redis's names.
+void WriteStats(const InfoInput& in, std::string* out) {
+#define LARDER_INFO_SERVER_STAT(name, doc) Field(out, #name, in.core.stats.name.load());
+  LARDER_SERVER_STATS(LARDER_INFO_SERVER_STAT)
+#undef LARDER_INFO_SERVER_STAT
+  Field(out, "expired_keys", in.engine.expired_keys);
+  Field(out, "evicted_keys", in.engine.evicted_keys);
+  Field(out, "keyspace_hits", in.engine.hits);
+  Field(out, "keyspace_misses", in.engine.misses);
+}
+
+void WriteReplication(const InfoInput&, std::string* out) {
+  Field(out, "role", "master");
+  Field(out, "connected_slaves", uint64_t{0});
+  Field(out, "master_failover_state", "no-failover");
+  Field(out, "master_repl_offset", uint64_t{0});
+}
+
+void WriteKeyspace(const InfoInput& in, std::string* out) {
+  if (in.engine.keys == 0) return;
+  Field(out, "db0", "keys=" + std::to_string(in.engine.keys) + ",expires=0,avg_ttl=0");
+}
+
+// Every engine statistic under its own name.
+void WriteLarder(const InfoInput& in, std::string* out) {
+#define LARDER_INFO_ENGINE_STAT(name, doc) Field(out, #name, in.engine.name);
+  LARDER_STATS(LARDER_INFO_ENGINE_STAT)
+#undef LARDER_INFO_ENGINE_STAT
+  Field(out, "eviction_policy", in.cfg.eviction_policy);
+}
+
+struct Section {
+  std::string_view name;  // lowercase; printed capitalised ("# Server")
+  void (*write)(const InfoInput& in, std::string* out);
+};
+
+// Every section is in INFO's default set (and in all / everything).
+constexpr Section kSections[] = {
+    {"server", WriteServer},           {"clients", WriteClients}, {"memory", WriteMemory},
+    {"persistence", WritePersistence}, {"stats", WriteStats},     {"replication", WriteReplication},
+    {"keyspace", WriteKeyspace},       {"larder", WriteLarder},
+};
+
+// The sections INFO's arguments ask for (all of them when none, or all / default /
+// everything); unknown names select nothing, as in Redis.
+std::set<std::string> WantedSections(const Ctx& ctx) {
+  std::set<std::string> want;
+  bool all = ctx.argc() == 1;
+  for (size_t i = 1; i < ctx.argc(); ++i) {
+    std::string name = ToLower(ctx.argv[i]);
+    all = all || name == "all" || name == "default" || name == "everything";
+    want.insert(std::move(name));
+  }
+  if (all) {
+    for (const Section& s : kSections) want.emplace(s.name);
+  }
+  return want;
+}
+
+void Info(Ctx& ctx) {
+  const std::set<std::string> want = WantedSections(ctx);
+  const Stats engine = ctx.store().GetStats();
+  const auto cfg = ctx.core.config.snapshot();
+  const InfoInput in{ctx.core, engine, *cfg, ctx.NowMs()};
+  std::string out;
+  for (const Section& s : kSections) {
+    if (!want.count(std::string(s.name))) continue;
+    if (!out.empty()) out += "\r\n";
+    out += "# " + ToUpper(s.name.substr(0, 1)) + std::string(s.name.substr(1)) + "\r\n";
+    s.write(in, &out);
+  }
+  ctx.w.Verbatim("txt", out);
+}
+
+constexpr CommandRow kRows[] = {
+    {"info", -1, "loading stale", kNoKeys, Info},
+};
+
+}  // namespace
+
+std::span<const CommandRow> InfoCommands() {
+  return kRows;
+}
+
+}  // namespace larder::server

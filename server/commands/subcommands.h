@@ -1,0 +1,19 @@
+// Container commands (CLIENT, CONFIG, COMMAND, OBJECT, MEMORY) dispatch argv[1] through a
+// table of SubcommandRow declared beside the handlers; `<CMD> HELP` is generated from it.
+#pragma once
+
+#include <span>
+
+#include "commands/context.h"
+
+namespace larder::server {
+
+// Runs the subcommand argv[1] (case-insensitive) of ctx.spec from `table`, as Redis does:
+//   HELP (arity 2)   → "<CMD> <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", each
+//                      row's usage and indented help line, then "HELP" and its line
+//   unknown          → "ERR unknown subcommand '<sub>'. Try <CMD> HELP."
+//   wrong arity      → "ERR wrong number of arguments for '<cmd>|<sub>' command"
+// Precondition: ctx.argc() >= 2.
+void RunSubcommand(Ctx& ctx, std::span<const SubcommandRow> table);
+
+}  // namespace larder::server

@@ -1,0 +1,27 @@
+#include "config/engine_options.h"
+
+#include <algorithm>
+
+namespace larder::config {
+
+larder::Options EngineOptions(const ServerConfig& c) {
+  larder::Options o;
+  o.max_disk_bytes = c.max_disk_bytes;
+  larder::ParseEvictionPolicy(c.eviction_policy, &o.eviction_policy);  // an enum of the table
+  o.max_reinsert_fraction = c.max_reinsert_fraction;
+  o.generation_bytes = c.generation_bytes;
+  o.wal = c.wal;
+  o.sync_writes = c.wal_sync;
+  o.memtable_bytes = c.memtable_bytes;
+  o.write_buffer_bytes = c.write_buffer_bytes;
+  o.direct_reads = c.direct_reads;
+  o.read_queue_depth = static_cast<int>(c.read_queue_depth);
+  o.maintenance_interval_ms = static_cast<uint32_t>(c.maintenance_interval_ms);
+  o.max_key_bytes = static_cast<uint32_t>(c.max_key_bytes);
+  o.evict_together = c.evict_together;
+  // A value the protocol accepts must fit in the store.
+  o.max_value_bytes = std::max<uint64_t>(o.max_value_bytes, c.proto_max_bulk_len);
+  return o;
+}
+
+}  // namespace larder::config

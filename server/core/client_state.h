@@ -1,0 +1,54 @@
+// ClientState: what the server knows of one connected client, shared by the network layer
+// (which creates it and keeps the I/O fields current) and the commands (which read and change
+// the session fields).
+//
+// Threading contract: a client runs one command at a time, either on its connection's io
+// thread or on an engine-pool thread; the connection touches the session fields only between
+// commands. Fields read by other clients (CLIENT LIST/KILL) are atomics or guarded by `mu`.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace larder::server {
+
+struct CommandSpec;  // the command layer's description of a command (commands/command_spec.h)
+
+// A request MULTI queued: its command (looked up and checked when it was queued) and its
+// arguments.
+struct QueuedRequest {
+  const CommandSpec* spec = nullptr;
+  std::vector<std::string> argv;
+};
+
+struct ClientState {
+  // Set when the client connects; immutable after.
+  uint64_t id = 0;
+  std::string addr;   // "ip:port" or "path:0" for a unix socket
+  std::string laddr;  // local address
+  int fd = -1;
+  bool unix_socket = false;
+  // Replies may send values straight from their files (sendfile); false where the transport
+  // cannot (e.g. TLS, which encrypts in user space).
+  bool sendfile_ok = true;
+  int64_t created_ms = 0;
+
+  // The session: owned by the command in flight.
+  bool authenticated = false;
+  std::atomic<int> resp{2};  // 2 or 3 (HELLO); read by CLIENT LIST
+  bool in_multi = false;
+  bool multi_error = false;  // a command failed to queue: EXEC aborts
+  std::vector<QueuedRequest> queued;
+  bool close_after_reply = false;  // QUIT, SHUTDOWN, CLIENT KILL of oneself
+
+  // Read by other clients; the strings are guarded by mu.
+  mutable std::mutex mu;
+  std::string name, lib_name, lib_ver, last_cmd;
+  std::atomic<int64_t> last_active_ms{0};
+  std::atomic<uint64_t> output_bytes{0};  // pending reply bytes (for CLIENT LIST)
+};
+
+}  // namespace larder::server

@@ -1,0 +1,47 @@
+// Core: the server-wide state every command and connection shares, in named parts. main.cc
+// owns each part and builds the Core before the network layer starts; every part outlives it.
+// Thread-safe: each part is.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+
+#include "core/client_registry.h"
+#include "core/config_holder.h"
+#include "core/fair_shared_mutex.h"
+#include "core/server_stats.h"
+#include "larder/clock.h"
+#include "larder/store.h"
+
+namespace larder::server {
+
+// Facts about this process that INFO and LASTSAVE report.
+struct ProcessInfo {
+  int64_t start_ms = 0;                // when the server started (Unix ms)
+  int64_t tcp_port = 0;                // the port listened on; 0 = none
+  std::atomic<int64_t> lastsave_s{0};  // last SAVE/BGSAVE (or the start), Unix seconds
+};
+
+struct Core {
+  Core(Store& store_in, ConfigHolder& config_in, ServerStats& stats_in, const Clock& clock_in)
+      : store(store_in), config(config_in), stats(stats_in), clock(clock_in) {}
+
+  Store& store;
+  ConfigHolder& config;
+  ServerStats& stats;
+  // The one time source: the engine was opened with the same clock (main.cc).
+  const Clock& clock;
+  // The connected clients; set once, before the network layer starts.
+  ClientRegistry* clients = nullptr;
+  // Asks the server to stop (after the current command); set once by main.
+  std::function<void()> request_shutdown;
+  ProcessInfo process;
+  // Taken shared by every command, exclusively by read-modify-write commands and by EXEC
+  // (commands/command_spec.h: `exclusive`, `locks_itself`).
+  FairSharedMutex exec_lock;
+
+  int64_t NowMs() const { return clock.NowMs(); }
+};
+
+}  // namespace larder::server

@@ -1,0 +1,37 @@
+// What the network layer needs from the command layer, and nothing more: net/ parses a
+// request, asks PlanOf where it runs, and has Run execute it on that thread. The command layer
+// (commands/dispatch.h) implements it; net/ never includes commands/.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/client_state.h"
+#include "resp/reply_writer.h"
+
+namespace larder::server {
+
+enum class Route {
+  kInline,  // cheap (no disk I/O): run on the connection's io thread
+  kPool,    // may block on the engine: run on an engine thread pool
+};
+
+// A request looked up once: where it runs and, for Run, which command it is.
+struct Plan {
+  Route route = Route::kInline;
+  const CommandSpec* spec = nullptr;  // null: not a known command (Run replies the error)
+};
+
+class RequestExecutor {
+ public:
+  virtual ~RequestExecutor() = default;
+  // Looks argv[0] up and decides where the request runs, given the client's state. Changes
+  // nothing.
+  virtual Plan PlanOf(const ClientState& client, const std::vector<std::string>& argv) const = 0;
+  // Executes the request PlanOf planned for these very argv and client state (argv may be
+  // moved from) and writes exactly one reply to w.
+  virtual void Run(const Plan& plan, ClientState& client, std::vector<std::string>& argv,
+                   resp::ReplyWriter& w) = 0;
+};
+
+}  // namespace larder::server

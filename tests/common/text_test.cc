@@ -1,0 +1,26 @@
+// common/text.h: ASCII case and splitting.
+#include "common/text.h"
+
+#include <gtest/gtest.h>
+
+namespace larder::common {
+namespace {
+
+using V = std::vector<std::string>;
+
+TEST(TextTest, Split) {
+  EXPECT_EQ(Split("a,,b,", ','), (V{"a", "", "b"}));
+  EXPECT_EQ(Split("", ','), V{});
+  EXPECT_EQ(Split(",", ','), V{""});
+  EXPECT_EQ(Split("line1\nline2", '\n'), (V{"line1", "line2"}));
+}
+
+TEST(TextTest, Case) {
+  EXPECT_TRUE(EqualsNoCase("GeT", "get"));
+  EXPECT_FALSE(EqualsNoCase("get", "gets"));
+  EXPECT_EQ(ToLower("MiXeD-1\xC3"), "mixed-1\xC3");
+  EXPECT_EQ(ToUpper("client|id"), "CLIENT|ID");
+}
+
+}  // namespace
+}  // namespace larder::common

@@ -1,0 +1,77 @@
+// The engine's defaults and the server's cannot drift apart: every server option that sets an
+// engine option defaults to the engine's value (larder::Options), or differs for the reason
+// its ServerConfig comment gives. (config_test ties the option table's default texts to
+// ServerConfig and conf/larder.conf to the table, so a changed engine default fails there too
+// until the texts follow.)
+#include <gtest/gtest.h>
+
+#include "config/engine_options.h"
+
+namespace larder::config {
+namespace {
+
+TEST(EngineDefaults, ServerDefaultsAreTheEngineDefaults) {
+  const larder::Options engine;
+  const larder::Options server = EngineOptions(ServerConfig{});
+  EXPECT_EQ(server.max_disk_bytes, engine.max_disk_bytes);
+  EXPECT_EQ(server.generation_bytes, engine.generation_bytes);
+  EXPECT_EQ(server.eviction_policy, engine.eviction_policy);
+  EXPECT_EQ(server.max_reinsert_fraction, engine.max_reinsert_fraction);
+  EXPECT_EQ(server.wal, engine.wal);
+  EXPECT_EQ(server.sync_writes, engine.sync_writes);
+  EXPECT_EQ(server.memtable_bytes, engine.memtable_bytes);
+  EXPECT_EQ(server.write_buffer_bytes, engine.write_buffer_bytes);
+  EXPECT_EQ(server.direct_reads, engine.direct_reads);
+  EXPECT_EQ(server.read_queue_depth, engine.read_queue_depth);
+  EXPECT_EQ(server.max_key_bytes, engine.max_key_bytes);
+  EXPECT_EQ(server.maintenance_interval_ms, engine.maintenance_interval_ms);
+  // max_value_bytes follows proto-max-bulk-len (Redis's 512mb) when that is larger.
+  EXPECT_EQ(server.max_value_bytes, engine.max_value_bytes);
+  // Not exposed by the server: the engine's own defaults.
+  EXPECT_EQ(server.create_if_missing, engine.create_if_missing);
+  EXPECT_EQ(server.tune_allocator, engine.tune_allocator);
+  EXPECT_EQ(server.background_threads, engine.background_threads);
+}
+
+// The one server default that differs on purpose (server_config.h says why): LMCache's
+// redis:// pairing, passed to the engine explicitly whatever the engine's own default is.
+TEST(EngineDefaults, EvictTogetherIsTheServersOwnDefault) {
+  const std::vector<std::pair<std::string, std::string>> lmcache{{"kv_bytes", "metadata"}};
+  EXPECT_EQ(ServerConfig{}.evict_together, lmcache);
+  EXPECT_EQ(EngineOptions(ServerConfig{}).evict_together, lmcache);
+}
+
+TEST(EngineDefaults, EveryMappedOptionReachesTheEngine) {
+  ServerConfig c;
+  c.max_disk_bytes = 1ull << 40;
+  c.generation_bytes = 1ull << 30;
+  c.eviction_policy = "fifo";
+  c.max_reinsert_fraction = 0.25;
+  c.wal = c.wal_sync = true;
+  c.memtable_bytes = 1ull << 29;
+  c.write_buffer_bytes = 1ull << 28;
+  c.direct_reads = true;
+  c.read_queue_depth = 3;
+  c.max_key_bytes = 100;
+  c.maintenance_interval_ms = 5;
+  c.proto_max_bulk_len = 1ull << 30;
+  c.evict_together = {{"a", "b"}, {"c", "d"}};
+  const larder::Options o = EngineOptions(c);
+  EXPECT_EQ(o.max_disk_bytes, 1ull << 40);
+  EXPECT_EQ(o.generation_bytes, 1ull << 30);
+  EXPECT_EQ(o.eviction_policy, larder::EvictionPolicy::kFifo);
+  EXPECT_EQ(o.max_reinsert_fraction, 0.25);
+  EXPECT_TRUE(o.wal);
+  EXPECT_TRUE(o.sync_writes);
+  EXPECT_EQ(o.memtable_bytes, 1ull << 29);
+  EXPECT_EQ(o.write_buffer_bytes, 1ull << 28);
+  EXPECT_TRUE(o.direct_reads);
+  EXPECT_EQ(o.read_queue_depth, 3);
+  EXPECT_EQ(o.max_key_bytes, 100u);
+  EXPECT_EQ(o.maintenance_interval_ms, 5u);
+  EXPECT_EQ(o.max_value_bytes, 1ull << 30);
+  EXPECT_EQ(o.evict_together, c.evict_together);
+}
+
+}  // namespace
+}  // namespace larder::config
