@@ -110,6 +110,7 @@ bool StoreImpl::Reinsert(RecordMember& m) {
   batch.Put(head.cf, ik, rec.Encode());
   batch.Delete(m.at.seg.gen->cf, ik);
   if (!db_->Write(WriteOpts(), &batch).ok()) return false;
+  index_writes_++;
   if (index_.Replace(m.at.entry, e)) {
     m.at.seg.gen->live--;
     head.live++;

@@ -106,6 +106,7 @@ void StoreImpl::MaintenanceLoop() {
       std::lock_guard evict(evict_mu_);
       DropEmptyGenerations();
     }
+    FlushIfDue();
     lock.lock();
   }
 }
@@ -192,8 +193,22 @@ void StoreImpl::ResetCounters() {
 #undef LARDER_RESET_COUNTER
 }
 
+void StoreImpl::FlushIfDue() {
+  if (options_.wal || options_.flush_interval_ms == 0) return;
+  const int64_t now = Now();
+  const uint64_t written = index_writes_.load();
+  if (written == written_at_flush_ || now - last_flush_ms_ < options_.flush_interval_ms) return;
+  // A failed flush is retried at the next pass (and reported by the next SAVE or Close).
+  if (Flush().ok()) {
+    written_at_flush_ = written;
+    last_flush_ms_ = now;
+  }
+}
+
 Status StoreImpl::Flush() {
   if (!db_) return Status::IOError("store is closed");
+  // No generation is dropped while its column family is being flushed.
+  std::lock_guard evict(evict_mu_);
   // Values first: a durable record must never point at bytes that are not.
   if (Status s = gens_->SyncAll(); !s.ok()) return s;
   std::vector<rocksdb::ColumnFamilyHandle*> cfs{default_cf_};

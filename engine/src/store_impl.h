@@ -226,6 +226,9 @@ class StoreImpl final : public Store {
   bool RemoveExpired(const Entry& e);
   // Writes the reuse fields of entries changed since their records were written.
   Status PersistDirty();
+  // With the WAL off: Flush when writes came in since the last one and flush_interval_ms
+  // passed (maintenance thread only).
+  void FlushIfDue();
 
   Options options_;
   const std::string dir_;
@@ -261,6 +264,9 @@ class StoreImpl final : public Store {
     std::set<uint64_t> damaged_generations;
   } found_;
 
+  int64_t last_flush_ms_ = 0;              // maintenance thread only
+  uint64_t written_at_flush_ = 0;          // index_writes_ at that flush
+  std::atomic<uint64_t> index_writes_{0};  // index batches written (puts, deletes, expiries)
   std::thread maintenance_;
   std::mutex maint_mu_;
   std::condition_variable maint_cv_;

@@ -133,6 +133,7 @@ Status StoreImpl::Commit(uint64_t hash, std::string_view key, const Entry& e,
   if (old && old->seg.gen && old->seg.gen->id != gen.id) batch.Delete(old->seg.gen->cf, ik);
   rocksdb::Status s = db_->Write(WriteOpts(), &batch);
   if (!s.ok()) return WriteFailed(s, dir_, "writing the index");
+  index_writes_++;
   if (old && index_.Replace(old->entry, e)) {
     if (old->seg.gen) old->seg.gen->live--;
     if (old->seg.file) old->seg.file->Supersede(old->entry.offset);
@@ -149,6 +150,7 @@ Status StoreImpl::RemoveLocked(uint64_t hash, std::string_view key, const Locate
     batch.Delete(at.seg.gen->cf, format::IndexKey(hash, key));
     rocksdb::Status s = db_->Write(WriteOpts(), &batch);
     if (!s.ok()) return WriteFailed(s, dir_, "deleting from the index");
+    index_writes_++;
   }
   if (index_.Erase(at.entry) && at.seg.gen) at.seg.gen->live--;
   if (at.seg.file) at.seg.file->Supersede(at.entry.offset);
@@ -249,6 +251,7 @@ Status StoreImpl::SetExpiry(std::string_view key, int64_t expire_at_ms) {
   batch.Put(at->seg.gen->cf, format::IndexKey(hash, key), rec.Encode());
   rocksdb::Status s = db_->Write(WriteOpts(), &batch);
   if (!s.ok()) return WriteFailed(s, dir_, "writing the index");
+  index_writes_++;
   index_.Update(at->entry, [&](Entry& x) { x.expire_at_ms = expire_at_ms; });
   return Status::OK();
 }

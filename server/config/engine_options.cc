@@ -17,6 +17,7 @@ larder::Options EngineOptions(const ServerConfig& c) {
   o.direct_reads = c.direct_reads;
   o.read_queue_depth = static_cast<int>(c.read_queue_depth);
   o.maintenance_interval_ms = static_cast<uint32_t>(c.maintenance_interval_ms);
+  o.flush_interval_ms = static_cast<uint32_t>(c.flush_interval_ms);
   o.max_key_bytes = static_cast<uint32_t>(c.max_key_bytes);
   o.evict_together = c.evict_together;
   // A value the protocol accepts must fit in the store.

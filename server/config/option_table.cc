@@ -338,6 +338,8 @@ std::vector<Option> EngineRows() {
           "reads a batched in-process read keeps in flight"),
       Int("maintenance-interval-ms", &S::maintenance_interval_ms, kStartup, 0, kUint32Max,
           "period of expiry maintenance; 0 = off"),
+      Int("flush-interval-ms", &S::flush_interval_ms, kStartup, 0, kUint32Max,
+          "wal no: make acknowledged writes durable this often; 0 = when memtables fill"),
       Int("max-key-bytes", &S::max_key_bytes, kStartup, 1, kUint32Max, "largest key accepted"),
   };
 }

@@ -60,15 +60,16 @@ struct ServerConfig {
   double max_reinsert_fraction = kEngineDefaults.max_reinsert_fraction;  // [0, 1]
   uint64_t generation_bytes = kEngineDefaults.generation_bytes;  // 0 = derived from the budget
   bool wal = kEngineDefaults.wal;
-  bool wal_sync = kEngineDefaults.sync_writes;                   // fsync the WAL on every write
+  bool wal_sync = kEngineDefaults.sync_writes;  // fsync the WAL on every write
   // Accepted and ignored, so that older config files still load: values are read through the
   // page cache, which holds hot ones without a second copy.
   uint64_t blob_cache_bytes = 0;
-  uint64_t memtable_bytes = kEngineDefaults.memtable_bytes;            // 0 = from the budget
-  uint64_t write_buffer_bytes = kEngineDefaults.write_buffer_bytes;    // 0 = from the budget
+  uint64_t memtable_bytes = kEngineDefaults.memtable_bytes;          // 0 = from the budget
+  uint64_t write_buffer_bytes = kEngineDefaults.write_buffer_bytes;  // 0 = from the budget
   bool direct_reads = kEngineDefaults.direct_reads;
-  int64_t read_queue_depth = kEngineDefaults.read_queue_depth;          // [1, 256]
+  int64_t read_queue_depth = kEngineDefaults.read_queue_depth;                // [1, 256]
   int64_t maintenance_interval_ms = kEngineDefaults.maintenance_interval_ms;  // [0, 2^32-1]
+  int64_t flush_interval_ms = kEngineDefaults.flush_interval_ms;              // [0, 2^32-1]
   int64_t max_key_bytes = kEngineDefaults.max_key_bytes;                      // [1, 2^32-1]
   // Key suffix pairs evicted together (`evict-together kv_bytes metadata`). The server's own
   // default, not the engine's: it pairs LMCache's redis:// layout (<chunk>kv_bytes +

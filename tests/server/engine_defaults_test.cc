@@ -25,6 +25,7 @@ TEST(EngineDefaults, ServerDefaultsAreTheEngineDefaults) {
   EXPECT_EQ(server.read_queue_depth, engine.read_queue_depth);
   EXPECT_EQ(server.max_key_bytes, engine.max_key_bytes);
   EXPECT_EQ(server.maintenance_interval_ms, engine.maintenance_interval_ms);
+  EXPECT_EQ(server.flush_interval_ms, engine.flush_interval_ms);
   // max_value_bytes follows proto-max-bulk-len (Redis's 512mb) when that is larger.
   EXPECT_EQ(server.max_value_bytes, engine.max_value_bytes);
   // Not exposed by the server: the engine's own defaults.
@@ -54,6 +55,7 @@ TEST(EngineDefaults, EveryMappedOptionReachesTheEngine) {
   c.read_queue_depth = 3;
   c.max_key_bytes = 100;
   c.maintenance_interval_ms = 5;
+  c.flush_interval_ms = 7;
   c.proto_max_bulk_len = 1ull << 30;
   c.evict_together = {{"a", "b"}, {"c", "d"}};
   const larder::Options o = EngineOptions(c);
@@ -69,6 +71,7 @@ TEST(EngineDefaults, EveryMappedOptionReachesTheEngine) {
   EXPECT_EQ(o.read_queue_depth, 3);
   EXPECT_EQ(o.max_key_bytes, 100u);
   EXPECT_EQ(o.maintenance_interval_ms, 5u);
+  EXPECT_EQ(o.flush_interval_ms, 7u);
   EXPECT_EQ(o.max_value_bytes, 1ull << 30);
   EXPECT_EQ(o.evict_together, c.evict_together);
 }

@@ -93,6 +93,13 @@ struct Options {
   // Largest value accepted, in bytes; at most 4 GiB - 1. Default: 512 MiB.
   uint64_t max_value_bytes = 512ull << 20;
 
+  // With the WAL off, how often the background thread makes the writes acknowledged since the
+  // last flush durable (Flush: the blob files synced, then the index's memtables written), so
+  // that a crash loses at most about this much; 0 leaves it to the memtables filling up (index
+  // records are small: that can be a long time). Needs maintenance_interval_ms > 0; runs at
+  // that granularity. Default: 1000.
+  uint32_t flush_interval_ms = 1000;
+
   // How often the background thread drops expired entries and fully expired generations,
   // in milliseconds; 0 disables the thread (Maintain() can still be called). Default: 1000.
   uint32_t maintenance_interval_ms = 1000;
