@@ -141,9 +141,12 @@ int BlobFile::DirectFd() {
   return direct_fd_;
 }
 
-void BlobFile::Supersede(uint64_t offset) {
+void BlobFile::Supersede(uint64_t offset, uint64_t memtable_epoch) {
   std::lock_guard lock(pending_mu_);
-  if (auto it = pending_.find(offset); it != pending_.end()) it->second->superseded = true;
+  auto it = pending_.find(offset);
+  if (it != pending_.end() && it->second->memtable_epoch == memtable_epoch) {
+    it->second->superseded = true;
+  }
 }
 
 void BlobFile::WritePending(uint64_t offset, const PendingWrite& w) {

@@ -34,6 +34,11 @@ struct PendingWrite {
   // Replaced or deleted before it was written: nobody can reach it any more, so the writer
   // skips it (its range stays a hole: garbage that occupies no disk block).
   std::atomic<bool> superseded{false};
+  // StoreImpl's memtable seal count read before this value's index record was written. A
+  // superseded write may be skipped only if no memtable was sealed between its record and the
+  // one superseding it: otherwise a flush (and a crash, WAL off) could make the old record
+  // durable alone, pointing at a hole.
+  uint64_t memtable_epoch = 0;
 
   // An aligned copy of `value`; nullptr if memory is short.
   static std::shared_ptr<PendingWrite> CopyOf(std::string_view value);
@@ -92,8 +97,10 @@ class BlobFile {
   int fd() const { return fd_; }
   // Whether [offset, offset + n) overlaps a write still pending (its bytes not in the file).
   bool IsPending(uint64_t offset, size_t n) const;
-  // The value at `offset` was replaced or deleted: if its write is still pending, skip it.
-  void Supersede(uint64_t offset);
+  // The value at `offset` was replaced or deleted by an index write that finished at
+  // `memtable_epoch`: if its write is still pending and its own record went into the same
+  // memtable (PendingWrite::memtable_epoch), skip it.
+  void Supersede(uint64_t offset, uint64_t memtable_epoch);
   // Unlinks the file now; the descriptor closes with the last holder.
   void MarkDeleted();
 

@@ -266,6 +266,7 @@ class StoreImpl final : public Store {
 
   int64_t last_flush_ms_ = 0;              // maintenance thread only
   uint64_t written_at_flush_ = 0;          // index_writes_ at that flush
+  std::atomic<uint64_t> memtable_seals_{0};  // memtables sealed (see PendingWrite)
   std::atomic<uint64_t> index_writes_{0};  // index batches written (puts, deletes, expiries)
   std::thread maintenance_;
   std::mutex maint_mu_;

@@ -74,14 +74,20 @@ uint64_t DirectoryBytes(const std::string& dir) {
 }
 
 // Before RocksDB flushes index records, the blob files they point into are made durable, so
-// that even with the WAL off a record on disk never points at bytes that are not.
+// that even with the WAL off a record on disk never points at bytes that are not. Counts the
+// memtables sealed: RocksDB calls OnMemTableSealed while writers are held off, so an index
+// write that reads the same count before and after went into the same memtable as every other
+// write in between (with atomic_flush, all reach disk together or none do).
 class SyncValuesBeforeFlush : public rocksdb::EventListener {
  public:
-  explicit SyncValuesBeforeFlush(std::function<void()> sync) : sync_(std::move(sync)) {}
+  SyncValuesBeforeFlush(std::function<void()> sync, std::atomic<uint64_t>* seals)
+      : sync_(std::move(sync)), seals_(seals) {}
   void OnFlushBegin(rocksdb::DB*, const rocksdb::FlushJobInfo&) override { sync_(); }
+  void OnMemTableSealed(const rocksdb::MemTableInfo&) override { seals_->fetch_add(1); }
 
  private:
   std::function<void()> sync_;
+  std::atomic<uint64_t>* seals_;
 };
 
 }  // namespace
@@ -166,7 +172,7 @@ rocksdb::DBOptions StoreImpl::DbOptions() {
   db.write_buffer_manager = wbm_;
   db.listeners.push_back(std::make_shared<SyncValuesBeforeFlush>([this] {
     if (gens_) gens_->SyncAll().PermitUncheckedError();  // a failed sync fails the next Flush
-  }));
+  }, &memtable_seals_));
   return db;
 }
 

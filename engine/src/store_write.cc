@@ -85,6 +85,7 @@ Status StoreImpl::AppendValue(std::string_view key, std::string_view value,
     file = lease->file_ptr();
   }
   if (pending) {
+    pending->memtable_epoch = memtable_seals_.load();  // before the record is written
     pending->on_error = [this, hash = e->hash, k = std::string(key), version = *e](const Status&) {
       OnFailedWrite(hash, k, version);
     };
@@ -136,7 +137,7 @@ Status StoreImpl::Commit(uint64_t hash, std::string_view key, const Entry& e,
   index_writes_++;
   if (old && index_.Replace(old->entry, e)) {
     if (old->seg.gen) old->seg.gen->live--;
-    if (old->seg.file) old->seg.file->Supersede(old->entry.offset);
+    if (old->seg.file) old->seg.file->Supersede(old->entry.offset, memtable_seals_.load());
   } else {
     index_.Insert(e);
   }
@@ -153,7 +154,7 @@ Status StoreImpl::RemoveLocked(uint64_t hash, std::string_view key, const Locate
     index_writes_++;
   }
   if (index_.Erase(at.entry) && at.seg.gen) at.seg.gen->live--;
-  if (at.seg.file) at.seg.file->Supersede(at.entry.offset);
+  if (at.seg.file) at.seg.file->Supersede(at.entry.offset, memtable_seals_.load());
   return Status::OK();
 }
 
