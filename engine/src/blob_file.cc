@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -184,22 +186,41 @@ bool BlobFile::ReadPending(uint64_t offset, char* buf, size_t n) const {
 
 Status BlobFile::HashInPlace(uint64_t offset, size_t n, uint64_t* hash) const {
   static const uint64_t kPage = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  const uint64_t start = offset / kPage * kPage;
-  const size_t len = static_cast<size_t>(offset + n - start);
+  constexpr uint64_t kPiece = 2 << 20;  // a multiple of the page size
   if (n == 0) {
     *hash = format::Checksum(nullptr, 0);
     return Status::OK();
   }
+  const uint64_t start = offset / kPage * kPage;
+  const size_t len = static_cast<size_t>(offset + n - start);
   void* m = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd_, static_cast<off_t>(start));
   if (m == MAP_FAILED) return Status::IOError("mapping " + path_ + ": " + ErrnoText(errno));
-  Status s;
-  if (::madvise(m, len, MADV_POPULATE_READ) != 0) {
-    s = Status::IOError("reading " + path_ + ": " + ErrnoText(errno));
-  } else {
-    *hash = GuardedChecksum(static_cast<const char*>(m) + (offset - start), n, &s, path_);
+  const char* base = static_cast<const char*>(m);
+  // A value whose last page is not cached has every read queued at once, so the disk works
+  // ahead while the pieces already read are hashed (a cached one skips the page-cache walk).
+  if (len > kPiece) {
+    unsigned char last_cached = 0;
+    char* last_page = const_cast<char*>(base) + (len - 1) / kPage * kPage;
+    if (::mincore(last_page, kPage, &last_cached) != 0 || !(last_cached & 1)) Prefetch(offset, n);
   }
+  format::ChecksumStream stream;
+  Status s;
+  for (uint64_t at = 0; at < len && s.ok(); at += kPiece) {
+    const uint64_t piece = std::min<uint64_t>(kPiece, len - at);
+    if (::madvise(const_cast<char*>(base) + at, piece, MADV_POPULATE_READ) != 0) {
+      s = Status::IOError("reading " + path_ + ": " + ErrnoText(errno));
+      break;
+    }
+    const uint64_t from = std::max<uint64_t>(at, offset - start);  // the value's bytes only
+    if (!GuardedUpdate(&stream, base + from, at + piece - from, &s, path_)) break;
+  }
+  if (s.ok()) *hash = stream.Digest();
   ::munmap(m, len);
   return s;
+}
+
+void BlobFile::Prefetch(uint64_t offset, size_t n) const {
+  ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_WILLNEED);
 }
 
 bool BlobFile::IsPending(uint64_t offset, size_t n) const {
@@ -261,6 +282,13 @@ Status BlobFile::ReadAt(int fd, uint64_t offset, char* buf, size_t n) const {
 Status BlobFile::Read(uint64_t offset, char* buf, size_t n) const {
   if (ReadPending(offset, buf, n)) return Status::OK();
   return ReadAt(fd_, offset, buf, n);
+}
+
+size_t BlobFile::ReadCached(uint64_t offset, char* buf, size_t n) const {
+  if (ReadPending(offset, buf, n)) return n;
+  struct iovec iov = {buf, n};
+  ssize_t r = ::preadv2(fd_, &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT);
+  return r > 0 ? static_cast<size_t>(r) : 0;
 }
 
 Status BlobFile::ReadDirect(uint64_t offset, char* buf, size_t n) {

@@ -81,13 +81,22 @@ class BlobFile {
   // Reads exactly n bytes at `offset` (buffered). An error or a short read is an IOError naming
   // the file; a range past the end reads as NotFound (a write that never became durable).
   Status Read(uint64_t offset, char* buf, size_t n) const;
+  // Reads what of [offset, offset + n) the page cache already holds, from its start, without
+  // waiting for the disk (preadv2 RWF_NOWAIT); returns the bytes read (0 on any error: the
+  // caller reads the rest with Read).
+  size_t ReadCached(uint64_t offset, char* buf, size_t n) const;
   // The same through O_DIRECT: `buf` and `n` multiples of kValueAlign and `offset` aligned.
   Status ReadDirect(uint64_t offset, char* buf, size_t n);
   // XXH3 of [offset, offset + n) read in place: through a temporary mapping of the file whose
   // pages are made present first (MADV_POPULATE_READ, which reports an unreadable page as an
   // error rather than a SIGBUS), so the bytes are hashed where they lie in the page cache, with
   // no copy. The range must not be pending. IOError naming the file if it cannot be read.
+  // Pieces are made present and hashed in turn, after all of the range's reads were queued
+  // (Prefetch), so the disk reads ahead of the hash.
   Status HashInPlace(uint64_t offset, size_t n, uint64_t* hash) const;
+  // Starts reading [offset, offset + n) into the page cache and returns (a hint: the kernel may
+  // drop it; errors are ignored, the read that follows reports them).
+  void Prefetch(uint64_t offset, size_t n) const;
   // Makes everything appended so far durable: waits for its pending writes, then fdatasync;
   // concurrent callers share one sync.
   Status Sync();

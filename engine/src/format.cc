@@ -26,6 +26,23 @@ uint64_t Checksum(const char* data, size_t n) {
   return XXH3_64bits_dispatch(data, n);
 }
 
+ChecksumStream::ChecksumStream() : state_(XXH3_createState()) {
+  if (state_ == nullptr) std::abort();  // out of memory for 576 bytes
+  XXH3_64bits_reset(state_);
+}
+
+ChecksumStream::~ChecksumStream() {
+  XXH3_freeState(state_);
+}
+
+void ChecksumStream::Update(const char* data, size_t n) {
+  XXH3_64bits_update_dispatch(state_, data, n);
+}
+
+uint64_t ChecksumStream::Digest() const {
+  return XXH3_64bits_digest(state_);
+}
+
 namespace {
 std::atomic<uint64_t (*)(std::string_view)> key_hash_override{nullptr};
 }  // namespace

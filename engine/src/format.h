@@ -18,6 +18,8 @@
 #include <string>
 #include <string_view>
 
+struct XXH3_state_s;  // xxhash.h
+
 namespace larder::format {
 
 inline constexpr char kFormatKey[] = "larder.format";
@@ -41,6 +43,20 @@ uint64_t Checksum(const char* data, size_t n);
 inline uint64_t Checksum(std::string_view s) {
   return Checksum(s.data(), s.size());
 }
+// Checksum() of bytes that arrive in pieces: Update() each piece in order, then Digest() equals
+// Checksum() of their concatenation.
+class ChecksumStream {
+ public:
+  ChecksumStream();
+  ~ChecksumStream();
+  ChecksumStream(const ChecksumStream&) = delete;
+  ChecksumStream& operator=(const ChecksumStream&) = delete;
+  void Update(const char* data, size_t n);
+  uint64_t Digest() const;
+
+ private:
+  ::XXH3_state_s* state_;
+};
 // The key's 64-bit hash: the in-memory index's identity of a key, never 0.
 uint64_t KeyHash(std::string_view key);
 // Tests only: replaces KeyHash's function for the whole process (nullptr restores it), so that

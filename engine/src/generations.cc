@@ -1,5 +1,7 @@
 #include "generations.h"
 
+#include <algorithm>
+
 #include "format.h"
 
 namespace larder {
@@ -26,11 +28,12 @@ Generations::Lease::~Lease() {
 }
 
 Generations::Generations(rocksdb::DB* db, rocksdb::ColumnFamilyOptions cf_options,
-                         std::string values_dir, bool durable_files)
+                         std::string values_dir, bool durable_files, uint16_t spread_partitions)
     : db_(db),
       cf_options_(std::move(cf_options)),
       values_dir_(std::move(values_dir)),
       durable_files_(durable_files),
+      spread_partitions_(std::clamp<uint16_t>(spread_partitions, 1, kMaxPartitions)),
       segs_(1) {}
 
 uint32_t Generations::AllocSegLocked(Segment s) {
@@ -133,6 +136,9 @@ Status Generations::CreatePartitionLocked(Generation& g, int64_t now_ms) {
 Result<Generations::Lease> Generations::LeasePartition(const WriteTicket& t, int64_t now_ms) {
   Generation& g = t.gen();
   std::unique_lock lock(g.mu);
+  if (g.files.size() < spread_partitions_) {
+    if (Status s = CreatePartitionLocked(g, now_ms); !s.ok()) return s;
+  }
   while (g.idle.empty()) {
     if (g.files.size() < kMaxPartitions) {
       if (Status s = CreatePartitionLocked(g, now_ms); !s.ok()) return s;
@@ -140,8 +146,9 @@ Result<Generations::Lease> Generations::LeasePartition(const WriteTicket& t, int
     }
     g.idle_cv.wait(lock);
   }
-  uint16_t part = g.idle.back();
-  g.idle.pop_back();
+  // The longest idle: released partitions go to the back, so writers take the files in turn.
+  uint16_t part = g.idle.front();
+  g.idle.erase(g.idle.begin());
   return Lease(t.ptr(), part, g.files[part], g.file_segs[part]);
 }
 

@@ -109,9 +109,12 @@ class Generations {
   static constexpr uint16_t kMaxPartitions = 16;
 
   // `durable_files`: new blob files are fsynced with their directory (acknowledged writes
-  // must survive a power cut).
+  // must survive a power cut). `spread_partitions`: each generation gets that many blob files
+  // from its first writes on, and writers take them in turn, so that background writers (which
+  // write each file's values in order) work on different files at once; 1 gives a writer the
+  // partition it had, new ones only when all are held.
   Generations(rocksdb::DB* db, rocksdb::ColumnFamilyOptions cf_options, std::string values_dir,
-              bool durable_files);
+              bool durable_files, uint16_t spread_partitions = 1);
 
   // At open: adopts a generation opened with the DB, then its blob files.
   GenerationPtr Adopt(uint64_t id, rocksdb::ColumnFamilyHandle* cf);
@@ -128,8 +131,9 @@ class Generations {
 
   // Pins the head for a write. IOError if the store has no head (closing).
   Result<WriteTicket> BeginWrite() const;
-  // A partition of the ticket's generation to append to: an idle one, a new one (up to
-  // kMaxPartitions), or the next to become idle.
+  // A partition of the ticket's generation to append to: a new one while it has fewer than
+  // `spread_partitions`, else the longest idle one, a new one (up to kMaxPartitions), or the next
+  // to become idle.
   Result<Lease> LeasePartition(const WriteTicket& t, int64_t now_ms);
 
   // Creates a new head generation.
@@ -160,6 +164,7 @@ class Generations {
   rocksdb::ColumnFamilyOptions cf_options_;
   const std::string values_dir_;
   const bool durable_files_;
+  const uint16_t spread_partitions_;
   std::atomic<uint64_t> file_bytes_{0};
   std::atomic<uint64_t> head_id_{0};
 

@@ -41,17 +41,34 @@ void InstallOnce() {
 
 }  // namespace
 
-uint64_t GuardedChecksum(const char* p, size_t n, Status* s, const std::string& what) {
+namespace {
+
+// Runs fn() with this thread's SIGBUS turned into an IOError in *s; false if it was.
+template <typename Fn>
+bool Guarded(Fn&& fn, Status* s, const std::string& what) {
   InstallOnce();
   sigjmp_buf jb;
   if (sigsetjmp(jb, 1) != 0) {
     *s = Status::IOError("reading " + what + ": a page could not be read (SIGBUS)");
-    return 0;
+    return false;
   }
   t_guard = &jb;
-  const uint64_t h = format::Checksum(p, n);
+  fn();
   t_guard = nullptr;
+  return true;
+}
+
+}  // namespace
+
+uint64_t GuardedChecksum(const char* p, size_t n, Status* s, const std::string& what) {
+  uint64_t h = 0;
+  Guarded([&] { h = format::Checksum(p, n); }, s, what);
   return h;
+}
+
+bool GuardedUpdate(format::ChecksumStream* stream, const char* p, size_t n, Status* s,
+                   const std::string& what) {
+  return Guarded([&] { stream->Update(p, n); }, s, what);
 }
 
 }  // namespace larder

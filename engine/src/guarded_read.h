@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "format.h"
 #include "larder/status.h"
 
 namespace larder {
@@ -15,5 +16,9 @@ namespace larder {
 // XXH3 of p[0..n), mapped file bytes. On a SIGBUS while reading them, *s becomes an IOError
 // naming `what` and the returned value is meaningless.
 uint64_t GuardedChecksum(const char* p, size_t n, Status* s, const std::string& what);
+// The same for one piece of a longer run: stream->Update(p, n). False (and *s an IOError) on a
+// SIGBUS, after which the stream's digest is meaningless.
+bool GuardedUpdate(format::ChecksumStream* stream, const char* p, size_t n, Status* s,
+                   const std::string& what);
 
 }  // namespace larder

@@ -75,6 +75,7 @@ class StoreImpl final : public Store {
                                              const std::vector<Buffer>& bufs) override;
   Result<std::unique_ptr<ValueReader>> OpenValue(std::string_view key) override;
   Result<FileRange> GetFileRange(std::string_view key) override;
+  void Prefetch(const std::vector<std::string_view>& keys) override;
   uint64_t Exists(const std::vector<std::string_view>& keys) override;
   uint64_t PrefixCount(const std::vector<std::string_view>& keys) override;
   Status Delete(std::string_view key) override;
@@ -158,6 +159,9 @@ class StoreImpl final : public Store {
   // NotFound (the bytes belong to another key with the same hash, or were never durable).
   Status ReadVerified(uint64_t hash, std::string_view key, const Located& at, char* buf,
                       bool allow_direct);
+  // ReadVerified's two ways of reading a blob value: sets *sum to Checksum() of the bytes read.
+  Status ReadAndHashInPieces(BlobFile& f, const Entry& e, char* buf, uint64_t* sum);
+  Status ReadDirectThenHash(BlobFile& f, const Entry& e, char* buf, uint64_t* sum);
   // GetInto's work after the lookup; counts hits, misses, corruptions.
   Result<uint64_t> ReadInto(uint64_t hash, std::string_view key, char* buf, size_t cap);
   // After a value failed verification: a corruption of the key's own value (counted, the key
@@ -264,10 +268,10 @@ class StoreImpl final : public Store {
     std::set<uint64_t> damaged_generations;
   } found_;
 
-  int64_t last_flush_ms_ = 0;              // maintenance thread only
-  uint64_t written_at_flush_ = 0;          // index_writes_ at that flush
+  int64_t last_flush_ms_ = 0;                // maintenance thread only
+  uint64_t written_at_flush_ = 0;            // index_writes_ at that flush
   std::atomic<uint64_t> memtable_seals_{0};  // memtables sealed (see PendingWrite)
-  std::atomic<uint64_t> index_writes_{0};  // index batches written (puts, deletes, expiries)
+  std::atomic<uint64_t> index_writes_{0};    // index batches written (puts, deletes, expiries)
   std::thread maintenance_;
   std::mutex maint_mu_;
   std::condition_variable maint_cv_;

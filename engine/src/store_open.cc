@@ -20,8 +20,11 @@ namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kGiB = 1ull << 30;
-// Background value writes in flight at once (each one large, O_DIRECT: the disk's queue).
-constexpr int kValueWriterThreads = 1;
+// Background value writes in flight at once (each one large, O_DIRECT: the disk's queue). WAL
+// off, each generation spreads its values over this many blob files: a file's appends go one
+// at a time (writes past a file's end hold its inode lock for their whole duration), so the
+// writers keep this many in flight only if they append to different files.
+constexpr int kValueWriterThreads = 4;
 
 // See Options::tune_allocator. Without mmap, freed multi-MiB buffers return to the heap and
 // are reused without page faults; one arena keeps large requests out of the per-thread
@@ -170,9 +173,11 @@ rocksdb::DBOptions StoreImpl::DbOptions() {
   wbm_ = std::make_shared<rocksdb::WriteBufferManager>(memtable_bytes_, nullptr,
                                                        /*allow_stall=*/true);
   db.write_buffer_manager = wbm_;
-  db.listeners.push_back(std::make_shared<SyncValuesBeforeFlush>([this] {
-    if (gens_) gens_->SyncAll().PermitUncheckedError();  // a failed sync fails the next Flush
-  }, &memtable_seals_));
+  db.listeners.push_back(std::make_shared<SyncValuesBeforeFlush>(
+      [this] {
+        if (gens_) gens_->SyncAll().PermitUncheckedError();  // a failed sync fails the next Flush
+      },
+      &memtable_seals_));
   return db;
 }
 
@@ -203,7 +208,8 @@ Status StoreImpl::OpenRocks(LegacyHandles* legacy) {
   if (!s.ok()) return s;
   db_.reset(raw);
   gens_ = std::make_unique<Generations>(db_.get(), index_cf, dir_ + "/" + format::kValuesDir,
-                                        options_.wal && options_.sync_writes);
+                                        options_.wal && options_.sync_writes,
+                                        options_.wal ? 1 : kValueWriterThreads);
   for (size_t i = 0; i < descs.size(); ++i) {
     const std::string& n = descs[i].name;
     if (n == rocksdb::kDefaultColumnFamilyName) {

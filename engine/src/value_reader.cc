@@ -109,6 +109,15 @@ Result<Store::FileRange> StoreImpl::GetFileRange(std::string_view key) {
   return FileRange{f->fd(), e.offset, e.size, at->seg.file};
 }
 
+void StoreImpl::Prefetch(const std::vector<std::string_view>& keys) {
+  for (std::string_view key : keys) {
+    if (!CheckKey(key).ok()) continue;
+    std::optional<Located> at = LookupFast(format::KeyHash(key), key);
+    if (!at || at->entry.is_inline() || !at->seg.file) continue;
+    at->seg.file->Prefetch(at->entry.offset, at->entry.size);  // a pending range reads nothing
+  }
+}
+
 Status StoreImpl::FinishRead(uint64_t hash, std::string_view key, const Located& at, bool good) {
   if (good) {
     MarkReused(at.entry);

@@ -158,6 +158,10 @@ void GetDel(Ctx& ctx) {
 }
 
 void MGet(Ctx& ctx) {
+  // The disk reads every key's value at once; the replies then follow in order.
+  if (ctx.argc() > 2) {
+    ctx.store().Prefetch(std::vector<std::string_view>(ctx.argv.begin() + 1, ctx.argv.end()));
+  }
   ctx.w.ArrayHeader(ctx.argc() - 1);
   // Misses and failures alike are nil, as Redis answers for keys of other types.
   for (size_t i = 1; i < ctx.argc(); ++i) ReplyStored(ctx, ctx.argv[i], /*errors_as_nil=*/true);

@@ -1,5 +1,6 @@
 #include "net/connection.h"
 
+#include <strings.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 
@@ -155,8 +156,22 @@ void Connection::Execute() {
   });
 }
 
+// Pipelined GETs and MGETs: the disk reads of the next values start together, before the
+// first reply, and the commands then run one by one (replies in order, each value verified).
+void Connection::PrefetchPipelinedReads(size_t rpos, size_t wpos) {
+  std::vector<std::string_view> keys;
+  const std::vector<std::string>& argv = parser_.args();  // the command about to run
+  if (argv.size() >= 2 &&
+      (strcasecmp(argv[0].c_str(), "get") == 0 || strcasecmp(argv[0].c_str(), "mget") == 0)) {
+    keys.assign(argv.begin() + 1, argv.end());
+  }
+  resp::PeekReadKeys(inbuf_.data() + rpos, wpos - rpos, kMaxPrefetchKeys, &keys);
+  if (keys.size() > 1) server_.core().store.Prefetch(keys);
+}
+
 size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close) {
   RequestExecutor& executor = server_.executor();
+  if (rpos < wpos) PrefetchPipelinedReads(rpos, wpos);
   executor.Run(planned_, *state_, parser_.args(), w);
   size_t done = 1;
   while (rpos < wpos && done < kMaxBatchCommands && w.queue().bytes() < kMaxBatchBytes &&

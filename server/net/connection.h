@@ -19,6 +19,7 @@
 #include "config/server_config.h"
 #include "core/client_state.h"
 #include "core/request_executor.h"
+#include "resp/pipeline_peek.h"
 #include "resp/reply_writer.h"
 #include "resp/request_parser.h"
 
@@ -58,12 +59,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // these bounds, saving two thread hops per request.
   static constexpr size_t kMaxBatchCommands = 256;
   static constexpr size_t kMaxBatchBytes = 4ull << 20;
+  // Values whose reads a pipeline starts ahead of its replies (PrefetchPipelinedReads).
+  static constexpr size_t kMaxPrefetchKeys = 16;
 
   void Process();
   void Execute();
   // On the pool: runs the parsed request (planned_), then the complete ones buffered in
   // inbuf_[rpos, wpos); returns the new read position. Sets *close on a protocol error.
   size_t RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close);
+  void PrefetchPipelinedReads(size_t rpos, size_t wpos);
   // On the pool, when no earlier reply is pending: writes what the socket takes of q now
   // (non-blocking) and consumes it; the rest stays in q for the io thread.
   void WriteNow(int fd, resp::OutputQueue& q);

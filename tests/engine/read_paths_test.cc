@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include "format.h"
 #include "larder/store.h"
 #include "test_util.h"
 
@@ -47,8 +49,20 @@ class ReadPathsTest : public ::testing::Test {
   std::unique_ptr<Store> store_;
 };
 
-constexpr size_t kSizes[] = {0,     1,     100,     16383,          16384,
-                             16385, 65536, 1 << 20, (1 << 20) + 17, 5 << 20};
+constexpr size_t kSizes[] = {0,     1,       100,           16383,   16384,          16385,
+                             65536, 1 << 18, (1 << 18) + 1, 1 << 20, (1 << 20) + 17, 5 << 20};
+
+TEST(ChecksumStreamTest, PiecesHashLikeTheWhole) {
+  const std::string v = MakeValue("stream", (1 << 20) + 333);
+  for (size_t piece : {size_t{1}, size_t{63}, size_t{4096}, size_t{262144}, v.size()}) {
+    format::ChecksumStream s;
+    for (size_t at = 0; at < v.size(); at += piece) {
+      s.Update(v.data() + at, std::min(piece, v.size() - at));
+    }
+    EXPECT_EQ(s.Digest(), format::Checksum(v)) << "pieces of " << piece;
+  }
+  EXPECT_EQ(format::ChecksumStream().Digest(), format::Checksum(nullptr, 0));
+}
 
 TEST_F(ReadPathsTest, GetIntoReadsExactBytesAcrossTheInlineBlobBoundary) {
   for (size_t size : kSizes) {
@@ -160,6 +174,43 @@ TEST_F(ReadPathsTest, DirectReadsIntoAlignedBuffersReadTheSameBytes) {
   auto m = store_->GetInto("d", buf.get() + 1, (2 << 20) - 1);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(std::string(buf.get() + 1, *m), MakeValue("d", size));
+}
+
+TEST_F(ReadPathsTest, FileRangesHoldTheExactBytesAndPrefetchChangesNothing) {
+  const size_t sizes[] = {16385, 1 << 20, (2 << 20) + 1, (5 << 20) + 17};  // 1 to 3 pieces
+  std::vector<std::string> keys;
+  for (size_t size : sizes) {
+    keys.push_back("f" + std::to_string(size));
+    ASSERT_TRUE(store_->Put(keys.back(), MakeValue(keys.back(), size)).ok());
+  }
+  ASSERT_TRUE(store_->Flush().ok());  // in their files, none pending
+  std::vector<std::string_view> hint(keys.begin(), keys.end());
+  hint.push_back("absent");
+  hint.push_back("");
+  store_->Prefetch(hint);
+  EXPECT_EQ(store_->GetStats().hits + store_->GetStats().misses, 0u);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto r = store_->GetFileRange(keys[i]);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->size, sizes[i]);
+    std::string got(sizes[i], '\0');
+    ASSERT_EQ(pread(r->fd, got.data(), got.size(), static_cast<off_t>(r->offset)),
+              static_cast<ssize_t>(got.size()));
+    EXPECT_EQ(got, MakeValue(keys[i], sizes[i])) << sizes[i];
+  }
+  EXPECT_EQ(store_->GetStats().hits, keys.size());
+  EXPECT_TRUE(store_->GetFileRange("absent").status().IsNotFound());
+}
+
+TEST_F(ReadPathsTest, DamageInTheLastPieceIsNeverAFileRange) {
+  const size_t size = 5 << 20;  // three pieces; the damage lands in the last
+  ASSERT_TRUE(store_->Put("v", MakeValue("v", size)).ok());
+  ASSERT_TRUE(store_->Flush().ok());
+  DamageBlobFiles();
+  auto r = store_->GetFileRange("v");
+  EXPECT_TRUE(r.status().IsNotFound()) << r.status().ToString();
+  EXPECT_EQ(store_->GetStats().corruptions, 1u);
+  EXPECT_FALSE(store_->Contains("v"));
 }
 
 }  // namespace

@@ -141,6 +141,12 @@ class Store {
   };
   virtual Result<FileRange> GetFileRange(std::string_view key) = 0;
 
+  // Starts reading the values of `keys` into the page cache and returns without waiting, so
+  // that the reads that follow (GetFileRange, Get, GetInto) find them there and the disk works
+  // on all of them at once (the server calls it for a pipeline of GETs, and for MGET). A hint:
+  // absent keys, values held in memory and errors are ignored; counts nothing.
+  virtual void Prefetch(const std::vector<std::string_view>& keys) = 0;
+
   // How many of `keys` exist (a key listed twice counts twice), from the in-memory index; no
   // disk I/O. The index identifies keys by a 64-bit hash, so for a key that is absent this
   // answers 1 with probability (keys stored) / 2^64 (5e-13 at 10 M keys); reads never return
