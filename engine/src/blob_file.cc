@@ -158,7 +158,7 @@ void BlobFile::WritePending(uint64_t offset, const PendingWrite& w) {
     pending_cv_.notify_all();
     return;
   }
-  const int dfd = DirectFd();
+  const int dfd = w.direct ? DirectFd() : -1;
   // O_DIRECT takes the whole aligned buffer (the zeroed tail lands in the padding); without
   // it, the value's bytes alone go through the page cache.
   int err = dfd >= 0 ? WriteFully(dfd, w.buf.get(), w.capacity, offset)

@@ -39,6 +39,8 @@ struct PendingWrite {
   // one superseding it: otherwise a flush (and a crash, WAL off) could make the old record
   // durable alone, pointing at a hole.
   uint64_t memtable_epoch = 0;
+  // Written with O_DIRECT (Options::direct_writes), else through the page cache.
+  bool direct = false;
 
   // An aligned copy of `value`; nullptr if memory is short.
   static std::shared_ptr<PendingWrite> CopyOf(std::string_view value);

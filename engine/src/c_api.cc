@@ -101,6 +101,9 @@ void larder_options_set_blob_cache_bytes(larder_options_t*, uint64_t) {}
 void larder_options_set_direct_reads(larder_options_t* o, int on) {
   o->options.direct_reads = on != 0;
 }
+void larder_options_set_direct_writes(larder_options_t* o, int on) {
+  o->options.direct_writes = on != 0;
+}
 void larder_options_set_read_queue_depth(larder_options_t* o, int depth) {
   o->options.read_queue_depth = depth;
 }

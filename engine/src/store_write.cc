@@ -86,6 +86,7 @@ Status StoreImpl::AppendValue(std::string_view key, std::string_view value,
   }
   if (pending) {
     pending->memtable_epoch = memtable_seals_.load();  // before the record is written
+    pending->direct = options_.direct_writes;
     pending->on_error = [this, hash = e->hash, k = std::string(key), version = *e](const Status&) {
       OnFailedWrite(hash, k, version);
     };

@@ -332,6 +332,8 @@ std::vector<Option> EngineRows() {
             "index memtable memory; 0 = max-disk-bytes/256 in [16mb, 256mb]"),
       Bytes("write-buffer-bytes", &S::write_buffer_bytes, kStartup, 0,
             "values acknowledged, not yet written (wal no); 0 = max-disk-bytes/64 in [64mb, 1gb]"),
+      Bool("direct-writes", &S::direct_writes, kStartup,
+           "wal no: write values with O_DIRECT, bypassing the page cache"),
       Bool("direct-reads", &S::direct_reads, kStartup,
            "read cold values into aligned buffers with O_DIRECT (in-process GetInto)"),
       Int("read-queue-depth", &S::read_queue_depth, kStartup, 1, 256,

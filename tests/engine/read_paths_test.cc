@@ -213,5 +213,24 @@ TEST_F(ReadPathsTest, DamageInTheLastPieceIsNeverAFileRange) {
   EXPECT_FALSE(store_->Contains("v"));
 }
 
+TEST_F(ReadPathsTest, DirectWritesLandTheSameBytes) {
+  store_.reset();
+  opts_.wal = false;
+  opts_.direct_writes = true;
+  Reopen();
+  for (size_t size : kSizes) {
+    std::string k = "w" + std::to_string(size);
+    ASSERT_TRUE(store_->Put(k, MakeValue(k, size)).ok()) << size;
+  }
+  ASSERT_TRUE(store_->Flush().ok());
+  Reopen();  // from the files
+  for (size_t size : kSizes) {
+    std::string k = "w" + std::to_string(size);
+    auto v = store_->Get(k);
+    ASSERT_TRUE(v.ok()) << size << ": " << v.status().ToString();
+    EXPECT_EQ(v->view(), MakeValue(k, size)) << size;
+  }
+}
+
 }  // namespace
 }  // namespace larder
