@@ -57,9 +57,18 @@ std::shared_ptr<PendingWrite> PendingWrite::CopyOf(std::string_view value) {
   if (posix_memalign(&mem, format::kValueAlign, std::max<size_t>(w->capacity, 1)) != 0) {
     return nullptr;
   }
-  w->buf.reset(static_cast<char*>(mem));
-  std::memcpy(w->buf.get(), value.data(), value.size());
-  std::memset(w->buf.get() + value.size(), 0, w->capacity - value.size());
+  w->aligned.reset(static_cast<char*>(mem));
+  std::memcpy(w->aligned.get(), value.data(), value.size());
+  std::memset(w->aligned.get() + value.size(), 0, w->capacity - value.size());
+  w->data = w->aligned.get();
+  return w;
+}
+
+std::shared_ptr<PendingWrite> PendingWrite::Adopt(std::string&& value) {
+  auto w = std::make_shared<PendingWrite>();
+  w->owned = std::move(value);
+  w->data = w->owned.data();
+  w->size = w->capacity = w->owned.size();
   return w;
 }
 
@@ -158,12 +167,12 @@ void BlobFile::WritePending(uint64_t offset, const PendingWrite& w) {
     pending_cv_.notify_all();
     return;
   }
-  const int dfd = w.direct ? DirectFd() : -1;
+  const int dfd = w.direct && w.aligned ? DirectFd() : -1;
   // O_DIRECT takes the whole aligned buffer (the zeroed tail lands in the padding); without
   // it, the value's bytes alone go through the page cache.
-  int err = dfd >= 0 ? WriteFully(dfd, w.buf.get(), w.capacity, offset)
-                     : WriteFully(fd_, w.buf.get(), w.size, offset);
-  if (err == EINVAL && dfd >= 0) err = WriteFully(fd_, w.buf.get(), w.size, offset);
+  int err = dfd >= 0 ? WriteFully(dfd, w.data, w.capacity, offset)
+                     : WriteFully(fd_, w.data, w.size, offset);
+  if (err == EINVAL && dfd >= 0) err = WriteFully(fd_, w.data, w.size, offset);
   {
     std::lock_guard lock(pending_mu_);
     pending_.erase(offset);
@@ -180,7 +189,7 @@ bool BlobFile::ReadPending(uint64_t offset, char* buf, size_t n) const {
   --it;
   const PendingWrite& w = *it->second;
   if (offset < it->first || offset + n > it->first + w.size) return false;
-  std::memcpy(buf, w.buf.get() + (offset - it->first), n);
+  std::memcpy(buf, w.data + (offset - it->first), n);
   return true;
 }
 

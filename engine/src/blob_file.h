@@ -22,13 +22,15 @@
 
 namespace larder {
 
-// A value acknowledged but not written yet (ValueWriter): its bytes in a buffer aligned to
-// kValueAlign, `capacity` = AlignUp(size) bytes (the tail past `size` zeroed), which is what an
-// O_DIRECT write takes.
+// A value acknowledged but not written yet (ValueWriter): its bytes either copied into a buffer
+// aligned to kValueAlign, AlignUp(size) bytes with the tail past `size` zeroed (what an O_DIRECT
+// write takes), or held in the caller's string, taken over without a copy (Store::PutOwned).
 struct PendingWrite {
-  std::unique_ptr<char, void (*)(void*)> buf{nullptr, &std::free};
+  std::unique_ptr<char, void (*)(void*)> aligned{nullptr, &std::free};  // CopyOf's
+  std::string owned;                                                    // Adopt's
+  const char* data = nullptr;  // the value's bytes: in `aligned` or `owned`
   size_t size = 0;
-  size_t capacity = 0;
+  size_t capacity = 0;  // the bytes held: AlignUp(size) in `aligned`, else size
   // Runs on a writer thread if the write fails (the store then forgets the value).
   std::function<void(const Status&)> on_error;
   // Replaced or deleted before it was written: nobody can reach it any more, so the writer
@@ -44,6 +46,8 @@ struct PendingWrite {
 
   // An aligned copy of `value`; nullptr if memory is short.
   static std::shared_ptr<PendingWrite> CopyOf(std::string_view value);
+  // Takes `value`'s buffer as it is (not aligned: for buffered writes only).
+  static std::shared_ptr<PendingWrite> Adopt(std::string&& value);
 };
 
 class BlobFile {

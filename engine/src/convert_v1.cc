@@ -98,7 +98,9 @@ Status StoreImpl::ConvertEntry(const std::string& key, const format::v1::MetaRec
     rec.created_ms = m.created_ms;
     rec.last_access_ms = m.last_access_ms;
     rec.reuse_count = m.reuse_count;
-    if (Status s = StageValue(hash, key, *value, m.checksum, *ticket, &e, &rec); !s.ok()) return s;
+    if (Status s = StageValue(hash, key, *value, nullptr, m.checksum, *ticket, &e, &rec); !s.ok()) {
+      return s;
+    }
     batch.Put(ticket->gen().cf, format::IndexKey(hash, key), rec.Encode());
   } else {
     counters_.corruptions++;  // unreadable or damaged: the key is dropped

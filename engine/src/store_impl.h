@@ -68,6 +68,7 @@ class StoreImpl final : public Store {
 
   using Store::Put;
   Status Put(std::string_view key, std::string_view value, const PutOptions& opts) override;
+  Status PutOwned(std::string_view key, std::string&& value, const PutOptions& opts) override;
   Result<Value> Get(std::string_view key) override;
   std::vector<Result<Value>> MultiGet(const std::vector<std::string_view>& keys) override;
   Result<uint64_t> GetInto(std::string_view key, char* buf, size_t cap) override;
@@ -172,12 +173,16 @@ class StoreImpl final : public Store {
   // Puts a value where its version will live: inline in the record, or appended to a blob
   // file of the ticket's generation. Fills the entry's and the record's identity and location;
   // the caller fills expiry and times.
-  Status StageValue(uint64_t hash, std::string_view key, std::string_view value,
+  // `owned`, if not null, holds `value`'s bytes and may be taken (PutOwned).
+  Status StageValue(uint64_t hash, std::string_view key, std::string_view value, std::string* owned,
                     uint64_t value_hash, const Generations::WriteTicket& t, Entry* e,
                     format::IndexRecord* rec);
   // Appends a blob value into the head; fills e's location.
-  Status AppendValue(std::string_view key, std::string_view value,
+  Status AppendValue(std::string_view key, std::string_view value, std::string* owned,
                      const Generations::WriteTicket& t, Entry* e, format::IndexRecord* rec);
+  // Put and PutOwned (`owned`: value's string, or null).
+  Status PutImpl(std::string_view key, std::string_view value, std::string* owned,
+                 const PutOptions& opts);
   // A background write of the value of (hash, key) failed: the version goes (record, index).
   void OnFailedWrite(uint64_t hash, const std::string& key, const Entry& e);
   // Writes the record of a new version of `key` (replacing `old`'s in another generation)

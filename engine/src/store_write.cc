@@ -53,14 +53,19 @@ Status WriteFailed(const rocksdb::Status& s, const std::string& dir, const char*
 
 }  // namespace
 
-Status StoreImpl::AppendValue(std::string_view key, std::string_view value,
+Status StoreImpl::AppendValue(std::string_view key, std::string_view value, std::string* owned,
                               const Generations::WriteTicket& t, Entry* e,
                               format::IndexRecord* rec) {
   // WAL off: copied into an engine buffer and written in the background (ValueWriter) --
   // unless a background write failed lately: then in place, so that a full disk answers the
   // writer itself, until a write succeeds again.
-  std::shared_ptr<PendingWrite> pending =
-      writer_ && !write_failed_.load() ? PendingWrite::CopyOf(value) : nullptr;
+  // A caller's string is taken as it is when the write goes through the page cache; O_DIRECT
+  // needs the aligned copy.
+  std::shared_ptr<PendingWrite> pending;
+  if (writer_ && !write_failed_.load()) {
+    pending = owned && !options_.direct_writes ? PendingWrite::Adopt(std::move(*owned))
+                                               : PendingWrite::CopyOf(value);
+  }
   BlobFilePtr file;
   {
     auto lease = gens_->LeasePartition(t, Now());
@@ -107,7 +112,8 @@ void StoreImpl::OnFailedWrite(uint64_t hash, const std::string& key, const Entry
 }
 
 Status StoreImpl::StageValue(uint64_t hash, std::string_view key, std::string_view value,
-                             uint64_t value_hash, const Generations::WriteTicket& t, Entry* e,
+                             std::string* owned, uint64_t value_hash,
+                             const Generations::WriteTicket& t, Entry* e,
                              format::IndexRecord* rec) {
   Generation& gen = t.gen();
   e->hash = hash;
@@ -117,7 +123,7 @@ Status StoreImpl::StageValue(uint64_t hash, std::string_view key, std::string_vi
   rec->generation = gen.id;
   rec->value_size = value.size();
   rec->value_hash = value_hash;
-  if (value.size() >= format::kMinBlobBytes) return AppendValue(key, value, t, e, rec);
+  if (value.size() >= format::kMinBlobBytes) return AppendValue(key, value, owned, t, e, rec);
   e->seg = gen.inline_seg;
   e->flags = Entry::kInline;
   rec->is_inline = true;
@@ -160,6 +166,17 @@ Status StoreImpl::RemoveLocked(uint64_t hash, std::string_view key, const Locate
 }
 
 Status StoreImpl::Put(std::string_view key, std::string_view value, const PutOptions& opts) {
+  return PutImpl(key, value, nullptr, opts);
+}
+
+Status StoreImpl::PutOwned(std::string_view key, std::string&& value, const PutOptions& opts) {
+  return PutImpl(key, value, &value, opts);
+}
+
+// `value` stays readable as a view until StageValue; only its size is used after it (its
+// bytes may have moved into a pending write by then).
+Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::string* owned,
+                          const PutOptions& opts) {
   if (Status s = CheckKey(key); !s.ok()) return s;
   if (value.size() > options_.max_value_bytes) {
     return Status::InvalidArgument("value of " + std::to_string(value.size()) +
@@ -206,7 +223,9 @@ Status StoreImpl::Put(std::string_view key, std::string_view value, const PutOpt
   format::IndexRecord rec;
   e.expire_at_ms = rec.expire_at_ms = opts.expire_at_ms;
   e.last_access_ms = rec.created_ms = rec.last_access_ms = now;
-  if (Status s = StageValue(hash, key, value, value_hash, *ticket, &e, &rec); !s.ok()) return s;
+  if (Status s = StageValue(hash, key, value, owned, value_hash, *ticket, &e, &rec); !s.ok()) {
+    return s;
+  }
   if (!stripe.owns_lock()) stripe.lock();
   std::optional<Located> old = LookupExact(hash, key);
   if (opts.keep_ttl) {

@@ -88,7 +88,8 @@ void Set(Ctx& ctx) {
   std::optional<Result<Value>> old;
   if (get) old.emplace(ctx.store().Get(ctx.argv[1]));
   if (old && !old->ok() && !old->status().IsNotFound()) return ReplyStatus(ctx, old->status());
-  Status s = ctx.store().Put(ctx.argv[1], ctx.argv[2], po);
+  // The value's buffer goes to the engine as it arrived (no copy).
+  Status s = ctx.store().PutOwned(ctx.argv[1], std::move(ctx.argv[2]), po);
   if (!s.ok() && !s.IsConditionNotMet()) return ReplyStatus(ctx, s);
   if (get) {
     if (old->ok()) return ReplyValue(ctx, std::move(old->value()));
@@ -122,7 +123,7 @@ template <const TimeUnit& unit>
 void SetEx(Ctx& ctx) {
   PutOptions po;
   if (!ExpireAtOfSetTime(ctx, ctx.argv[2], unit, &po.expire_at_ms)) return;
-  Status s = ctx.store().Put(ctx.argv[1], ctx.argv[3], po);
+  Status s = ctx.store().PutOwned(ctx.argv[1], std::move(ctx.argv[3]), po);
   if (!s.ok()) return ReplyStatus(ctx, s);
   ctx.w.SimpleString("OK");
 }

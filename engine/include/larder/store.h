@@ -99,6 +99,10 @@ class Store {
   // Returns ConditionNotMet (nothing written) when `opts.mode` is kIfAbsent/kIfPresent and the
   // condition does not hold.
   virtual Status Put(std::string_view key, std::string_view value, const PutOptions& opts) = 0;
+  // Put that may take `value`'s buffer instead of copying it: with the WAL off (and
+  // direct_writes off) the background write goes out from it, so a server can hand over the
+  // buffer a request arrived in. Afterwards `value` is valid but its contents are unspecified.
+  virtual Status PutOwned(std::string_view key, std::string&& value, const PutOptions& opts) = 0;
   Status Put(std::string_view key, std::string_view value, int64_t ttl_ms = 0);
 
   // The value of `key`, verified, or NotFound (absent, expired, or failed verification — the
