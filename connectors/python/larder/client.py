@@ -6,15 +6,23 @@ MULTI), and the one-round-trip prefix lookup `LARDER.PREFIX`. Against a server w
 command (Redis, Kvrocks) the prefix lookup falls back to one pipeline of EXISTS, so both
 clients work with any RESP server.
 
-URLs: `larder://[[user]:password@]host[:port][/db][?ttl=seconds]` (TCP) and
-`larder+unix:///path/to/larder.sock[?password=...&ttl=seconds]` (unix socket); `redis://`,
-`rediss://` and `unix://` URLs are accepted unchanged. `ttl` (seconds) is the default expiry
-of every put; none by default.
+URLs: `larder://[[user]:password@]host[:port][/db][?ttl=seconds&timeout=seconds]` (TCP) and
+`larder+unix:///path/to/larder.sock[?password=...&ttl=seconds&timeout=seconds]` (unix socket);
+`redis://`, `rediss://` and `unix://` URLs are accepted unchanged. `ttl` (seconds) is the
+default expiry of every put; none by default. `timeout` (seconds, default 1) bounds every wait
+on the socket.
+
+Neither client stalls or raises into its caller when the store is down, restarting or stalled:
+such a call answers "nothing" (a miss, False, 0) within about `timeout`, and calls succeed again
+within a second of the store coming back (failsafe.py; `fail_open=False` restores plain
+redis-py behaviour). Errors the server answers still raise `redis.ResponseError`.
 """
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import redis
 import redis.asyncio
+
+from .failsafe import DEFAULT_TIMEOUT, UNREACHABLE, Breaker
 
 PREFIX_COMMAND = "LARDER.PREFIX"
 DEFAULT_URL = "larder://127.0.0.1:6379"
@@ -24,24 +32,53 @@ _SCHEMES = {"larder": "redis", "larder+unix": "unix", "redis": "redis", "rediss"
 
 def parse_url(url):
     """(redis-py URL, default ttl in seconds or None); ValueError on an unknown scheme or a
-    bad ttl."""
+    bad ttl or timeout."""
+    redis_url, ttl, _ = _parse(url)
+    return redis_url, ttl
+
+
+def _parse(url):
+    """(redis-py URL, ttl or None, timeout in seconds or None)."""
     parts = urlsplit(url)
     scheme = _SCHEMES.get(parts.scheme)
     if scheme is None:
         raise ValueError(f"unsupported URL scheme in {url!r}: use larder://host:port or "
                          "larder+unix:///path/to/socket")
     query = parse_qsl(parts.query, keep_blank_values=True)
-    ttl = None
+    ttl = timeout = None
     rest = []
     for k, v in query:
         if k == "ttl":
             if not v.isdigit() or int(v) <= 0:
                 raise ValueError(f"ttl must be a positive number of seconds, not {v!r}")
             ttl = int(v)
+        elif k == "timeout":
+            timeout = _positive_seconds(v)
         else:
             rest.append((k, v))
     query = f"?{urlencode(rest)}" if rest else ""
-    return f"{scheme}://{parts.netloc}{parts.path}{query}", ttl
+    return f"{scheme}://{parts.netloc}{parts.path}{query}", ttl, timeout
+
+
+def _positive_seconds(v):
+    try:
+        seconds = float(v)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise ValueError(f"timeout must be a positive number of seconds, not {v!r}")
+    return seconds
+
+
+def _redis_kwargs(redis_url, timeout, kwargs):
+    """redis-py's keyword arguments with the socket waits bounded by `timeout` (unless the
+    caller set them). Debian's redis-py 4.3 has no connect timeout for unix sockets (a unix
+    connect does not wait on the peer anyway)."""
+    out = dict(kwargs)
+    out.setdefault("socket_timeout", timeout)
+    if not redis_url.startswith("unix:"):
+        out.setdefault("socket_connect_timeout", timeout)
+    return out
 
 
 def _set_args(ttl):
@@ -75,12 +112,38 @@ def _is_unknown_command(err):
 class Client:
     """A blocking Larder client; thread-safe (redis-py's connection pool)."""
 
-    def __init__(self, url=DEFAULT_URL, ttl=None, max_connections=None, **redis_kwargs):
-        redis_url, url_ttl = parse_url(url)
+    def __init__(self, url=DEFAULT_URL, ttl=None, max_connections=None, timeout=None,
+                 fail_open=True, **redis_kwargs):
+        redis_url, url_ttl, url_timeout = _parse(url)
         self.ttl = ttl if ttl is not None else url_ttl
-        self.redis = redis.Redis.from_url(redis_url, max_connections=max_connections,
-                                          **redis_kwargs)
+        self.timeout = timeout or url_timeout or DEFAULT_TIMEOUT
+        self.fail_open = fail_open
+        self.breaker = Breaker()
+        self.redis = redis.Redis.from_url(
+            redis_url, max_connections=max_connections,
+            **_redis_kwargs(redis_url, self.timeout, redis_kwargs))
         self._has_prefix = True
+
+    @property
+    def failures(self):
+        """Calls answered "nothing" because the store was unreachable or too slow."""
+        return self.breaker.failures
+
+    def _call(self, nothing, fn, *args, **kwargs):
+        """fn(*args, **kwargs), or `nothing` when the store is unreachable (see failsafe.py)."""
+        if not self.fail_open:
+            return fn(*args, **kwargs)
+        if not self.breaker.closed():
+            self.breaker.skipped()
+            return nothing
+        try:
+            result = fn(*args, **kwargs)
+        except UNREACHABLE as e:
+            self.breaker.failed(e)
+            self.redis.connection_pool.disconnect()  # the next try starts on fresh connections
+            return nothing
+        self.breaker.succeeded()
+        return result
 
     def close(self):
         self.redis.close()
@@ -93,17 +156,18 @@ class Client:
         self.close()
 
     def put(self, key, value, ttl=None):
-        """SET key value [EX ttl]; raises redis.ResponseError when the server refuses."""
-        self.redis.set(key, value, **_set_args(ttl or self.ttl))
+        """SET key value [EX ttl]; True once stored, False if the store was unreachable;
+        raises redis.ResponseError when the server refuses."""
+        return self._call(False, self.redis.set, key, value, **_set_args(ttl or self.ttl))
 
     def get(self, key):
-        return self.redis.get(key)
+        return self._call(None, self.redis.get, key)
 
     def get_into(self, key, buffer):
         """Copies the value into `buffer` (writable, at least the value's size); returns the
         size, or None on a miss. redis-py reads into its own bytes first, so this is one copy
         more than the in-process larder.native.Store.get_into."""
-        v = self.redis.get(key)
+        v = self.get(key)
         if v is None:
             return None
         view = memoryview(buffer).cast("B")
@@ -113,31 +177,38 @@ class Client:
         return len(v)
 
     def exists(self, key):
-        return bool(self.redis.exists(key))
+        return bool(self._call(0, self.redis.exists, key))
 
     def delete(self, *keys):
-        return self.redis.delete(*keys)
+        return self._call(0, self.redis.delete, *keys)
 
     def put_many(self, items, ttl=None):
-        """One round trip for all (key, value) pairs (a dict or an iterable of pairs)."""
+        """One round trip for all (key, value) pairs (a dict or an iterable of pairs); True once
+        all are stored, False if the store was unreachable."""
         items = _items(items)
         pipe = self.redis.pipeline(transaction=False)
         for k, v in items:
             pipe.set(k, v, **_set_args(ttl or self.ttl))
-        _check_puts([k for k, _ in items], pipe.execute(raise_on_error=False))
+        replies = self._call(None, pipe.execute, raise_on_error=False)
+        if replies is None:
+            return False
+        _check_puts([k for k, _ in items], replies)
+        return True
 
     def get_many(self, keys):
         """One round trip; a value or None per key, in order."""
+        keys = list(keys)
         pipe = self.redis.pipeline(transaction=False)
         for k in keys:
             pipe.get(k)
-        return pipe.execute()
+        return self._call([None] * len(keys), pipe.execute)
 
     def exists_many(self, keys):
+        keys = list(keys)
         pipe = self.redis.pipeline(transaction=False)
         for k in keys:
             pipe.exists(k)
-        return [bool(x) for x in pipe.execute()]
+        return [bool(x) for x in self._call([0] * len(keys), pipe.execute)]
 
     def prefix_count(self, keys):
         """How many leading keys exist, in one round trip."""
@@ -146,7 +217,7 @@ class Client:
             return 0
         if self._has_prefix:
             try:
-                return int(self.redis.execute_command(PREFIX_COMMAND, *keys))
+                return int(self._call(0, self.redis.execute_command, PREFIX_COMMAND, *keys))
             except redis.ResponseError as e:
                 if not _is_unknown_command(e):
                     raise
@@ -157,12 +228,39 @@ class Client:
 class AsyncClient:
     """The asyncio twin of Client (redis.asyncio); use from one event loop."""
 
-    def __init__(self, url=DEFAULT_URL, ttl=None, max_connections=None, **redis_kwargs):
-        redis_url, url_ttl = parse_url(url)
+    def __init__(self, url=DEFAULT_URL, ttl=None, max_connections=None, timeout=None,
+                 fail_open=True, **redis_kwargs):
+        redis_url, url_ttl, url_timeout = _parse(url)
         self.ttl = ttl if ttl is not None else url_ttl
-        self.redis = redis.asyncio.Redis.from_url(redis_url, max_connections=max_connections,
-                                                  **redis_kwargs)
+        self.timeout = timeout or url_timeout or DEFAULT_TIMEOUT
+        self.fail_open = fail_open
+        self.breaker = Breaker()
+        kwargs = dict(redis_kwargs)
+        kwargs.setdefault("socket_connect_timeout", self.timeout)  # asyncio's unix has one
+        self.redis = redis.asyncio.Redis.from_url(
+            redis_url, max_connections=max_connections,
+            **_redis_kwargs(redis_url, self.timeout, kwargs))
         self._has_prefix = True
+
+    @property
+    def failures(self):
+        return self.breaker.failures
+
+    async def _call(self, nothing, fn, *args, **kwargs):
+        """await fn(*args, **kwargs), or `nothing` when the store is unreachable."""
+        if not self.fail_open:
+            return await fn(*args, **kwargs)
+        if not self.breaker.closed():
+            self.breaker.skipped()
+            return nothing
+        try:
+            result = await fn(*args, **kwargs)
+        except UNREACHABLE as e:
+            self.breaker.failed(e)
+            await self.redis.connection_pool.disconnect()
+            return nothing
+        self.breaker.succeeded()
+        return result
 
     async def close(self):
         await self.redis.close()
@@ -175,35 +273,42 @@ class AsyncClient:
         await self.close()
 
     async def put(self, key, value, ttl=None):
-        await self.redis.set(key, value, **_set_args(ttl or self.ttl))
+        return await self._call(False, self.redis.set, key, value,
+                                **_set_args(ttl or self.ttl))
 
     async def get(self, key):
-        return await self.redis.get(key)
+        return await self._call(None, self.redis.get, key)
 
     async def exists(self, key):
-        return bool(await self.redis.exists(key))
+        return bool(await self._call(0, self.redis.exists, key))
 
     async def delete(self, *keys):
-        return await self.redis.delete(*keys)
+        return await self._call(0, self.redis.delete, *keys)
 
     async def put_many(self, items, ttl=None):
         items = _items(items)
         pipe = self.redis.pipeline(transaction=False)
         for k, v in items:
             pipe.set(k, v, **_set_args(ttl or self.ttl))
-        _check_puts([k for k, _ in items], await pipe.execute(raise_on_error=False))
+        replies = await self._call(None, pipe.execute, raise_on_error=False)
+        if replies is None:
+            return False
+        _check_puts([k for k, _ in items], replies)
+        return True
 
     async def get_many(self, keys):
+        keys = list(keys)
         pipe = self.redis.pipeline(transaction=False)
         for k in keys:
             pipe.get(k)
-        return await pipe.execute()
+        return await self._call([None] * len(keys), pipe.execute)
 
     async def exists_many(self, keys):
+        keys = list(keys)
         pipe = self.redis.pipeline(transaction=False)
         for k in keys:
             pipe.exists(k)
-        return [bool(x) for x in await pipe.execute()]
+        return [bool(x) for x in await self._call([0] * len(keys), pipe.execute)]
 
     async def prefix_count(self, keys):
         keys = list(keys)
@@ -211,7 +316,8 @@ class AsyncClient:
             return 0
         if self._has_prefix:
             try:
-                return int(await self.redis.execute_command(PREFIX_COMMAND, *keys))
+                return int(await self._call(0, self.redis.execute_command, PREFIX_COMMAND,
+                                            *keys))
             except redis.ResponseError as e:
                 if not _is_unknown_command(e):
                     raise
@@ -220,4 +326,6 @@ class AsyncClient:
 
     async def scan_keys(self, match="*", count=1000):
         """Every key matching `match` (SCAN; keys written meanwhile may or may not appear)."""
-        return [k async for k in self.redis.scan_iter(match=match, count=count)]
+        async def scan():
+            return [k async for k in self.redis.scan_iter(match=match, count=count)]
+        return await self._call([], scan)

@@ -24,6 +24,8 @@ module defines minimal stand-ins with the same names, so the connector logic sti
 import asyncio
 import logging
 
+import redis
+
 from . import chunk_format
 from .client import AsyncClient
 
@@ -98,6 +100,7 @@ class LarderConnector(RemoteConnector):
         self.local_cpu_backend = local_cpu_backend
         self.sem = asyncio.Semaphore(self.MAX_CONNECTIONS)
         self.format_errors = 0  # values that were not well-formed chunks (served as misses)
+        self.put_errors = 0  # puts the server refused (logged, never raised into LMCache)
 
     # --- encoding -------------------------------------------------------------------------
 
@@ -148,9 +151,18 @@ class LarderConnector(RemoteConnector):
             value = await self.client.get(k)
         return self._decode(k, value)
 
+    def _refused(self, what, err):
+        self.put_errors += 1
+        logger.warning("larder: %s refused by the server (%s); not stored", what, err)
+
     async def put(self, key, memory_obj):
-        async with self.sem:
-            await self.client.put(key.to_string(), self._encode(memory_obj))
+        # An unreachable store is already a quiet False (the client's fail-safe); a refusal
+        # (a full disk, a value over the limit) is logged, not raised into LMCache's loop.
+        try:
+            async with self.sem:
+                await self.client.put(key.to_string(), self._encode(memory_obj))
+        except redis.ResponseError as e:
+            self._refused(key.to_string(), e)
 
     async def list(self):
         return [k.decode(errors="replace") for k in await self.client.scan_keys()]
@@ -181,8 +193,11 @@ class LarderConnector(RemoteConnector):
 
     async def batched_put(self, keys, memory_objs):
         items = [(k.to_string(), self._encode(m)) for k, m in zip(keys, memory_objs)]
-        async with self.sem:
-            await self.client.put_many(items)
+        try:
+            async with self.sem:
+                await self.client.put_many(items)
+        except redis.ResponseError as e:
+            self._refused(f"a batch of {len(items)} puts", e)
 
     def support_batched_async_contains(self):
         return True

@@ -1,0 +1,61 @@
+"""What keeps a dead or stalled store from stalling the caller.
+
+An inference server must not wait on its KV-cache tier: a store that is down, restarting or not
+reading its socket must cost a miss, quickly, never a hang or an exception in the serving loop.
+`Client` and `AsyncClient` (client.py) therefore
+
+* bound every wait on the socket by `timeout` (connect, send, receive: redis-py's
+  `socket_connect_timeout` and `socket_timeout`), so a call against a stalled server returns
+  within about `timeout`;
+* turn a connection failure or a timeout into the call's "nothing" answer (None, False, 0, or
+  False for a put that was not stored), counted in `failures`, with `last_error` kept;
+* after a failure, answer "nothing" at once, without touching the network, for a back-off that
+  starts at `MIN_BACKOFF` and doubles per consecutive failure up to `MAX_BACKOFF`; the first call
+  after it tries the server again on fresh connections. `MAX_BACKOFF` is under half a second so
+  that calls succeed again within a second of the server coming back.
+
+Errors the server answers (a refused SET, a wrong-type reply) are not failures of the store
+being reachable: they still raise `redis.ResponseError`. `fail_open=False` turns all of this off
+(every error raises, as plain redis-py does).
+"""
+import time
+
+import redis
+
+MIN_BACKOFF = 0.05
+MAX_BACKOFF = 0.4
+DEFAULT_TIMEOUT = 1.0
+
+# What "the store is unreachable or too slow" looks like from redis-py.
+UNREACHABLE = (redis.ConnectionError, redis.TimeoutError, OSError)
+
+
+class Breaker:
+    """Consecutive-failure back-off shared by a client's calls (thread-safe enough: races only
+    shift when the next try happens)."""
+
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
+        self.failures = 0        # calls answered "nothing" because the store was unreachable
+        self.last_error = None   # the last such error, for logs and tests
+        self._streak = 0
+        self._retry_at = 0.0
+
+    def closed(self):
+        """True when calls may try the server."""
+        return self.clock() >= self._retry_at
+
+    def skipped(self):
+        """Counts a call answered without trying (back-off running)."""
+        self.failures += 1
+
+    def failed(self, err):
+        self.failures += 1
+        self.last_error = err
+        self._streak += 1
+        backoff = min(MAX_BACKOFF, MIN_BACKOFF * (2 ** (self._streak - 1)))
+        self._retry_at = self.clock() + backoff
+
+    def succeeded(self):
+        self._streak = 0
+        self._retry_at = 0.0

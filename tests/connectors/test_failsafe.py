@@ -1,0 +1,168 @@
+"""A dead or stalled store costs larder.Client / larder.AsyncClient a miss, never a hang or an
+exception: the real larder-server is SIGKILLed in the middle of batches of GETs, and SIGSTOPped
+(it stops reading its sockets); every call must return (within a generous multiple of the
+client's timeout: a liveness check, not a performance one), answer a value byte-exact or a
+miss, and calls must succeed again soon after the server is back. The measured figures are
+printed."""
+import asyncio
+import signal
+import threading
+import time
+import unittest
+
+import helpers  # noqa: F401 - puts the package on sys.path
+from helpers import SERVERS, MiB
+from larder import AsyncClient, Client
+from larder import failsafe
+
+TIMEOUT = 0.5
+# A call may wait on connect, send and receive in turn: each is bounded by TIMEOUT.
+HANG = 3 * TIMEOUT + 2.0
+VALUE = 4 * MiB
+KEYS = [f"fs:{i}" for i in range(8)]
+
+
+def value_of(key):
+    return (key.encode() * (VALUE // len(key) + 1))[:VALUE]
+
+
+def recovery_seconds(call, want):
+    """Seconds until call() answers `want` (polling every 10 ms, 10 s at most)."""
+    start = time.monotonic()
+    while time.monotonic() - start < 10:
+        if call() == want:
+            return time.monotonic() - start
+        time.sleep(0.01)
+    return float("inf")
+
+
+class BreakerTest(unittest.TestCase):
+    def test_backoff_doubles_to_its_cap_and_a_success_resets_it(self):
+        now = [0.0]
+        b = failsafe.Breaker(clock=lambda: now[0])
+        waits = []
+        for _ in range(6):
+            b.failed(OSError("down"))
+            self.assertFalse(b.closed())
+            start = now[0]
+            while not b.closed():
+                now[0] += 0.001
+            waits.append(round(now[0] - start, 2))
+        self.assertEqual(waits, [0.05, 0.1, 0.2, 0.4, 0.4, 0.4])
+        self.assertLess(failsafe.MAX_BACKOFF, 0.5, "calls must succeed within 1 s of a restart")
+        b.succeeded()
+        self.assertTrue(b.closed())
+        self.assertEqual(b.failures, 6)
+
+
+class ClientFailsafeTest(unittest.TestCase):
+    def setUp(self):
+        self.srv = SERVERS["larder"](budget=512 * MiB).start()
+        self.url = f"larder://127.0.0.1:{self.srv.port}?timeout={TIMEOUT}"
+
+    def tearDown(self):
+        if self.srv.proc is not None and self.srv.alive():
+            self.srv.proc.send_signal(signal.SIGCONT)
+        self.srv.cleanup()
+
+    def fill(self, c):
+        self.assertTrue(c.put_many([(k, value_of(k)) for k in KEYS]))
+        c.redis.execute_command("SAVE")  # durable: the values are there after a SIGKILL
+
+    def check_batch(self, values):
+        for k, v in zip(KEYS, values):
+            self.assertTrue(v is None or v == value_of(k), f"wrong bytes for {k}")
+
+    def test_killed_mid_batch_then_restarted(self):
+        c = Client(self.url)
+        self.fill(c)
+        durations, errors, stop = [], [], threading.Event()
+
+        def reader():
+            while not stop.is_set():
+                t = time.monotonic()
+                try:
+                    self.check_batch(c.get_many(KEYS))
+                except Exception as e:  # noqa: BLE001 - any exception is the failure
+                    errors.append(e)
+                durations.append(time.monotonic() - t)
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        time.sleep(0.3)
+        self.srv.stop(signal.SIGKILL)
+        time.sleep(1.0)
+        stop.set()
+        thread.join(HANG + 5)
+        self.assertFalse(thread.is_alive(), "a get_many hung on a dead server")
+        self.assertEqual(errors, [])
+        self.assertLess(max(durations), HANG)
+        self.assertGreater(c.failures, 0)
+        self.assertIsNone(c.get(KEYS[0]))  # a miss, not an exception
+        self.assertFalse(c.put("fs:new", b"x" * 100))
+        self.srv.start()
+        back = recovery_seconds(lambda: c.get(KEYS[0]), value_of(KEYS[0]))
+        print(f"\nkill: {len(durations)} batches, longest {max(durations):.3f}s; "
+              f"back {back:.3f}s after restart")
+        self.assertLess(back, 2.0)
+        c.close()
+
+    def test_stalled_server_costs_misses_then_recovers(self):
+        c = Client(self.url)
+        self.fill(c)
+        self.srv.proc.send_signal(signal.SIGSTOP)
+        t = time.monotonic()
+        self.check_batch(c.get_many(KEYS))
+        first = time.monotonic() - t
+        t = time.monotonic()
+        self.assertIsNone(c.get(KEYS[1]))  # answered at once: back-off running
+        self.assertEqual(c.prefix_count(KEYS), 0)
+        self.assertFalse(c.exists(KEYS[2]))
+        rest = time.monotonic() - t
+        self.assertLess(first, HANG)
+        self.srv.proc.send_signal(signal.SIGCONT)
+        back = recovery_seconds(lambda: c.get(KEYS[3]), value_of(KEYS[3]))
+        print(f"\nstall: first call {first:.3f}s, the next three {rest:.3f}s; back {back:.3f}s")
+        self.assertLess(back, 2.0)
+        self.assertEqual(c.prefix_count(KEYS), len(KEYS))
+        c.close()
+
+    def test_fail_open_off_raises_as_redis_py(self):
+        c = Client(self.url, fail_open=False)
+        self.srv.stop(signal.SIGKILL)
+        with self.assertRaises(failsafe.UNREACHABLE):
+            c.get(KEYS[0])
+        c.close()
+
+    def test_async_client_killed_and_stalled(self):
+        async def run():
+            c = AsyncClient(self.url)
+            self.assertTrue(await c.put_many([(k, value_of(k)) for k in KEYS]))
+            await c.redis.execute_command("SAVE")
+            self.srv.proc.send_signal(signal.SIGSTOP)
+            t = time.monotonic()
+            self.check_batch(await c.get_many(KEYS))
+            stalled = time.monotonic() - t
+            self.srv.proc.send_signal(signal.SIGCONT)
+            self.srv.stop(signal.SIGKILL)
+            t = time.monotonic()
+            self.assertIsNone(await c.get(KEYS[0]))
+            self.assertEqual(await c.prefix_count(KEYS), 0)
+            dead = time.monotonic() - t
+            self.srv.start()
+            start = time.monotonic()
+            while await c.get(KEYS[0]) != value_of(KEYS[0]) and time.monotonic() - start < 10:
+                await asyncio.sleep(0.01)
+            back = time.monotonic() - start
+            await c.close()
+            return stalled, dead, back
+
+        stalled, dead, back = asyncio.run(run())
+        print(f"\nasync: stalled {stalled:.3f}s, dead {dead:.3f}s, back {back:.3f}s")
+        self.assertLess(stalled, HANG)
+        self.assertLess(dead, HANG)
+        self.assertLess(back, 2.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
