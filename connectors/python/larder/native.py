@@ -27,8 +27,9 @@ except ImportError:
                           "python3-dev)") from e
 
 Store = _native.Store
+LmcachePlugin = _native.LmcachePlugin
 Error = _native.Error
 NoSpaceError = _native.NoSpaceError
 CorruptionError = _native.CorruptionError
 
-__all__ = ["Store", "Error", "NoSpaceError", "CorruptionError"]
+__all__ = ["Store", "LmcachePlugin", "Error", "NoSpaceError", "CorruptionError"]

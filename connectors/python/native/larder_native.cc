@@ -231,6 +231,16 @@ class Store {
     if (rc < 0) Raise(rc, err);
   }
 
+  // fn(db) with the store held open (a Close waits for it); false if it is closed. For
+  // threads without the GIL (LmcachePlugin's workers).
+  template <typename Fn>
+  bool WithOpenStore(Fn&& fn) {
+    std::shared_lock lock(mu_);
+    if (!db_) return false;
+    fn(db_);
+    return true;
+  }
+
  private:
   larder_t* Open() const {
     if (!db_) throw py::value_error("the store is closed");
@@ -269,6 +279,8 @@ class Store {
 
 }  // namespace
 
+#include "lmcache_plugin.h"
+
 PYBIND11_MODULE(larder_native, m) {
   m.doc() = "liblarder in-process: a KV-cache block store on local disk (see connectors/python)";
   auto error = py::register_exception<Error>(m, "Error");
@@ -302,4 +314,6 @@ PYBIND11_MODULE(larder_native, m) {
       .def("close", &Store::Close, "Flushes and closes; further calls raise ValueError.")
       .def("__enter__", [](Store& s) -> Store& { return s; })
       .def("__exit__", [](Store& s, const py::args&) { s.Close(); });
+
+  BindLmcachePlugin<Store>(m);
 }

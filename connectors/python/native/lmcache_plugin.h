@@ -1,0 +1,250 @@
+// larder_native.LmcachePlugin: LMCache's multi-process "native_plugin" L2 adapter contract over
+// an in-process Store (larder.lmcache_native.LarderConnector builds one).
+//
+// The contract (LMCache's NativeConnectorL2Adapter, docs/lmcache.md):
+//   event_fd()                       -> int, polled for POLLIN by LMCache's demux thread
+//   submit_batch_get(keys, buffers)  -> future id; fills each writable buffer with its value
+//   submit_batch_set(keys, buffers)  -> future id; the bytes are copied before it completes
+//   submit_batch_exists(keys)        -> future id
+//   submit_batch_delete(keys)        -> future id
+//   drain_completions()              -> [(future_id, ok, error, [bool per key] | None)]
+//   close()
+// Submits only take the buffers' addresses (under the GIL), queue the batch and return: LMCache
+// calls them holding its adapter lock. Worker threads (no GIL, no Python object) run batches on
+// the engine — a GET batch is one MultiGetInto, its reads spread over the engine's read
+// threads, straight into LMCache's buffers — and queue completions. The eventfd is a binary
+// wake-up flag: written when a completion is queued and none was signalled, read to zero by
+// drain_completions. LMCache keeps every buffer alive until its completion is drained.
+//
+// Per key: a GET is true only if the value exists and its size is exactly the buffer's (LMCache
+// loads fixed-size chunks); SET is ok only if every put succeeded (the first error is the
+// message); EXISTS and DELETE answer per key. Nothing raises for a well-formed batch: failures
+// are completions. An empty batch completes at once.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "larder/larder_c.h"
+
+namespace lmcache_plugin {
+
+namespace py = pybind11;
+
+enum class Op { kGet, kSet, kExists, kDelete };
+
+struct Batch {
+  Op op;
+  int64_t id;
+  std::vector<std::string> keys;
+  std::vector<char*> bufs;  // GET: written; SET: read
+  std::vector<size_t> lens;
+};
+
+struct Completion {
+  int64_t id;
+  bool ok;
+  std::string error;
+  std::vector<bool> per_key;
+  bool has_per_key;
+};
+
+// Runs one batch against an open store.
+inline Completion Run(larder_t* db, const Batch& b) {
+  Completion c{b.id, true, "", {}, b.op != Op::kSet};
+  const size_t n = b.keys.size();
+  std::vector<const char*> kp(n);
+  std::vector<size_t> kl(n);
+  for (size_t i = 0; i < n; ++i) kp[i] = b.keys[i].data(), kl[i] = b.keys[i].size();
+  c.per_key.assign(n, false);
+  char* err = nullptr;
+  if (b.op == Op::kGet) {
+    std::vector<size_t> vlens(n, 0);
+    std::vector<int> codes(n, LARDER_OK);
+    std::vector<void*> bufs(b.bufs.begin(), b.bufs.end());
+    int rc = larder_multi_get_into(db, n, kp.data(), kl.data(), bufs.data(), b.lens.data(),
+                                   vlens.data(), codes.data(), &err);
+    for (size_t i = 0; rc == LARDER_OK && i < n; ++i) {
+      c.per_key[i] = codes[i] == LARDER_OK && vlens[i] == b.lens[i];
+    }
+    if (rc != LARDER_OK) c.ok = false, c.error = err ? err : "batch read failed";
+  } else if (b.op == Op::kSet) {
+    for (size_t i = 0; i < n; ++i) {
+      if (larder_put(db, kp[i], kl[i], b.bufs[i], b.lens[i], 0, &err) < 0 && c.ok) {
+        c.ok = false;
+        c.error = err ? err : "put failed";
+      }
+      larder_free(err);
+      err = nullptr;
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      if (b.op == Op::kExists) {
+        c.per_key[i] = larder_exists(db, 1, &kp[i], &kl[i]) == 1;
+      } else {
+        c.per_key[i] = larder_delete(db, kp[i], kl[i], &err) == LARDER_OK;
+        larder_free(err);
+        err = nullptr;
+      }
+    }
+  }
+  larder_free(err);
+  return c;
+}
+
+template <class StoreT>
+class Plugin {
+ public:
+  Plugin(py::object store, int workers) : store_obj_(std::move(store)) {
+    store_ = &store_obj_.cast<StoreT&>();
+    efd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (efd_ < 0) throw std::runtime_error("eventfd failed");
+    for (int i = 0; i < std::max(1, workers); ++i) threads_.emplace_back([this] { Work(); });
+  }
+  ~Plugin() { Stop(); }
+
+  int EventFd() const { return efd_; }
+
+  int64_t SubmitGet(const std::vector<std::string>& keys, const py::list& bufs) {
+    return Submit(Op::kGet, keys, &bufs);
+  }
+  int64_t SubmitSet(const std::vector<std::string>& keys, const py::list& bufs) {
+    return Submit(Op::kSet, keys, &bufs);
+  }
+  int64_t SubmitExists(const std::vector<std::string>& keys) {
+    return Submit(Op::kExists, keys, nullptr);
+  }
+  int64_t SubmitDelete(const std::vector<std::string>& keys) {
+    return Submit(Op::kDelete, keys, nullptr);
+  }
+
+  py::list Drain() {
+    std::deque<Completion> done;
+    {
+      py::gil_scoped_release nogil;
+      std::lock_guard lock(mu_);
+      uint64_t v;
+      while (::read(efd_, &v, sizeof v) > 0) {
+      }
+      signalled_ = false;
+      done.swap(completions_);
+    }
+    py::list out;
+    for (const Completion& c : done) {
+      py::object per_key = py::none();
+      if (c.has_per_key) per_key = py::cast(c.per_key);
+      out.append(py::make_tuple(c.id, c.ok, c.error, per_key));
+    }
+    return out;
+  }
+
+  void Close() {
+    py::gil_scoped_release nogil;
+    Stop();
+  }
+
+ private:
+  int64_t Submit(Op op, const std::vector<std::string>& keys, const py::list* bufs) {
+    Batch b{op, 0, keys, {}, {}};
+    if (bufs) {
+      if (py::len(*bufs) != keys.size()) {
+        throw py::value_error("one buffer per key is needed");
+      }
+      for (const py::handle& h : *bufs) {
+        py::buffer_info info = py::reinterpret_borrow<py::buffer>(h).request(op == Op::kGet);
+        b.bufs.push_back(static_cast<char*>(info.ptr));
+        b.lens.push_back(static_cast<size_t>(info.size * info.itemsize));
+      }
+    }
+    py::gil_scoped_release nogil;
+    std::lock_guard lock(mu_);
+    if (stop_) throw std::runtime_error("the plugin is closed");
+    b.id = next_id_++;
+    const int64_t id = b.id;
+    if (b.keys.empty()) {
+      Complete(Completion{id, true, "", {}, op != Op::kSet});
+    } else {
+      queue_.push_back(std::move(b));
+      work_cv_.notify_one();
+    }
+    return id;
+  }
+
+  // Under mu_.
+  void Complete(Completion c) {
+    completions_.push_back(std::move(c));
+    if (!signalled_) {
+      signalled_ = true;
+      const uint64_t one = 1;
+      [[maybe_unused]] ssize_t w = ::write(efd_, &one, sizeof one);
+    }
+  }
+
+  void Work() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      Batch b = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      Completion c{b.id, false, "the store is closed", {}, false};
+      store_->WithOpenStore([&](larder_t* db) { c = Run(db, b); });
+      lock.lock();
+      Complete(std::move(c));
+    }
+  }
+
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return;
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    for (auto& t : threads_) t.join();  // queued batches run first: every id completes
+    ::close(efd_);
+  }
+
+  py::object store_obj_;  // keeps the Store alive
+  StoreT* store_;
+  int efd_ = -1;
+  std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::deque<Batch> queue_;
+  std::deque<Completion> completions_;
+  bool signalled_ = false;
+  bool stop_ = false;
+  int64_t next_id_ = 1;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace lmcache_plugin
+
+template <class StoreT>
+void BindLmcachePlugin(pybind11::module_& m) {
+  namespace py = pybind11;
+  using P = lmcache_plugin::Plugin<StoreT>;
+  py::class_<P>(m, "LmcachePlugin")
+      .def(py::init<py::object, int>(), py::arg("store"), py::arg("workers") = 2,
+           "LMCache's native_plugin contract over `store` (a Store), `workers` batch threads.")
+      .def("event_fd", &P::EventFd)
+      .def("submit_batch_get", &P::SubmitGet, py::arg("keys"), py::arg("buffers"))
+      .def("submit_batch_set", &P::SubmitSet, py::arg("keys"), py::arg("buffers"))
+      .def("submit_batch_exists", &P::SubmitExists, py::arg("keys"))
+      .def("submit_batch_delete", &P::SubmitDelete, py::arg("keys"))
+      .def("drain_completions", &P::Drain)
+      .def("close", &P::Close);
+}
