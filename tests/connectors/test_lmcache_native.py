@@ -3,18 +3,27 @@
 a demux thread polls it for POLLIN and calls drain_completions() (never reading the fd itself),
 submits come from other threads with lists of str keys and 1-D byte memoryviews of equal
 length, GET buffers are LMCache's (here: bytearrays it keeps until the completion), completions
-are (future_id, ok, error, per-key bools | None)."""
+are (future_id, ok, error, per-key bools | None).
+
+Every contract test runs twice: on the in-process store, and over a running larder-server's unix
+socket (`LarderConnector(server=...)`). The server mode must also never stall LMCache: the
+server is SIGKILLed in the middle of GET batches and SIGSTOPped, and every batch must complete
+(a failure with misses) within a bound, then succeed again soon after the server is back."""
+import gc
 import os
-import select
 import shutil
+import signal
 import tempfile
 import threading
+import time
 import unittest
 
 import helpers  # noqa: F401 - puts the package and the native module on sys.path
-from helpers import MiB
+from helpers import SERVERS, MiB
 
 from larder import lmcache_native
+from lmcache_mp import Demux  # LMCache's demux loop (tests/compat/lmcache)
+from test_failsafe import recovery_seconds
 
 CHUNK = 16 * MiB
 REQUIRED = ("event_fd", "submit_batch_get", "submit_batch_set", "submit_batch_exists",
@@ -25,49 +34,27 @@ def chunk(key, size=CHUNK):
     return (key.encode() * (size // len(key) + 1))[:size]
 
 
-class Demux:
-    """LMCache's demux loop: poll(500) on the eventfd, drain on POLLIN, hand results out."""
-
-    def __init__(self, plugin):
-        self.plugin = plugin
-        self.results = {}
-        self.cv = threading.Condition()
-        self.stop = False
-        self.poller = select.poll()
-        self.poller.register(plugin.event_fd(), select.POLLIN)
-        self.thread = threading.Thread(target=self.loop, daemon=True)
-        self.thread.start()
-
-    def loop(self):
-        while not self.stop:
-            if not self.poller.poll(500):
-                continue
-            for future_id, ok, error, per_key in self.plugin.drain_completions():
-                with self.cv:
-                    self.results[future_id] = (ok, error, per_key)
-                    self.cv.notify_all()
-
-    def wait(self, future_id, timeout=60):
-        with self.cv:
-            self.cv.wait_for(lambda: future_id in self.results, timeout)
-            return self.results.pop(future_id)
-
-    def close(self):
-        self.stop = True
-        self.thread.join(5)
-
-
 class LmcacheNativeTest(unittest.TestCase):
-    def setUp(self):
+    """The contract, on the in-process store."""
+
+    def make_plugin(self):
         self.dir = tempfile.mkdtemp(prefix="larder-native-plugin-")
-        self.plugin = lmcache_native.LarderConnector(
-            path=os.path.join(self.dir, "store"), max_disk_bytes=2048 * MiB)
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        return lmcache_native.LarderConnector(path=os.path.join(self.dir, "store"),
+                                              max_disk_bytes=2048 * MiB)
+
+    def setUp(self):
+        self.plugin = self.make_plugin()
         self.demux = Demux(self.plugin)
 
     def tearDown(self):
         self.demux.close()
         self.plugin.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_exactly_one_of_path_and_server(self):
+        for kw in ({}, {"path": "/tmp/x", "server": "/tmp/x.sock"}):
+            with self.assertRaises(ValueError):
+                lmcache_native.LarderConnector(**kw)
 
     def test_has_the_methods_lmcache_checks(self):
         for name in REQUIRED + ("submit_batch_delete",):
@@ -128,6 +115,16 @@ class LmcacheNativeTest(unittest.TestCase):
             self.assertTrue(self.demux.wait(fid)[0])
         self.assertEqual(self.demux.results, {}, "each id completes exactly once")
 
+    def test_buffers_the_caller_dropped_are_kept_until_drained(self):
+        key = "dropped"
+        fid = self.plugin.submit_batch_set([key], [memoryview(chunk(key, MiB))])
+        gc.collect()  # the only reference to the value is the plugin's
+        self.assertEqual(self.demux.wait(fid)[:2], (True, ""))
+        buf = bytearray(MiB)
+        fid = self.plugin.submit_batch_get([key], [memoryview(buf)])
+        self.assertEqual(self.demux.wait(fid)[2], [True])
+        self.assertTrue(buf == chunk(key, MiB))
+
     def test_empty_batches_complete_and_close_is_final(self):
         fid = self.plugin.submit_batch_exists([])
         self.assertEqual(self.demux.wait(fid), (True, "", []))
@@ -135,6 +132,129 @@ class LmcacheNativeTest(unittest.TestCase):
         self.plugin.close()
         with self.assertRaises(RuntimeError):
             self.plugin.submit_batch_exists(["k"])
+
+
+class LmcacheNativeServerModeTest(LmcacheNativeTest):
+    """The same contract over a running larder-server's unix socket."""
+
+    def make_plugin(self):
+        self.srv = SERVERS["larder"](budget=2048 * MiB).start()
+        self.addCleanup(self.srv.cleanup)
+        return lmcache_native.LarderConnector(server=self.srv.unixsocket, timeout=5.0)
+
+    def test_bad_server_addresses_are_refused_at_once(self):
+        for server in ("no-port", "host:", ":6379"):
+            with self.assertRaises(ValueError):
+                lmcache_native.LarderConnector(server=server)
+        with self.assertRaises(ValueError):
+            lmcache_native.LarderConnector(server=self.srv.unixsocket, timeout=0)
+
+    def test_over_tcp(self):
+        plugin = lmcache_native.LarderConnector(server=f"127.0.0.1:{self.srv.port}")
+        demux = Demux(plugin)
+        try:
+            fid = plugin.submit_batch_set(["tcp-a"], [memoryview(chunk("tcp-a", MiB))])
+            self.assertEqual(demux.wait(fid)[:2], (True, ""))
+            buf = bytearray(MiB)
+            fid = plugin.submit_batch_get(["tcp-a", "tcp-b"], [memoryview(buf), memoryview(buf)])
+            ok, _, per_key = demux.wait(fid)
+            self.assertEqual(per_key, [True, False])
+        finally:
+            demux.close()
+            plugin.close()
+
+
+TIMEOUT = 0.5
+# A batch waits on connect, send and receive in turn, each bounded by TIMEOUT: a liveness
+# bound, not a performance figure.
+HANG = 3 * TIMEOUT + 2.0
+KEYS = [f"nfs:{i}" for i in range(8)]
+
+
+class LmcacheNativeServerFailsafeTest(unittest.TestCase):
+    """A dead or stalled larder-server costs the server-mode plugin failed completions with
+    misses, each within HANG; batches succeed again within 2 s of the server coming back."""
+
+    def setUp(self):
+        self.srv = SERVERS["larder"](budget=512 * MiB).start()
+        self.plugin = lmcache_native.LarderConnector(server=self.srv.unixsocket,
+                                                     timeout=TIMEOUT, workers=2)
+        self.demux = Demux(self.plugin)
+        fid = self.plugin.submit_batch_set(KEYS, [memoryview(chunk(k, 4 * MiB)) for k in KEYS])
+        ok, error, _ = self.demux.wait(fid)
+        self.assertTrue(ok, error)
+        self.srv.client().execute_command("SAVE")  # durable: still there after a SIGKILL
+
+    def tearDown(self):
+        if self.srv.proc is not None and self.srv.alive():
+            self.srv.proc.send_signal(signal.SIGCONT)
+        self.demux.close()
+        self.plugin.close()
+        self.srv.cleanup()
+
+    def get_batch(self):
+        """(seconds, ok, per_key) of one GET batch of KEYS; every hit is checked."""
+        bufs = [bytearray(4 * MiB) for _ in KEYS]
+        t = time.monotonic()
+        fid = self.plugin.submit_batch_get(KEYS, [memoryview(b) for b in bufs])
+        ok, _, per_key = self.demux.wait(fid, timeout=30)
+        took = time.monotonic() - t
+        for k, b, hit in zip(KEYS, bufs, per_key):
+            self.assertTrue(not hit or b == chunk(k, 4 * MiB), f"wrong bytes for {k}")
+        return took, ok, per_key
+
+    def recovery_seconds(self):
+        return recovery_seconds(lambda: self.get_batch()[2], [True] * len(KEYS))
+
+    def test_killed_mid_batch_then_restarted(self):
+        durations, failed, errors, stop = [], [], [], threading.Event()
+
+        def reader():
+            while not stop.is_set():
+                try:
+                    took, ok, _ = self.get_batch()
+                except BaseException as e:  # noqa: BLE001 - reported to the test thread
+                    errors.append(e)
+                    return
+                durations.append(took)
+                failed.append(not ok)
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        time.sleep(0.3)
+        self.srv.stop(signal.SIGKILL)
+        time.sleep(1.0)
+        stop.set()
+        thread.join(HANG + 30)
+        self.assertFalse(thread.is_alive(), "a batch never completed")
+        self.assertEqual(errors, [])
+        self.assertLess(max(durations), HANG)
+        self.assertTrue(any(failed), "batches against a dead server must fail")
+        took, ok, per_key = self.get_batch()
+        self.assertEqual((ok, per_key), (False, [False] * len(KEYS)))
+        self.srv.start()
+        back = self.recovery_seconds()
+        print(f"\nnative plugin, kill: {len(durations)} batches, longest {max(durations):.3f}s; "
+              f"back {back:.3f}s after restart")
+        self.assertLess(back, 2.0)
+
+    def test_stalled_server_costs_misses_then_recovers(self):
+        self.srv.proc.send_signal(signal.SIGSTOP)
+        first, ok, per_key = self.get_batch()
+        self.assertEqual((ok, per_key), (False, [False] * len(KEYS)))
+        t = time.monotonic()
+        fid = self.plugin.submit_batch_exists(KEYS)
+        self.assertEqual(self.demux.wait(fid, timeout=30)[2], [False] * len(KEYS))
+        fid = self.plugin.submit_batch_set(["nfs:new"], [memoryview(b"x" * 100)])
+        self.assertFalse(self.demux.wait(fid, timeout=30)[0])
+        rest = time.monotonic() - t
+        self.assertLess(first, HANG)
+        self.assertLess(rest, 2 * HANG)
+        self.srv.proc.send_signal(signal.SIGCONT)
+        back = self.recovery_seconds()
+        print(f"\nnative plugin, stall: first batch {first:.3f}s, the next two {rest:.3f}s; "
+              f"back {back:.3f}s")
+        self.assertLess(back, 2.0)
 
 
 if __name__ == "__main__":

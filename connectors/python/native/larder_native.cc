@@ -153,6 +153,43 @@ class Store {
     return py::int_(n);
   }
 
+  // The engine's batched read (MultiGetInto): each value straight into its buffer, the reads
+  // in parallel. Per key: the value's size, or None for a miss or a value larger than its
+  // buffer (that buffer untouched); a failure of the batch raises.
+  py::list MultiGetInto(const py::iterable& keys, const py::list& buffers) {
+    KeyList list(keys);
+    const size_t n = list.size();
+    if (py::len(buffers) != n) throw py::value_error("one buffer per key is needed");
+    std::vector<py::buffer_info> infos;
+    std::vector<void*> bufs;
+    std::vector<size_t> caps, vlens(n, 0);
+    std::vector<int> codes(n, LARDER_OK);
+    for (const py::handle& h : buffers) {
+      infos.push_back(py::reinterpret_borrow<py::buffer>(h).request(/*writable=*/true));
+      if (infos.back().readonly) throw py::type_error("multi_get_into needs writable buffers");
+      bufs.push_back(infos.back().ptr);
+      caps.push_back(static_cast<size_t>(infos.back().size * infos.back().itemsize));
+    }
+    Call([&](larder_t* db, char** err) {
+      return larder_multi_get_into(db, n, list.ptrs(), list.lens(), bufs.data(), caps.data(),
+                                   vlens.data(), codes.data(), err);
+    });
+    py::list out;
+    for (size_t i = 0; i < n; ++i) {
+      if (codes[i] == LARDER_OK) {
+        out.append(py::int_(vlens[i]));
+      } else if (codes[i] == LARDER_NOT_FOUND || codes[i] == LARDER_ERR_BUFFER_TOO_SMALL) {
+        out.append(py::none());
+      } else {
+        std::string msg = "multi_get_into: key " + std::to_string(i) + " failed (code " +
+                          std::to_string(codes[i]) + ")";
+        if (codes[i] == LARDER_ERR_CORRUPTION) throw CorruptionError(msg + ": checksum mismatch");
+        throw Error(msg);
+      }
+    }
+    return out;
+  }
+
   uint64_t Exists(const py::iterable& keys) { return Count(keys, larder_exists); }
   uint64_t PrefixCount(const py::iterable& keys) { return Count(keys, larder_prefix_count); }
   uint64_t Touch(const py::iterable& keys) { return Count(keys, larder_touch); }
@@ -280,6 +317,55 @@ class Store {
 }  // namespace
 
 #include "lmcache_plugin.h"
+#include "server_backend.h"
+
+namespace {
+
+// LmcachePlugin over an in-process Store, or over a running larder-server.
+void BindLmcachePlugin(py::module_& m) {
+  using lmcache_plugin::Plugin;
+  py::class_<Plugin>(m, "LmcachePlugin")
+      .def(py::init([](py::object store, int workers) {
+             Store* s = &store.cast<Store&>();
+             return std::make_unique<Plugin>(store, lmcache_plugin::StoreRunners(s), workers);
+           }),
+           py::arg("store"), py::arg("workers") = 2,
+           "LMCache's native_plugin contract over `store` (a Store), `workers` batch threads.")
+      .def("event_fd", &Plugin::EventFd)
+      .def("submit_batch_get", &Plugin::SubmitGet, py::arg("keys"), py::arg("buffers"))
+      .def("submit_batch_set", &Plugin::SubmitSet, py::arg("keys"), py::arg("buffers"))
+      .def("submit_batch_exists", &Plugin::SubmitExists, py::arg("keys"))
+      .def("submit_batch_delete", &Plugin::SubmitDelete, py::arg("keys"))
+      .def("drain_completions", &Plugin::Drain)
+      .def("close", &Plugin::Close);
+  m.def(
+      "connect_plugin",
+      [](const std::string& server, int workers, double timeout, const std::string& username,
+         const std::string& password) {
+        lmcache_plugin::ServerOptions o;
+        std::string error;
+        if (!lmcache_plugin::ServerAddress::Parse(server, &o.address, &error)) {
+          throw py::value_error(error);
+        }
+        if (!(timeout > 0)) throw py::value_error("timeout must be > 0 seconds");
+        o.timeout_ms = std::max(1, static_cast<int>(timeout * 1000));
+        o.username = username;
+        o.password = password;
+        auto breaker = std::make_shared<lmcache_plugin::Breaker>();
+        auto runners = [o, breaker] {
+          auto runner = std::make_shared<lmcache_plugin::ServerRunner>(o, breaker);
+          return lmcache_plugin::Runner([runner](const auto& b) { return (*runner)(b); });
+        };
+        return std::make_unique<Plugin>(py::none(), runners, workers);
+      },
+      py::arg("server"), py::arg("workers") = 4, py::arg("timeout") = 1.0, py::arg("username") = "",
+      py::arg("password") = "",
+      "LmcachePlugin over a running larder-server at `server` (a unix socket path or "
+      "host:port): one connection per worker, every socket wait bounded by `timeout` seconds, "
+      "an unreachable server costs misses (see server_backend.h).");
+}
+
+}  // namespace
 
 PYBIND11_MODULE(larder_native, m) {
   m.doc() = "liblarder in-process: a KV-cache block store on local disk (see connectors/python)";
@@ -299,6 +385,9 @@ PYBIND11_MODULE(larder_native, m) {
       .def("get", &Store::Get, py::arg("key"), "The verified value as bytes, or None.")
       .def("get_into", &Store::GetInto, py::arg("key"), py::arg("buffer"),
            "Copies the verified value into a writable buffer; returns its size, or None.")
+      .def("multi_get_into", &Store::MultiGetInto, py::arg("keys"), py::arg("buffers"),
+           "Reads each verified value into its writable buffer, in parallel; per key its "
+           "size, or None (a miss, or a buffer too small).")
       .def("exists", &Store::Exists, py::arg("keys"), "How many of the keys exist.")
       .def("prefix_count", &Store::PrefixCount, py::arg("keys"),
            "How many leading keys exist (a prefix lookup).")
@@ -315,5 +404,5 @@ PYBIND11_MODULE(larder_native, m) {
       .def("__enter__", [](Store& s) -> Store& { return s; })
       .def("__exit__", [](Store& s, const py::args&) { s.Close(); });
 
-  BindLmcachePlugin<Store>(m);
+  BindLmcachePlugin(m);
 }

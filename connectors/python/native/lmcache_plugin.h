@@ -1,5 +1,6 @@
-// larder_native.LmcachePlugin: LMCache's multi-process "native_plugin" L2 adapter contract over
-// an in-process Store (larder.lmcache_native.LarderConnector builds one).
+// larder_native.LmcachePlugin: LMCache's multi-process "native_plugin" L2 adapter contract, over
+// an in-process Store or over a running larder-server (server_backend.h);
+// larder.lmcache_native.LarderConnector builds one.
 //
 // The contract (LMCache's NativeConnectorL2Adapter, docs/lmcache.md):
 //   event_fd()                       -> int, polled for POLLIN by LMCache's demux thread
@@ -10,11 +11,13 @@
 //   drain_completions()              -> [(future_id, ok, error, [bool per key] | None)]
 //   close()
 // Submits only take the buffers' addresses (under the GIL), queue the batch and return: LMCache
-// calls them holding its adapter lock. Worker threads (no GIL, no Python object) run batches on
-// the engine — a GET batch is one MultiGetInto, its reads spread over the engine's read
-// threads, straight into LMCache's buffers — and queue completions. The eventfd is a binary
-// wake-up flag: written when a completion is queued and none was signalled, read to zero by
-// drain_completions. LMCache keeps every buffer alive until its completion is drained.
+// calls them holding its adapter lock. Worker threads (no GIL, no Python object) run batches
+// with their own Runner and queue completions. In-process, a GET batch is one MultiGetInto, its
+// reads spread over the engine's read threads, straight into LMCache's buffers; in server mode
+// it is one pipeline on the worker's connection, each value received straight into its buffer. The
+// eventfd is a binary wake-up flag: written when a completion is queued and none was signalled,
+// read to zero by drain_completions. LMCache keeps every buffer alive until its completion is
+// drained; the plugin also holds a reference to each buffer object until then.
 //
 // Per key: a GET is true only if the value exists and its size is exactly the buffer's (LMCache
 // loads fixed-size chunks); SET is ok only if every put succeeded (the first error is the
@@ -28,13 +31,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "larder/larder_c.h"
@@ -61,8 +67,12 @@ struct Completion {
   bool has_per_key;
 };
 
+// Runs one batch; each worker thread makes its own (a server runner owns a connection).
+using Runner = std::function<Completion(const Batch&)>;
+using RunnerFactory = std::function<Runner()>;
+
 // Runs one batch against an open store.
-inline Completion Run(larder_t* db, const Batch& b) {
+inline Completion RunOnStore(larder_t* db, const Batch& b) {
   Completion c{b.id, true, "", {}, b.op != Op::kSet};
   const size_t n = b.keys.size();
   std::vector<const char*> kp(n);
@@ -104,11 +114,11 @@ inline Completion Run(larder_t* db, const Batch& b) {
   return c;
 }
 
-template <class StoreT>
 class Plugin {
  public:
-  Plugin(py::object store, int workers) : store_obj_(std::move(store)) {
-    store_ = &store_obj_.cast<StoreT&>();
+  // `keep_alive`: a Python object the runners use (the Store), held as long as the plugin.
+  Plugin(py::object keep_alive, RunnerFactory make_runner, int workers)
+      : keep_alive_(std::move(keep_alive)), make_runner_(std::move(make_runner)) {
     efd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (efd_ < 0) throw std::runtime_error("eventfd failed");
     for (int i = 0; i < std::max(1, workers); ++i) threads_.emplace_back([this] { Work(); });
@@ -146,38 +156,52 @@ class Plugin {
       py::object per_key = py::none();
       if (c.has_per_key) per_key = py::cast(c.per_key);
       out.append(py::make_tuple(c.id, c.ok, c.error, per_key));
+      held_.erase(c.id);
     }
     return out;
   }
 
   void Close() {
-    py::gil_scoped_release nogil;
-    Stop();
+    {
+      py::gil_scoped_release nogil;
+      Stop();
+    }
+    held_.clear();  // no worker touches a buffer any more
   }
 
  private:
   int64_t Submit(Op op, const std::vector<std::string>& keys, const py::list* bufs) {
-    Batch b{op, 0, keys, {}, {}};
+    Batch b{op, next_id_.fetch_add(1), keys, {}, {}};
+    const int64_t id = b.id;
     if (bufs) {
       if (py::len(*bufs) != keys.size()) {
         throw py::value_error("one buffer per key is needed");
       }
+      py::list held;
       for (const py::handle& h : *bufs) {
         py::buffer_info info = py::reinterpret_borrow<py::buffer>(h).request(op == Op::kGet);
         b.bufs.push_back(static_cast<char*>(info.ptr));
         b.lens.push_back(static_cast<size_t>(info.size * info.itemsize));
+        held.append(h);
+      }
+      held_[id] = std::move(held);
+    }
+    bool closed;
+    {
+      py::gil_scoped_release nogil;
+      std::lock_guard lock(mu_);
+      closed = stop_;
+      if (closed) {
+      } else if (b.keys.empty()) {
+        Complete(Completion{id, true, "", {}, op != Op::kSet});
+      } else {
+        queue_.push_back(std::move(b));
+        work_cv_.notify_one();
       }
     }
-    py::gil_scoped_release nogil;
-    std::lock_guard lock(mu_);
-    if (stop_) throw std::runtime_error("the plugin is closed");
-    b.id = next_id_++;
-    const int64_t id = b.id;
-    if (b.keys.empty()) {
-      Complete(Completion{id, true, "", {}, op != Op::kSet});
-    } else {
-      queue_.push_back(std::move(b));
-      work_cv_.notify_one();
+    if (closed) {
+      held_.erase(id);
+      throw std::runtime_error("the plugin is closed");
     }
     return id;
   }
@@ -193,6 +217,7 @@ class Plugin {
   }
 
   void Work() {
+    Runner run = make_runner_();
     std::unique_lock lock(mu_);
     for (;;) {
       work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
@@ -200,8 +225,7 @@ class Plugin {
       Batch b = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
-      Completion c{b.id, false, "the store is closed", {}, false};
-      store_->WithOpenStore([&](larder_t* db) { c = Run(db, b); });
+      Completion c = run(b);
       lock.lock();
       Complete(std::move(c));
     }
@@ -218,8 +242,8 @@ class Plugin {
     ::close(efd_);
   }
 
-  py::object store_obj_;  // keeps the Store alive
-  StoreT* store_;
+  py::object keep_alive_;
+  RunnerFactory make_runner_;
   int efd_ = -1;
   std::mutex mu_;
   std::condition_variable work_cv_;
@@ -227,24 +251,24 @@ class Plugin {
   std::deque<Completion> completions_;
   bool signalled_ = false;
   bool stop_ = false;
-  int64_t next_id_ = 1;
+  std::atomic<int64_t> next_id_{1};
+  // The caller's buffer objects of each batch not yet drained, so that a buffer freed by the
+  // caller too early cannot be written into (LMCache keeps them alive anyway). Touched only
+  // with the GIL held.
+  std::unordered_map<int64_t, py::list> held_;
   std::vector<std::thread> threads_;
 };
 
-}  // namespace lmcache_plugin
-
+// The in-process runner: batches on `store` (a Store whose WithOpenStore holds it open).
 template <class StoreT>
-void BindLmcachePlugin(pybind11::module_& m) {
-  namespace py = pybind11;
-  using P = lmcache_plugin::Plugin<StoreT>;
-  py::class_<P>(m, "LmcachePlugin")
-      .def(py::init<py::object, int>(), py::arg("store"), py::arg("workers") = 2,
-           "LMCache's native_plugin contract over `store` (a Store), `workers` batch threads.")
-      .def("event_fd", &P::EventFd)
-      .def("submit_batch_get", &P::SubmitGet, py::arg("keys"), py::arg("buffers"))
-      .def("submit_batch_set", &P::SubmitSet, py::arg("keys"), py::arg("buffers"))
-      .def("submit_batch_exists", &P::SubmitExists, py::arg("keys"))
-      .def("submit_batch_delete", &P::SubmitDelete, py::arg("keys"))
-      .def("drain_completions", &P::Drain)
-      .def("close", &P::Close);
+RunnerFactory StoreRunners(StoreT* store) {
+  return [store] {
+    return [store](const Batch& b) {
+      Completion c{b.id, false, "the store is closed", {}, false};
+      store->WithOpenStore([&](larder_t* db) { c = RunOnStore(db, b); });
+      return c;
+    };
+  };
 }
+
+}  // namespace lmcache_plugin

@@ -9,8 +9,10 @@ native_connector_l2_adapter}.py):
   eventfd signals completions; `drain_completions()` returns (future_id, ok, error, per-key
   bools | None). A reply the client cannot parse fails the tile (and would desync the real
   client's socket for good).
-* MpAdapter — NativeConnectorL2Adapter's bookkeeping: a demux thread polls the eventfd and
-  drains; object keys are `<model>@<kv_rank:08x>@<group:x>@<chunk hash hex>`; usage is the
+* Demux — NativeConnectorL2Adapter's demux thread: poll(500) on a native client's eventfd,
+  drain_completions() on POLLIN (never reading the fd itself), results kept by future id. It
+  serves every test and bench that drives a native client as LMCache does.
+* MpAdapter — NativeConnectorL2Adapter's bookkeeping over a Demux: object keys are `<model>@<kv_rank:08x>@<group:x>@<chunk hash hex>`; usage is the
   bytes of keys stored (first store wins); with `max_capacity_gb` > 0, the least recently
   stored-or-loaded keys are deleted (DEL through the workers) until usage fits, as LMCache's L2
   eviction does through `delete()`.
@@ -131,21 +133,16 @@ class MpRespClient:
             os.eventfd_write(self.efd, 1)
 
 
-class MpAdapter:
-    """What NativeConnectorL2Adapter does around a native client; blocking calls for tests."""
-
-    def __init__(self, client, max_capacity_gb=0.0):
+class Demux:
+    def __init__(self, client):
         self.client = client
-        self.capacity = int(max_capacity_gb * GiB)
-        self.sizes = collections.OrderedDict()  # key -> bytes, least recently used first
-        self.deleted = 0
-        self.results = {}
+        self.results = {}  # future id -> (ok, error, per-key bools | None), until waited for
         self.cv = threading.Condition()
         self.stop = False
-        self.thread = threading.Thread(target=self._demux, daemon=True)
+        self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
 
-    def _demux(self):
+    def _loop(self):
         poller = select.poll()
         poller.register(self.client.event_fd(), select.POLLIN)
         while not self.stop:
@@ -156,11 +153,28 @@ class MpAdapter:
                     self.results[fid] = (ok, error, per_key)
                     self.cv.notify_all()
 
-    def _wait(self, fid, timeout=120):
+    def wait(self, fid, timeout=120):
+        """(ok, error, per_key) of future `fid`; TimeoutError if it never completes."""
         with self.cv:
             if not self.cv.wait_for(lambda: fid in self.results, timeout):
                 raise TimeoutError(f"future {fid} never completed")
             return self.results.pop(fid)
+
+    def close(self):
+        self.stop = True
+        self.thread.join(5)
+
+
+class MpAdapter:
+    """What NativeConnectorL2Adapter does around a native client; blocking calls for tests."""
+
+    def __init__(self, client, max_capacity_gb=0.0):
+        self.client = client
+        self.capacity = int(max_capacity_gb * GiB)
+        self.sizes = collections.OrderedDict()  # key -> bytes, least recently used first
+        self.deleted = 0
+        self.demux = Demux(client)
+        self._wait = self.demux.wait
 
     def usage(self):
         return sum(self.sizes.values())
@@ -208,6 +222,5 @@ class MpAdapter:
                 self.sizes.pop(k, None)
 
     def close(self):
-        self.stop = True
-        self.thread.join(5)
+        self.demux.close()
         self.client.close()
