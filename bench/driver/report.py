@@ -189,6 +189,34 @@ def inproc_table(raw):
     return out + [""] + fio_table(raw)
 
 
+ENGINE_BATCHED = "engine multi_get_into"
+PLUGIN_INPROC = "native_plugin in-process"
+
+
+def lmcache_table(raw):
+    rows = raw.get("lmcache", [])
+    if not rows:
+        return []
+    r0 = rows[0]
+    out = ["## LMCache MP-mode reads (bench/lmcache_plugin.py)", "",
+           "%d chunks of %s read in batches of %d into caller-owned buffers, driven from "
+           "`/usr/bin/python3` as LMCache's MP server drives an L2 adapter (submit, eventfd, "
+           "drain); every value compared with what was written. warm = just written; cold = "
+           "sync + fadvise(DONTNEED) on every data file. `resp` = the MP `resp` adapter's wire "
+           "pattern (8 connections, one request at a time each), reproduced in Python; `files` "
+           "= one file per chunk, preadv, no checksum. × engine = over the in-process engine's "
+           "own batched read (`Store.multi_get_into`) in the same pass." % (
+               r0["chunks"], human(r0["chunk"]), r0["batch"]), "",
+           "| peer | warm GB/s | × engine | cold GB/s | × engine |", "|---|---|---|---|---|"]
+    for peer in dict.fromkeys(r["peer"] for r in rows):
+        cells = []
+        for kind in ("warm", "cold"):
+            g = val(rows, "gbs", peer=peer, **{"pass": kind})
+            cells += [f2(g), f2(ratio(g, val(rows, "gbs", peer=ENGINE_BATCHED, **{"pass": kind})))]
+        out.append("| %s | %s |" % (peer, " | ".join(cells)))
+    return out
+
+
 def fio_table(raw):
     fio, qd = raw.get("fio_seq", []), raw.get("fio_qd", [])
     engines = sorted({r["ioengine"] for r in qd}) or ["io_uring"]
@@ -415,6 +443,11 @@ def goals(raw):
                     [("lru-reuse / best of lru, fifo", ratio(lr, max(others)))], 1.0)
         t.check("lru-reuse ≥ 0.9× Belady at %d%%" % (cap * 100),
                 [("lru-reuse / belady", ratio(lr, b))], 0.9)
+    rows = raw.get("lmcache", [])
+    t.check("LMCache native_plugin (in-process) ≥ 0.8× the engine's batched GetInto",
+            [(kind, ratio(val(rows, "gbs", peer=PLUGIN_INPROC, **{"pass": kind}),
+                          val(rows, "gbs", peer=ENGINE_BATCHED, **{"pass": kind})))
+             for kind in ("warm", "cold")], 0.8)
     out = ["## Goals", "", "Each goal over every case this run measured (worst case shown; "
            "ratios compare peers measured in this run). In-process: liblarder with its default "
            "options (`larder-peers`); RESP: requests/s of `redis-benchmark -c 4`, except cold "
@@ -510,7 +543,8 @@ def write(raw, out_dir):
                         "[bench/ANALYSIS.md](../ANALYSIS.md) (hand-written; its figures "
                         "come from one particular run).", ""]
     md += plots(raw, out_dir) + [""]
-    md += server_tables(raw) + [""] + inproc_table(raw) + [""] + engine_tables(raw)
+    md += server_tables(raw) + [""] + inproc_table(raw) + [""] + lmcache_table(raw) + [""]
+    md += engine_tables(raw)
     md += hit_tables(raw)
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")

@@ -4,7 +4,8 @@ one run and writes bench/results/raw.json, then report.md and the plots (report.
 Peers: larder-server (default config: WAL off, budget 80% of the free space) and with
 --wal yes, Redis 7 (--save '' --appendonly no) through resp-load and redis-benchmark (-c 4);
 liblarder, RocksDB and one-file-per-chunk in-process (larder-peers, liblarder once more with
-direct reads); fio direct reads (sequential and random, psync; random at queue depths 4 and 8
+direct reads); LMCache's MP-mode reads (bench/lmcache_plugin.py: native_plugin in-process and
+over the server, the resp adapter's wire pattern, files, the engine's batched read); fio direct reads (sequential and random, psync; random at queue depths 4 and 8
 with io_uring); liblarder alone (larder-bench: RAM per key after a restart, device bytes per
 value byte with eviction running); the chat trace (larder-trace).
 """
@@ -30,14 +31,16 @@ FULL = dict(sizes=[256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB, 32 * MiB], conns=[1, 4
             server_bytes=512 * MiB, peers_bytes=512 * MiB, peer_threads="1,2",
             fio_bytes=1024 * MiB, fio_depths=[4, 8], bench_sizes=[1 * MiB, 4 * MiB, 16 * MiB],
             bench_bytes=512 * MiB, bench_min_n=16, ram_keys=300000, wa_budget=1024 * MiB,
-            trace_turns=2000, trace_users=400, trace_caps="0.1,0.25,0.5,1.0")
+            trace_turns=2000, trace_users=400, trace_caps="0.1,0.25,0.5,1.0",
+            plugin_chunks=32)
 QUICK = dict(sizes=[1 * MiB, 4 * MiB, 32 * MiB], conns=[1, 4], server_bytes=128 * MiB,
              peers_bytes=128 * MiB, peer_threads="1", fio_bytes=256 * MiB, fio_depths=[4, 8],
              bench_sizes=[1 * MiB, 4 * MiB, 16 * MiB], bench_bytes=64 * MiB, bench_min_n=8,
              ram_keys=20000, wa_budget=128 * MiB, trace_turns=600, trace_users=150,
-             trace_caps="0.25,0.5,1.0")
+             trace_caps="0.25,0.5,1.0", plugin_chunks=8)
 RAM_VALUE_BYTES = 16 << 10  # the smallest values that go to blob files
 BINARIES = ("larder-server", "resp-load", "larder-peers", "larder-trace", "larder-bench")
+PYTHON_MODULES = ("larder_native",)  # built into <build>/python
 
 
 def log(*a):
@@ -52,7 +55,7 @@ def build(build_dir):
         cmd.append("-DCMAKE_BUILD_TYPE=" + os.environ["BUILD_TYPE"])
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["nice", "-n", "10", "cmake", "--build", build_dir, "-j2", "--target"] +
-                   list(BINARIES), check=True, stdout=subprocess.DEVNULL)
+                   list(BINARIES + PYTHON_MODULES), check=True, stdout=subprocess.DEVNULL)
 
 
 class Server(server_harness.Process):
@@ -326,8 +329,17 @@ def part_trace(raw, bins, work, cfg):
     raw["hit"] = out[1:]
 
 
+def part_lmcache(raw, bins, work, cfg):
+    log("LMCache MP-mode reads: native_plugin, resp, files, the engine's batched read")
+    build_dir = os.path.dirname(os.path.dirname(bins["larder-server"]))
+    raw["lmcache"] = run_checked(
+        ["/usr/bin/python3", os.path.join(ROOT, "bench", "lmcache_plugin.py"), "--native-dir",
+         os.path.join(build_dir, "python"), "--server", bins["larder-server"], "--dir", work,
+         "--chunks", str(cfg["plugin_chunks"])], "lmcache_plugin.py", raw["errors"])
+
+
 PARTS = {"fio": part_fio, "servers": part_servers, "inproc": part_inproc, "ram": part_ram,
-         "wa": part_wa, "trace": part_trace}
+         "wa": part_wa, "trace": part_trace, "lmcache": part_lmcache}
 
 
 def main():
