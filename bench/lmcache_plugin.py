@@ -6,14 +6,15 @@ larder-server, one file per chunk read with preadv, and the in-process engine's 
 read (`Store.multi_get_into`, MultiGetInto), which the plugin is measured against.
 
 Every peer reads all chunks in batches of --batch keys into the same caller-owned buffers
-(allocated and touched before the clock starts), warm (just written, in the page cache) and
-cold (after a sync and POSIX_FADV_DONTNEED on every data file). Every value read is compared
+(allocated and touched before the clock starts), warm (in the page cache) and cold (after a
+sync and POSIX_FADV_DONTNEED on every data file), --rounds times, peers on the same data in
+alternation so that the machine's drift falls on all of them. Every value read is compared
 with what was written, outside the timed region; a wrong or missing value is an error and the
 exit code is 1. The engine and the plugins verify XXH3 themselves; the files peer has no
 checksum, so it is an upper bound.
 
 Prints one JSON object per (peer, pass) line:
-  {"peer", "pass": "warm"|"cold", "chunk", "chunks", "batch", "gbs"}
+  {"peer", "pass": "warm"|"cold", "chunk", "chunks", "batch", "rounds", "gbs"}
 
 Run: /usr/bin/python3 bench/lmcache_plugin.py --native-dir build/python \
          --server build/bin/larder-server [--chunks 32 --chunk 16777216 --batch 16]
@@ -78,24 +79,36 @@ def drop_cache(top):
 
 
 def timed_pass(name, kind, read_batch, keys, values, bufs, args):
+    """Seconds to read every key once in batches; every value checked outside the clock."""
     seconds = 0.0
     for lo in range(0, len(keys), args.batch):
         batch = keys[lo:lo + args.batch]
         start = time.monotonic()
         hits = read_batch(batch, bufs[:len(batch)])
         seconds += time.monotonic() - start
-        for j, hit in enumerate(hits):  # checked outside the clock
+        for j, hit in enumerate(hits):
             if not hit or bufs[j] != values[lo + j]:
-                ERRORS.append(f"{name} {kind}: key {lo + j} {'wrong bytes' if hit else 'missing'}")
-    row = {"peer": name, "pass": kind, "chunk": args.chunk, "chunks": len(keys),
-           "batch": args.batch, "gbs": round(len(keys) * args.chunk / seconds / 1e9, 4)}
-    print(json.dumps(row), flush=True)
+                ERRORS.append(f"{name} {kind}: key {lo + j} "
+                              f"{'wrong bytes' if hit else 'missing'}")
+    return seconds
 
 
-def measure(name, read_batch, keys, values, bufs, data_dir, args):
-    timed_pass(name, "warm", read_batch, keys, values, bufs, args)
-    drop_cache(data_dir)
-    timed_pass(name, "cold", read_batch, keys, values, bufs, args)
+def measure(peers, keys, values, bufs, data_dir, args):
+    """`peers`: (name, read_batch) over the same data, measured in alternation: --rounds times,
+    a warm pass of each in turn, then for each a cold pass with the cache dropped before it.
+    One row per (peer, pass) with the bytes of all rounds over their summed time."""
+    seconds = {(name, kind): 0.0 for name, _ in peers for kind in ("warm", "cold")}
+    for _ in range(args.rounds):
+        for name, read_batch in peers:
+            seconds[name, "warm"] += timed_pass(name, "warm", read_batch, keys, values, bufs, args)
+        for name, read_batch in peers:
+            drop_cache(data_dir)
+            seconds[name, "cold"] += timed_pass(name, "cold", read_batch, keys, values, bufs, args)
+    for (name, kind), secs in seconds.items():
+        row = {"peer": name, "pass": kind, "chunk": args.chunk, "chunks": len(keys),
+               "batch": args.batch, "rounds": args.rounds,
+               "gbs": round(args.rounds * len(keys) * args.chunk / secs / 1e9, 4)}
+        print(json.dumps(row), flush=True)
 
 
 def engine_and_plugin(native, keys, values, bufs, work, args):
@@ -108,13 +121,13 @@ def engine_and_plugin(native, keys, values, bufs, work, args):
 
     def engine_read(ks, bs):
         return [n == args.chunk for n in store.multi_get_into(ks, bs)]
-    measure("engine multi_get_into", engine_read, keys, values, bufs, path, args)
-    measure("native_plugin in-process", plugin.get, keys, values, bufs, path, args)
+    measure([("engine multi_get_into", engine_read), ("native_plugin in-process", plugin.get)],
+            keys, values, bufs, path, args)
     plugin.close()
     store.close()
 
 
-def server_peers(native, keys, values, bufs, work, args):
+def server_peers(keys, values, bufs, work, args):
     import server_harness
     from lmcache_mp import MpRespClient
     from larder import lmcache_native
@@ -131,10 +144,10 @@ def server_peers(native, keys, values, bufs, work, args):
         for lo in range(0, len(keys), args.batch):
             plugin.set(keys[lo:lo + args.batch], values[lo:lo + args.batch])
         srv.client().execute_command("SAVE")
-        measure("native_plugin over larder-server", plugin.get, keys, values, bufs, srv.tmp, args)
-        plugin.close()
         resp = Plugin(MpRespClient("127.0.0.1", srv.port, num_workers=8))
-        measure("resp (MP adapter wire pattern)", resp.get, keys, values, bufs, srv.tmp, args)
+        measure([("native_plugin over larder-server", plugin.get),
+                 ("resp (MP adapter wire pattern)", resp.get)], keys, values, bufs, srv.tmp, args)
+        plugin.close()
         resp.close()
     finally:
         srv.cleanup()
@@ -157,7 +170,7 @@ def files_peer(keys, values, bufs, work, args):
             finally:
                 os.close(fd)
         return out
-    measure("files (one per chunk, preadv)", read, keys, values, bufs, top, args)
+    measure([("files (one per chunk, preadv)", read)], keys, values, bufs, top, args)
 
 
 def main():
@@ -168,6 +181,7 @@ def main():
     ap.add_argument("--chunk", type=int, default=16 * MiB)
     ap.add_argument("--chunks", type=int, default=32)
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--rounds", type=int, default=3, help="warm and cold passes per peer")
     args = ap.parse_args()
     sys.path.insert(0, args.native_dir)
     from larder import native
@@ -179,7 +193,7 @@ def main():
         values = [value_of(i, args.chunk, body) for i in range(args.chunks)]
         bufs = [memoryview(bytearray(b"\1" * args.chunk)) for _ in range(args.batch)]
         engine_and_plugin(native, keys, values, bufs, work, args)
-        server_peers(native, keys, values, bufs, work, args)
+        server_peers(keys, values, bufs, work, args)
         files_peer(keys, values, bufs, work, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -21,7 +21,7 @@ class LmcachePluginSmoke(unittest.TestCase):
                 ["/usr/bin/python3", os.path.join(ROOT, "bench", "lmcache_plugin.py"),
                  "--native-dir", os.environ["LARDER_NATIVE_DIR"], "--server",
                  os.environ["LARDER_SERVER"], "--dir", tmp, "--chunk", str(1 << 20),
-                 "--chunks", "6", "--batch", "4"], capture_output=True, text=True, timeout=120)
+                 "--chunks", "6", "--batch", "4", "--rounds", "1"], capture_output=True, text=True, timeout=120)
             left = os.listdir(tmp)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
