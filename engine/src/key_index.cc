@@ -269,31 +269,27 @@ void KeyIndex::ShrinkToFit() {
   }
 }
 
-size_t KeyIndex::size() const {
-  size_t n = 0;
-  for (size_t sh = 0; sh < kShards; ++sh) {
-    std::lock_guard lock(shards_[sh].mu);
-    n += shards_[sh].count;
-  }
-  return n;
-}
-
-uint64_t KeyIndex::ValueBytes() const {
+template <typename Fn>
+uint64_t KeyIndex::SumOverShards(Fn of_shard) const {
   uint64_t n = 0;
   for (size_t sh = 0; sh < kShards; ++sh) {
     std::lock_guard lock(shards_[sh].mu);
-    n += shards_[sh].bytes;
+    n += of_shard(shards_[sh]);
   }
   return n;
 }
 
+size_t KeyIndex::size() const {
+  return SumOverShards([](const Shard& s) { return s.count; });
+}
+
+uint64_t KeyIndex::ValueBytes() const {
+  return SumOverShards([](const Shard& s) { return s.bytes; });
+}
+
 uint64_t KeyIndex::MemoryBytes() const {
-  uint64_t n = sizeof(Shard) * kShards;
-  for (size_t sh = 0; sh < kShards; ++sh) {
-    std::lock_guard lock(shards_[sh].mu);
-    n += shards_[sh].len * sizeof(Slot);
-  }
-  return n;
+  return sizeof(Shard) * kShards +
+         SumOverShards([](const Shard& s) { return s.len * sizeof(Slot); });
 }
 
 }  // namespace larder

@@ -104,6 +104,9 @@ class KeyIndex {
  private:
   struct Slot;
   struct Shard;
+  // The sum of of_shard(shard) over every shard, each read under its lock.
+  template <typename Fn>
+  uint64_t SumOverShards(Fn of_shard) const;
   static size_t ShardOf(uint64_t hash) { return hash >> (64 - kShardBits); }
 
   std::unique_ptr<Shard[]> shards_;
