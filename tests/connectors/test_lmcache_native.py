@@ -23,7 +23,8 @@ from helpers import SERVERS, MiB
 
 from larder import lmcache_native
 from lmcache_mp import Demux  # LMCache's demux loop (tests/compat/lmcache)
-from test_failsafe import recovery_seconds
+# The same timeout and liveness bound as the Python clients' failsafe tests.
+from test_failsafe import HANG, TIMEOUT, reads_through_a_kill, recovery_seconds
 
 CHUNK = 16 * MiB
 REQUIRED = ("event_fd", "submit_batch_get", "submit_batch_set", "submit_batch_exists",
@@ -164,10 +165,6 @@ class LmcacheNativeServerModeTest(LmcacheNativeTest):
             plugin.close()
 
 
-TIMEOUT = 0.5
-# A batch waits on connect, send and receive in turn, each bounded by TIMEOUT: a liveness
-# bound, not a performance figure.
-HANG = 3 * TIMEOUT + 2.0
 KEYS = [f"nfs:{i}" for i in range(8)]
 
 
@@ -207,28 +204,11 @@ class LmcacheNativeServerFailsafeTest(unittest.TestCase):
         return recovery_seconds(lambda: self.get_batch()[2], [True] * len(KEYS))
 
     def test_killed_mid_batch_then_restarted(self):
-        durations, failed, errors, stop = [], [], [], threading.Event()
-
-        def reader():
-            while not stop.is_set():
-                try:
-                    took, ok, _ = self.get_batch()
-                except BaseException as e:  # noqa: BLE001 - reported to the test thread
-                    errors.append(e)
-                    return
-                durations.append(took)
-                failed.append(not ok)
-
-        thread = threading.Thread(target=reader)
-        thread.start()
-        time.sleep(0.3)
-        self.srv.stop(signal.SIGKILL)
-        time.sleep(1.0)
-        stop.set()
-        thread.join(HANG + 30)
-        self.assertFalse(thread.is_alive(), "a batch never completed")
+        durations, results, errors, hung = reads_through_a_kill(self.srv, self.get_batch)
+        self.assertFalse(hung, "a batch never completed")
         self.assertEqual(errors, [])
         self.assertLess(max(durations), HANG)
+        failed = [not ok for _, ok, _ in results]
         self.assertTrue(any(failed), "batches against a dead server must fail")
         took, ok, per_key = self.get_batch()
         self.assertEqual((ok, per_key), (False, [False] * len(KEYS)))
