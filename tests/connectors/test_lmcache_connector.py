@@ -6,13 +6,16 @@ import asyncio
 import logging
 import math
 import os
+import signal
 import threading
+import time
 import unittest
 
 import helpers
 from helpers import SERVERS, MiB
 from larder import chunk_format
 from larder.lmcache_connector import HAVE_LMCACHE, LarderConnector, LarderConnectorAdapter
+from test_failsafe import HANG, TIMEOUT, reads_through_a_kill, recovery_seconds
 
 logging.getLogger("larder.lmcache").setLevel(logging.ERROR)  # bad values are logged by design
 ITEM = {"bfloat16": 2, "float32": 4, "uint8": 1}
@@ -55,24 +58,14 @@ def chunk(shape, dtype="bfloat16"):
     return MemoryObj(shape, dtype, 1, os.urandom(math.prod(shape) * ITEM[dtype]))
 
 
-class ConnectorOn:
-    server = None
+class OnLmcacheLoop:
+    """LMCache's event loop on its own thread, a CPU backend, and connectors made on the loop."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.srv = SERVERS[cls.server](budget=512 * MiB).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.srv.cleanup()
-
-    def setUp(self):
+    def start_loop(self):
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.backend = CpuBackend()
-        self.conn = self.make(f"larder://127.0.0.1:{self.srv.port}")
-        self.wait(self.conn.client.redis.flushall())
 
     def make(self, url, config=None):
         async def create():  # redis.asyncio objects belong to the loop they are made on
@@ -87,6 +80,23 @@ class ConnectorOn:
 
     def wait(self, coro):
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(60)
+
+
+class ConnectorOn(OnLmcacheLoop):
+    server = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = SERVERS[cls.server](budget=512 * MiB).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.cleanup()
+
+    def setUp(self):
+        self.start_loop()
+        self.conn = self.make(f"larder://127.0.0.1:{self.srv.port}")
+        self.wait(self.conn.client.redis.flushall())
 
     def test_put_get_round_trip_keeps_shape_dtype_format_and_bytes(self):
         m = chunk([2, 32, 256, 8, 128])  # 2 MiB of bfloat16, LMCache's KV_2LTD-like shape
@@ -164,6 +174,60 @@ class ConnectorOnLarder(ConnectorOn, unittest.TestCase):
 class ConnectorOnRedis(ConnectorOn, unittest.TestCase):
     """The same connector works against any RESP server (prefix lookup by EXISTS pipeline)."""
     server = "redis"
+
+
+class ConnectorFailsafeTest(OnLmcacheLoop, unittest.TestCase):
+    """The larder:// connector inside LMCache's event loop when larder-server is SIGKILLed in
+    the middle of batched_get calls, or SIGSTOPped: every call returns within the failsafe
+    tests' bound, with byte-exact chunks or misses and no exception, and loads succeed again
+    within 2 s of the server coming back."""
+
+    def setUp(self):
+        self.srv = SERVERS["larder"](budget=512 * MiB).start()
+        self.addCleanup(self.srv.cleanup)
+        self.start_loop()
+        self.conn = self.make(f"larder://127.0.0.1:{self.srv.port}?timeout={TIMEOUT}")
+        self.keys = [Key(f"fs{i}") for i in range(8)]
+        self.chunks = [chunk([2, 4, 256, 8, 128]) for _ in self.keys]  # 4 MiB each
+        self.wait(self.conn.batched_put(self.keys, self.chunks))
+        self.wait(self.conn.client.redis.execute_command("SAVE"))
+
+    def tearDown(self):
+        if self.srv.alive():
+            self.srv.proc.send_signal(signal.SIGCONT)
+        super().tearDown()
+
+    def load(self):
+        """One batched_get of every key; the number of hits, each checked byte-exact."""
+        got = self.wait(self.conn.batched_get(self.keys))
+        for g, m in zip(got, self.chunks):
+            self.assertTrue(g is None or bytes(g.byte_array) == bytes(m.byte_array),
+                            "wrong bytes")
+        return sum(g is not None for g in got)
+
+    def test_killed_mid_batch_then_restarted(self):
+        durations, _, errors, hung = reads_through_a_kill(self.srv, self.load)
+        self.assertFalse(hung, "a batched_get hung on a dead server")
+        self.assertEqual(errors, [])
+        self.assertLess(max(durations), HANG)
+        self.assertEqual(self.load(), 0)  # misses, not an exception
+        self.srv.start()
+        back = recovery_seconds(self.load, len(self.keys))
+        print(f"\nlarder://, kill: {len(durations)} batches, longest {max(durations):.3f}s; "
+              f"back {back:.3f}s after restart")
+        self.assertLess(back, 2.0)
+
+    def test_stalled_server_costs_misses(self):
+        self.srv.proc.send_signal(signal.SIGSTOP)
+        t = time.monotonic()
+        self.assertEqual(self.load(), 0)
+        self.assertEqual(self.wait(self.conn.batched_async_contains("l", self.keys)), 0)
+        stalled = time.monotonic() - t
+        self.srv.proc.send_signal(signal.SIGCONT)
+        back = recovery_seconds(self.load, len(self.keys))
+        print(f"\nlarder://, stall: {stalled:.3f}s for a load and a lookup; back {back:.3f}s")
+        self.assertLess(stalled, 2 * HANG)
+        self.assertLess(back, 2.0)
 
 
 class AdapterTest(unittest.TestCase):
