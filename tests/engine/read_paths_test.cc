@@ -33,14 +33,7 @@ class ReadPathsTest : public ::testing::Test {
   // Flips one byte of the blob file holding the values, at the value's middle.
   void DamageBlobFiles() {
     for (auto& e : fs::directory_iterator(fs::path(dir_.path()) / "values")) {
-      std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
-      uint64_t off = fs::file_size(e.path()) - 100;
-      char c;
-      f.seekg(static_cast<std::streamoff>(off));
-      f.read(&c, 1);
-      c ^= 0x40;
-      f.seekp(static_cast<std::streamoff>(off));
-      f.write(&c, 1);
+      test::FlipByte(e.path(), fs::file_size(e.path()) - 100, 0x40);
     }
   }
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 
@@ -50,6 +51,17 @@ inline std::string MakeValue(const std::string& key, size_t size, uint64_t versi
     std::memcpy(&v[i], &x, std::min<size_t>(8, size - i));
   }
   return v;
+}
+
+// XORs the byte at `off` of the file at `path` with `mask` (damage a test then looks for).
+inline void FlipByte(const std::filesystem::path& path, uint64_t off, char mask = 0x5a) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  char c;
+  f.seekg(static_cast<std::streamoff>(off));
+  f.read(&c, 1);
+  c ^= mask;
+  f.seekp(static_cast<std::streamoff>(off));
+  f.write(&c, 1);
 }
 
 // Bytes of all regular files under `dir` (what the store really uses on disk).

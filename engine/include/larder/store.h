@@ -215,9 +215,10 @@ class Store {
 
 // Checks a data directory's values and index without serving it (the directory must not be
 // open elsewhere): every value against its XXH3, and every block of every SST file (the index,
-// inline values) against RocksDB's block checksums. `progress` is called with (entries done,
-// entries total) now and then. A directory too damaged to open is an error status naming the
-// file.
+// inline values) against RocksDB's block checksums, and the structure of the MANIFEST's
+// records (a damaged tail RocksDB would take for a torn write and drop). `progress` is called with
+// (entries done, entries total) now and then. A directory too damaged to open is an error status
+// naming the file.
 struct VerifyReport {
   uint64_t entries = 0;
   uint64_t ok = 0;
@@ -225,8 +226,11 @@ struct VerifyReport {
   uint64_t missing = 0;               // an index record whose value bytes are absent
   uint64_t sst_files = 0;             // SST files checked
   uint64_t corrupt_sst_files = 0;     // SST files with a block failing its checksum
+  uint64_t damaged_manifests = 0;     // a MANIFEST whose last records do not parse: edits lost
   std::vector<std::string> problems;  // one line per bad entry or file (first 1000)
-  bool clean() const { return corrupt == 0 && missing == 0 && corrupt_sst_files == 0; }
+  bool clean() const {
+    return corrupt == 0 && missing == 0 && corrupt_sst_files == 0 && damaged_manifests == 0;
+  }
 };
 Result<VerifyReport> Verify(const std::string& dir,
                             void (*progress)(uint64_t done, uint64_t total, void* arg) = nullptr,
