@@ -14,8 +14,8 @@ Either way `LarderConnector(**adapter_params)` returns larder_native.LmcachePlug
 implements the methods LMCache calls (event_fd, submit_batch_get/set/exists/delete,
 drain_completions, close) and signals completions through the eventfd. In-process, GET batches
 are read by the engine's read threads straight into LMCache's buffers. Over the server, each
-worker keeps one connection and sends a batch as one pipeline, receiving each value straight
-into its buffer; every socket wait is bounded by `timeout`, and a dead, restarting or stalled
+worker keeps one connection, a batch is split into one pipelined tile per worker, and each value
+is received straight into its buffer; every socket wait is bounded by `timeout`, and a dead, restarting or stalled
 server costs misses (failed completions), never a stall or an exception. See docs/lmcache.md,
 native/lmcache_plugin.h and native/server_backend.h.
 

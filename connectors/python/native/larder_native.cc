@@ -356,7 +356,8 @@ void BindLmcachePlugin(py::module_& m) {
           auto runner = std::make_shared<lmcache_plugin::ServerRunner>(o, breaker);
           return lmcache_plugin::Runner([runner](const auto& b) { return (*runner)(b); });
         };
-        return std::make_unique<Plugin>(py::none(), runners, workers);
+        // A batch is split over the workers' connections, each tile one pipeline.
+        return std::make_unique<Plugin>(py::none(), runners, workers, std::max(1, workers));
       },
       py::arg("server"), py::arg("workers") = 4, py::arg("timeout") = 1.0, py::arg("username") = "",
       py::arg("password") = "",

@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -51,13 +52,43 @@ namespace py = pybind11;
 
 enum class Op { kGet, kSet, kExists, kDelete };
 
+// A batch split into tiles: each tile's completion is merged here; the last one completes it.
+struct Join {
+  size_t tiles_left;
+  std::vector<bool> per_key;
+  bool ok = true;
+  std::string error;
+};
+
 struct Batch {
   Op op;
   int64_t id;
   std::vector<std::string> keys;
   std::vector<char*> bufs;  // GET: written; SET: read
   std::vector<size_t> lens;
+  std::shared_ptr<Join> join;  // set on a tile: its keys start at `first` in the whole batch
+  size_t first = 0;
 };
+
+// Splits `b` into `tiles` contiguous tiles (at most one per key) sharing one Join.
+inline std::vector<Batch> SplitIntoTiles(Batch b, size_t tiles) {
+  const size_t n = b.keys.size();
+  tiles = std::min(tiles, n);
+  if (tiles <= 1) return {std::move(b)};
+  auto join = std::make_shared<Join>(Join{tiles, std::vector<bool>(n, false), true, ""});
+  std::vector<Batch> out;
+  for (size_t t = 0, lo = 0; t < tiles; ++t) {
+    const size_t hi = lo + (n - lo) / (tiles - t);
+    Batch tile{b.op, b.id, {}, {}, {}, join, lo};
+    for (size_t i = lo; i < hi; ++i) {
+      tile.keys.push_back(std::move(b.keys[i]));
+      if (!b.bufs.empty()) tile.bufs.push_back(b.bufs[i]), tile.lens.push_back(b.lens[i]);
+    }
+    out.push_back(std::move(tile));
+    lo = hi;
+  }
+  return out;
+}
 
 struct Completion {
   int64_t id;
@@ -117,8 +148,12 @@ inline Completion RunOnStore(larder_t* db, const Batch& b) {
 class Plugin {
  public:
   // `keep_alive`: a Python object the runners use (the Store), held as long as the plugin.
-  Plugin(py::object keep_alive, RunnerFactory make_runner, int workers)
-      : keep_alive_(std::move(keep_alive)), make_runner_(std::move(make_runner)) {
+  // `tiles`: how many pieces a batch is split into, each run by a worker of its own (1: a
+  // batch runs whole on one worker).
+  Plugin(py::object keep_alive, RunnerFactory make_runner, int workers, size_t tiles = 1)
+      : keep_alive_(std::move(keep_alive)),
+        make_runner_(std::move(make_runner)),
+        tiles_(std::max<size_t>(1, tiles)) {
     efd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (efd_ < 0) throw std::runtime_error("eventfd failed");
     for (int i = 0; i < std::max(1, workers); ++i) threads_.emplace_back([this] { Work(); });
@@ -171,7 +206,7 @@ class Plugin {
 
  private:
   int64_t Submit(Op op, const std::vector<std::string>& keys, const py::list* bufs) {
-    Batch b{op, next_id_.fetch_add(1), keys, {}, {}};
+    Batch b{op, next_id_.fetch_add(1), keys, {}, {}, nullptr, 0};
     const int64_t id = b.id;
     if (bufs) {
       if (py::len(*bufs) != keys.size()) {
@@ -195,8 +230,8 @@ class Plugin {
       } else if (b.keys.empty()) {
         Complete(Completion{id, true, "", {}, op != Op::kSet});
       } else {
-        queue_.push_back(std::move(b));
-        work_cv_.notify_one();
+        for (Batch& tile : SplitIntoTiles(std::move(b), tiles_)) queue_.push_back(std::move(tile));
+        work_cv_.notify_all();
       }
     }
     if (closed) {
@@ -227,8 +262,20 @@ class Plugin {
       lock.unlock();
       Completion c = run(b);
       lock.lock();
+      if (b.join && !MergeTile(b, std::move(c), &c)) continue;
       Complete(std::move(c));
     }
+  }
+
+  // Under mu_: folds a tile's completion into its batch's; true with the whole batch's
+  // completion in *whole once the last tile is in.
+  static bool MergeTile(const Batch& tile, Completion c, Completion* whole) {
+    Join& j = *tile.join;
+    for (size_t i = 0; i < c.per_key.size(); ++i) j.per_key[tile.first + i] = c.per_key[i];
+    if (!c.ok && j.ok) j.ok = false, j.error = std::move(c.error);
+    if (--j.tiles_left > 0) return false;
+    *whole = Completion{tile.id, j.ok, std::move(j.error), std::move(j.per_key), c.has_per_key};
+    return true;
   }
 
   void Stop() {
@@ -244,6 +291,7 @@ class Plugin {
 
   py::object keep_alive_;
   RunnerFactory make_runner_;
+  const size_t tiles_;
   int efd_ = -1;
   std::mutex mu_;
   std::condition_variable work_cv_;

@@ -1,7 +1,7 @@
 // The native plugin's server mode: LMCache's batches run against a running larder-server over
-// its unix socket (or TCP), one RESP2 connection per worker thread, each batch pipelined on
-// one connection (the server reads a connection's pipelined GETs concurrently and replies in
-// order).
+// its unix socket (or TCP), one RESP2 connection per worker thread; a batch is split into one
+// tile per worker, each tile pipelined on its worker's connection (the server starts the disk
+// reads of a pipeline's GETs together and replies in order).
 //
 // A dead, restarting or stalled server must cost LMCache misses, never a stall or an exception
 // in its serving loop (the failure contract of connectors/python/larder/failsafe.py, here in
