@@ -174,6 +174,7 @@ class LmcacheNativeServerFailsafeTest(unittest.TestCase):
 
     def setUp(self):
         self.srv = SERVERS["larder"](budget=512 * MiB).start()
+        self.addCleanup(self.srv.cleanup)  # also when the rest of setUp fails
         self.plugin = lmcache_native.LarderConnector(server=self.srv.unixsocket,
                                                      timeout=TIMEOUT, workers=2)
         self.demux = Demux(self.plugin)
@@ -187,7 +188,6 @@ class LmcacheNativeServerFailsafeTest(unittest.TestCase):
             self.srv.proc.send_signal(signal.SIGCONT)
         self.demux.close()
         self.plugin.close()
-        self.srv.cleanup()
 
     def get_batch(self):
         """(seconds, ok, per_key) of one GET batch of KEYS; every hit is checked."""
