@@ -32,6 +32,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "compat", "lmcache"))
 sys.path.insert(0, os.path.join(ROOT, "connectors", "python"))
+import server_harness  # noqa: E402
+from lmcache_mp import Demux, MpRespClient  # noqa: E402
 
 MiB = 1 << 20
 ERRORS = []
@@ -41,7 +43,6 @@ class Plugin:
     """A native client driven as LMCache's demux thread drives it (lmcache_mp.Demux)."""
 
     def __init__(self, plugin):
-        from lmcache_mp import Demux
         self.plugin = plugin
         self.demux = Demux(plugin)
         self.wait = self.demux.wait
@@ -128,8 +129,6 @@ def engine_and_plugin(native, keys, values, bufs, work, args):
 
 
 def server_peers(keys, values, bufs, work, args):
-    import server_harness
-    from lmcache_mp import MpRespClient
     from larder import lmcache_native
     server_harness.SERVER = args.server
     budget = str(4 * len(keys) * args.chunk)

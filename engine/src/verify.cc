@@ -53,29 +53,29 @@ std::optional<std::string> LogDamage(const std::string& bytes) {
   const size_t size = bytes.size();
   bool in_fragment = false;
   for (size_t off = 0; off < size;) {
-    const std::string at = " at offset " + std::to_string(off);
+    auto at = [&off] { return " at offset " + std::to_string(off); };
     const size_t block_left = kLogBlock - off % kLogBlock;
     if (block_left < kLogHeader) {
       for (size_t i = off; i < std::min(size, off + block_left); ++i) {
-        if (p[i]) return "non-zero block trailer" + at;
+        if (p[i]) return "non-zero block trailer" + at();
       }
       off += block_left;
       continue;
     }
-    if (size - off < kLogHeader) return "record header cut short by the end of the file" + at;
+    if (size - off < kLogHeader) return "record header cut short by the end of the file" + at();
     const size_t len = p[off + 4] | (size_t{p[off + 5]} << 8);
     const int type = p[off + 6];
     if (type == 0 && len == 0) {  // zero-filled space at the end (preallocation)
       for (size_t i = off; i < size; ++i) {
-        if (p[i]) return "data after zero-filled space" + at;
+        if (p[i]) return "data after zero-filled space" + at();
       }
       break;
     }
-    if (kLogHeader + len > block_left) return "record crossing its block" + at;
-    if (off + kLogHeader + len > size) return "record running past the end of the file" + at;
+    if (kLogHeader + len > block_left) return "record crossing its block" + at();
+    if (off + kLogHeader + len > size) return "record running past the end of the file" + at();
     const bool starts = type == 1 || type == 2, continues = type == 3 || type == 4;
-    if (!starts && !continues) return "unknown record type " + std::to_string(type) + at;
-    if (starts == in_fragment) return "fragment out of sequence" + at;
+    if (!starts && !continues) return "unknown record type " + std::to_string(type) + at();
+    if (starts == in_fragment) return "fragment out of sequence" + at();
     in_fragment = type == 2 || type == 3;
     off += kLogHeader + len;
   }
@@ -94,8 +94,7 @@ std::optional<std::string> ManifestDamage(const std::string& dir) {
   auto damage = LogDamage(bytes);
   if (!damage) return std::nullopt;
   return name + ": " + *damage +
-         "; the index edits from there on were lost (damaged, or torn by "
-         "a power cut)";
+         "; the index edits from there on were lost (damaged, or torn by a power cut)";
 }
 
 }  // namespace

@@ -14,7 +14,8 @@
 // calls them holding its adapter lock. Worker threads (no GIL, no Python object) run batches
 // with their own Runner and queue completions. In-process, a GET batch is one MultiGetInto, its
 // reads spread over the engine's read threads, straight into LMCache's buffers; in server mode
-// it is one pipeline on the worker's connection, each value received straight into its buffer. The
+// it is split into one tile per worker, each a pipeline on that worker's connection, each value
+// received straight into its buffer, and the tiles' results are merged into one completion. The
 // eventfd is a binary wake-up flag: written when a completion is queued and none was signalled,
 // read to zero by drain_completions. LMCache keeps every buffer alive until its completion is
 // drained; the plugin also holds a reference to each buffer object until then.
@@ -224,13 +225,13 @@ class Plugin {
     bool closed;
     {
       py::gil_scoped_release nogil;
+      std::vector<Batch> tiles;
+      if (!b.keys.empty()) tiles = SplitIntoTiles(std::move(b), tiles_);
       std::lock_guard lock(mu_);
       closed = stop_;
-      if (closed) {
-      } else if (b.keys.empty()) {
-        Complete(Completion{id, true, "", {}, op != Op::kSet});
-      } else {
-        for (Batch& tile : SplitIntoTiles(std::move(b), tiles_)) queue_.push_back(std::move(tile));
+      if (!closed && tiles.empty()) Complete(Completion{id, true, "", {}, op != Op::kSet});
+      if (!closed && !tiles.empty()) {
+        for (Batch& tile : tiles) queue_.push_back(std::move(tile));
         work_cv_.notify_all();
       }
     }

@@ -33,8 +33,6 @@ def mp_key(model, chunk_hash, kv_rank=0, group=0):
 
 
 class MpRespClient:
-    OPS = ("get", "set", "exists", "delete")
-
     def __init__(self, host, port, num_workers=8, username="", password=""):
         self.efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self.lock = threading.Lock()
