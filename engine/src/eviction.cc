@@ -142,59 +142,79 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t* freed) {
       drop.push_back(std::move(m));
     }
   });
-  const uint64_t reinserted = ReinsertKept(&keep, &drop, *victim);
+  GenerationEvicted report;
+  report.generation = victim->id;
+  ReinsertKept(&keep, &drop, *victim, &report);
   const uint64_t bytes = victim->bytes;
+  std::vector<bool> expired(drop.size()), gone(drop.size());
   // The index first: if its drop fails, every entry stays where it is, on disk and in memory.
   Status s = DropGeneration(victim, [&] {
-    for (const RecordMember& m : drop) {
+    for (size_t i = 0; i < drop.size(); ++i) {
+      const RecordMember& m = drop[i];
       std::lock_guard stripe(Stripe(m.hash));
       if (!index_.Erase(m.at.entry)) continue;
       victim->live--;
-      if (m.at.entry.ExpiredAt(now)) {
+      gone[i] = true;
+      expired[i] = m.at.entry.ExpiredAt(now);
+      if (expired[i]) {
         counters_.expired_keys++;
+        report.expired_keys++;
       } else {
         counters_.evicted_keys++;
         counters_.evicted_bytes += m.at.entry.size;
+        report.evicted_keys++;
+        report.evicted_bytes += m.at.entry.size;
       }
     }
   });
   if (!s.ok()) return s.IsNoSpace() ? s : Status::IOError("eviction failed: " + s.message());
-  EvictCompanions(drop, *victim);
-  *freed = std::max<uint64_t>(1, bytes - std::min(bytes, reinserted));
+  if (EventListener* l = options_.listener.get()) {
+    for (size_t i = 0; i < drop.size(); ++i) {
+      if (!gone[i]) continue;
+      expired[i] ? l->OnExpired(drop[i].key) : l->OnEvicted(drop[i].key);
+    }
+  }
+  EvictCompanions(drop, *victim, &report);
+  if (options_.listener) options_.listener->OnGenerationEvicted(report);
+  *freed = std::max<uint64_t>(1, bytes - std::min(bytes, report.reinserted_bytes));
   return Status::OK();
 }
 
-uint64_t StoreImpl::ReinsertKept(std::vector<RecordMember>* keep, std::vector<RecordMember>* drop,
-                                 const Generation& victim) {
+void StoreImpl::ReinsertKept(std::vector<RecordMember>* keep, std::vector<RecordMember>* drop,
+                             const Generation& victim, GenerationEvicted* report) {
   // Most recently used first, up to the reinsertion cap; the rest is dropped.
   std::sort(keep->begin(), keep->end(), [](const RecordMember& a, const RecordMember& b) {
     return a.at.entry.last_access_ms > b.at.entry.last_access_ms;
   });
   const uint64_t cap = static_cast<uint64_t>(options_.max_reinsert_fraction * victim.bytes);
-  uint64_t reinserted = 0;
   for (RecordMember& m : *keep) {
-    if (reinserted + m.at.entry.size <= cap && Reinsert(m)) {
-      reinserted += m.at.entry.size;
+    if (report->reinserted_bytes + m.at.entry.size <= cap && Reinsert(m)) {
+      report->reinserted_bytes += m.at.entry.size;
+      report->reinserted_keys++;
     } else {
       drop->push_back(std::move(m));
     }
   }
-  return reinserted;
 }
 
-void StoreImpl::EvictCompanions(const std::vector<RecordMember>& evicted,
-                                const Generation& victim) {
+void StoreImpl::EvictCompanions(const std::vector<RecordMember>& evicted, const Generation& victim,
+                                GenerationEvicted* report) {
   for (const RecordMember& m : evicted) {
     for (const auto& [first, second] : options_.evict_together) {
       if (!m.key.ends_with(first)) continue;
       std::string companion = m.key.substr(0, m.key.size() - first.size()) + second;
       const uint64_t hash = format::KeyHash(companion);
-      std::lock_guard stripe(Stripe(hash));
-      std::optional<Located> c = LookupExact(hash, companion);
-      if (!c || (c->seg.gen && c->seg.gen->id == victim.id)) continue;  // absent, or goes too
-      if (!RemoveLocked(hash, companion, *c).ok()) continue;
-      counters_.evicted_keys++;
-      counters_.evicted_bytes += c->entry.size;
+      {
+        std::lock_guard stripe(Stripe(hash));
+        std::optional<Located> c = LookupExact(hash, companion);
+        if (!c || (c->seg.gen && c->seg.gen->id == victim.id)) continue;  // absent, or goes too
+        if (!RemoveLocked(hash, companion, *c).ok()) continue;
+        counters_.evicted_keys++;
+        counters_.evicted_bytes += c->entry.size;
+        report->evicted_keys++;
+        report->evicted_bytes += c->entry.size;
+      }
+      if (options_.listener) options_.listener->OnEvicted(companion);
     }
   }
 }

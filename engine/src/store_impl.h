@@ -207,14 +207,16 @@ class StoreImpl final : public Store {
   // Evicts until usage + incoming <= target (or nothing is left). Caller holds evict_mu_.
   Status EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy policy);
   // Reinserts the entries of `keep` the policy's cap allows, most recently used first; moves
-  // the others to `drop`. Returns the value bytes reinserted.
-  uint64_t ReinsertKept(std::vector<RecordMember>* keep, std::vector<RecordMember>* drop,
-                        const Generation& victim);
+  // the others to `drop`. Adds what it reinserted to *report.
+  void ReinsertKept(std::vector<RecordMember>* keep, std::vector<RecordMember>* drop,
+                    const Generation& victim, GenerationEvicted* report);
   // Re-writes a kept entry of the generation being evicted into the head (the value copied
   // inside the kernel). False if it was not kept.
   bool Reinsert(RecordMember& m);
-  // Removes the Options::evict_together companions of evicted keys that live elsewhere.
-  void EvictCompanions(const std::vector<RecordMember>& evicted, const Generation& victim);
+  // Removes the Options::evict_together companions of evicted keys that live elsewhere (told
+  // to the listener); adds them to *report.
+  void EvictCompanions(const std::vector<RecordMember>& evicted, const Generation& victim,
+                       GenerationEvicted* report);
   void MaybeRotate();
 
   // --- generations' records (maintenance.cc) ---
@@ -233,6 +235,9 @@ class StoreImpl final : public Store {
   // Removes an expired entry from the index (its record is ignored at open). Caller holds no
   // stripe. False if it was gone already.
   bool RemoveExpired(const Entry& e);
+  // The key whose record in its generation describes `at` (one index seek); nullopt if none
+  // does (the record is gone or damaged).
+  std::optional<std::string> KeyOf(const Located& at);
   // Writes the reuse fields of entries changed since their records were written.
   Status PersistDirty();
   // With the WAL off: Flush when writes came in since the last one and flush_interval_ms

@@ -28,16 +28,37 @@ bool StoreImpl::RemoveExpired(const Entry& e) {
   // Removed from the index only: the record stays in its generation, where an expired record
   // is ignored at open and leaves with the generation. Under the stripe the entry cannot
   // leave the index (nor its generation be dropped) between the lookup and the erase.
-  std::lock_guard stripe(Stripe(e.hash));
-  GenerationPtr gen;
-  index_.ForHash(e.hash, [&](const Entry& x) {
-    if (x.SameVersion(e)) gen = Locate(x).seg.gen;
-    return bool(gen);
-  });
-  if (!gen || !index_.Erase(e)) return false;
-  gen->live--;
-  counters_.expired_keys++;
+  std::optional<std::string> key;
+  {
+    std::lock_guard stripe(Stripe(e.hash));
+    std::optional<Located> at;
+    index_.ForHash(e.hash, [&](const Entry& x) {
+      if (x.SameVersion(e)) at = Locate(x);
+      return bool(at);
+    });
+    if (!at || !at->seg.gen) return false;
+    if (options_.listener) key = KeyOf(*at);
+    if (!index_.Erase(e)) return false;
+    at->seg.gen->live--;
+    counters_.expired_keys++;
+  }
+  if (key) options_.listener->OnExpired(*key);
   return true;
+}
+
+std::optional<std::string> StoreImpl::KeyOf(const Located& at) {
+  if (!at.seg.gen) return std::nullopt;
+  // Index keys start with the key's hash: the records of every key sharing it are adjacent.
+  const std::string prefix = format::IndexKey(at.entry.hash, {});
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, at.seg.gen->cf));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    auto ik = format::ParseIndexKey(it->key().ToStringView());
+    auto rec = format::IndexRecord::Decode(it->value().ToStringView());
+    if (ik && rec && RecordIs(*rec, ik->second, at)) return std::string(ik->second);
+  }
+  return std::nullopt;
 }
 
 std::optional<Located> StoreImpl::LookupExact(uint64_t hash, std::string_view key) {

@@ -242,13 +242,15 @@ Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::str
 Status StoreImpl::Delete(std::string_view key) {
   if (Status s = CheckKey(key); !s.ok()) return s;
   const uint64_t hash = format::KeyHash(key);
-  std::lock_guard lock(Stripe(hash));
+  std::unique_lock lock(Stripe(hash));
   std::optional<Located> at = LookupExact(hash, key);
   if (!at) return Status::NotFound();
   Status s = RemoveLocked(hash, key, *at);
   if (!s.ok()) return s;
   if (at->entry.ExpiredAt(Now())) {
     counters_.expired_keys++;
+    lock.unlock();
+    if (options_.listener) options_.listener->OnExpired(key);
     return Status::NotFound();
   }
   return Status::OK();

@@ -1,6 +1,9 @@
 // Disk budget and eviction: order under each policy, budget held, space back at once.
 #include <gtest/gtest.h>
 
+#include <mutex>
+#include <set>
+
 #include "larder/store.h"
 #include "test_util.h"
 
@@ -13,9 +16,11 @@ constexpr uint64_t kMiB = 1 << 20;
 
 struct Fixture {
   explicit Fixture(EvictionPolicy p, uint64_t budget = 24 * kMiB, uint64_t gen = 4 * kMiB,
-                   std::vector<std::pair<std::string, std::string>> together = {}) {
+                   std::vector<std::pair<std::string, std::string>> together = {},
+                   std::shared_ptr<EventListener> listener = nullptr) {
     clock = std::make_shared<test::ManualClock>();
     opts.clock = clock;
+    opts.listener = std::move(listener);
     opts.evict_together = std::move(together);
     opts.eviction_policy = p;
     opts.max_disk_bytes = budget;
@@ -154,15 +159,94 @@ TEST(Eviction, EvictToGivesSpaceBackAtOnce) {
 namespace larder {
 namespace {
 
+// What the store told its listener.
+struct Recorder final : EventListener {
+  void OnExpired(std::string_view key) override {
+    std::lock_guard lock(mu);
+    expired.emplace_back(key);
+  }
+  void OnEvicted(std::string_view key) override {
+    std::lock_guard lock(mu);
+    evicted.emplace_back(key);
+  }
+  void OnGenerationEvicted(const GenerationEvicted& info) override {
+    std::lock_guard lock(mu);
+    generations.push_back(info);
+  }
+  // Checks that exactly the keys in `written` the store no longer has were reported evicted,
+  // once each, and that the generation reports add up to them.
+  void ExpectEvictedExactly(Store& store, const std::vector<std::string>& written) {
+    std::set<std::string> told(evicted.begin(), evicted.end());
+    EXPECT_EQ(told.size(), evicted.size()) << "a key was reported evicted twice";
+    for (const std::string& k : written) {
+      EXPECT_EQ(!store.Contains(k), told.count(k) == 1) << k;
+    }
+    uint64_t sum = 0;
+    for (size_t i = 0; i < generations.size(); ++i) {
+      sum += generations[i].evicted_keys;
+      if (i > 0) {
+        EXPECT_GT(generations[i].generation, generations[i - 1].generation);
+      }
+    }
+    EXPECT_EQ(sum, evicted.size());
+    EXPECT_EQ(store.GetStats().evicted_keys, sum);
+  }
+
+  std::mutex mu;
+  std::vector<std::string> expired, evicted;
+  std::vector<GenerationEvicted> generations;
+};
+
+TEST(Eviction, ListenerHearsEveryEvictedKeyOnceAndEachGeneration) {
+  auto told = std::make_shared<Recorder>();
+  Fixture f(EvictionPolicy::kLruReuse, 24 * kMiB, 4 * kMiB, {}, told);
+  std::vector<std::string> written;
+  for (int i = 0; i < 60; ++i) {
+    written.push_back(Fixture::Key(i));
+    f.PutN(i, i + 1);
+    if (i % 3 == 0) f.Has(i);  // reused: the policy keeps some of them
+  }
+  ASSERT_FALSE(told->generations.empty());
+  told->ExpectEvictedExactly(*f.store, written);
+  uint64_t kept = 0;
+  for (const GenerationEvicted& g : told->generations) kept += g.reinserted_keys;
+  EXPECT_EQ(kept, f.store->GetStats().reinserted_keys);
+  EXPECT_TRUE(told->expired.empty());
+}
+
+TEST(Eviction, ListenerHearsExpiriesFoundByReadsDeletesAndMaintenance) {
+  auto told = std::make_shared<Recorder>();
+  Fixture f(EvictionPolicy::kFifo, 24 * kMiB, 4 * kMiB, {}, told);
+  PutOptions ttl;
+  ttl.expire_at_ms = f.clock->NowMs() + 100;
+  for (const char* k : {"read", "deleted", "swept"}) {
+    ASSERT_TRUE(f.store->Put(k, std::string(k) + "-value", ttl).ok());
+  }
+  ASSERT_TRUE(f.store->Put("kept", "no expiry").ok());
+  f.clock->Advance(200);
+  EXPECT_TRUE(f.store->Get("read").status().IsNotFound());
+  EXPECT_TRUE(f.store->Delete("deleted").IsNotFound());
+  f.store->Maintain();
+  EXPECT_EQ(std::set<std::string>(told->expired.begin(), told->expired.end()),
+            (std::set<std::string>{"read", "deleted", "swept"}));
+  EXPECT_EQ(told->expired.size(), 3u);
+  EXPECT_TRUE(told->evicted.empty());
+}
+
 TEST(Eviction, LmcacheMetadataGoesWithItsPayload) {
   // Payload and metadata straddle a generation boundary: metadata lands in the newer one.
-  Fixture f(EvictionPolicy::kFifo, 16 * kMiB, 2 * kMiB, {{"kv_bytes", "metadata"}});
+  auto told = std::make_shared<Recorder>();
+  Fixture f(EvictionPolicy::kFifo, 16 * kMiB, 2 * kMiB, {{"kv_bytes", "metadata"}}, told);
+  std::vector<std::string> written;
   for (int i = 0; i < 40; ++i) {
     std::string stem = "model@" + std::to_string(i) + "@";
     f.clock->Advance(10);
     ASSERT_TRUE(f.store->Put(stem + "kv_bytes", MakeValue(stem, kMiB)).ok());
     ASSERT_TRUE(f.store->Put(stem + "metadata", std::string(28, 'm')).ok());
+    written.push_back(stem + "kv_bytes");
+    written.push_back(stem + "metadata");
   }
+  told->ExpectEvictedExactly(*f.store, written);
   int orphans = 0, pairs = 0;
   for (int i = 0; i < 40; ++i) {
     std::string stem = "model@" + std::to_string(i) + "@";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "larder/clock.h"
+#include "larder/events.h"
 
 namespace larder {
 
@@ -122,6 +123,11 @@ struct Options {
 
   // Time source for expiry and reuse times. nullptr = the system clock. Tests inject one.
   std::shared_ptr<Clock> clock;
+
+  // Told of entries that expire or are evicted (larder/events.h). With a listener, removing an
+  // expired entry the maintenance thread found costs one index read to name its key.
+  // nullptr = nobody is told. Default: nullptr.
+  std::shared_ptr<EventListener> listener;
 };
 
 }  // namespace larder

@@ -1,0 +1,38 @@
+// EventListener: what the store tells its owner about entries that leave on their own — by
+// expiry or by eviction — as opposed to the Delete and Put calls the owner made itself.
+// larder-server turns these into Redis keyspace notifications (`expired`, `evicted`) and its
+// per-generation event.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace larder {
+
+// One evicted generation, reported after the per-key calls for its entries.
+struct GenerationEvicted {
+  uint64_t generation = 0;        // its id (ids grow with each new generation)
+  uint64_t evicted_keys = 0;      // live entries dropped (companions included)
+  uint64_t evicted_bytes = 0;     // their value bytes
+  uint64_t expired_keys = 0;      // expired entries that left with it
+  uint64_t reinserted_keys = 0;   // entries the policy kept, now in the newest generation
+  uint64_t reinserted_bytes = 0;  // their value bytes
+};
+
+// Called on the engine's threads: the writer whose Put made room, the maintenance thread, or a
+// reader that found an entry expired. Each call comes after the entry left the index; calls
+// for one key come in the order its entries left. The engine may hold its internal locks (the
+// eviction lock) during a call: an implementation must be quick, must not block, and must not
+// call back into the Store. The default implementations ignore the event.
+class EventListener {
+ public:
+  virtual ~EventListener() = default;
+  // `key`'s entry expired and was removed (by a read, DEL, maintenance or eviction).
+  virtual void OnExpired(std::string_view key) { (void)key; }
+  // `key`'s live entry was evicted to keep the disk budget (also an Options::evict_together
+  // companion of an evicted key).
+  virtual void OnEvicted(std::string_view key) { (void)key; }
+  virtual void OnGenerationEvicted(const GenerationEvicted& info) { (void)info; }
+};
+
+}  // namespace larder
