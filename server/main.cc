@@ -101,11 +101,14 @@ void FitMaxClientsToFdLimit(Config* config) {
   (void)config->Set("maxclients", std::to_string(fit));  // in [1, maxclients]: cannot fail
 }
 
-// Opens the store in cfg.dir on `clock`; nullptr (after logging why) on failure.
+// Opens the store in cfg.dir on `clock`, telling `listener` of expiries and evictions; nullptr
+// (after logging why) on failure.
 std::unique_ptr<larder::Store> OpenStore(const ServerConfig& cfg,
-                                         std::shared_ptr<larder::Clock> clock) {
+                                         std::shared_ptr<larder::Clock> clock,
+                                         std::shared_ptr<larder::EventListener> listener) {
   larder::Options options = larder::config::EngineOptions(cfg);
   options.clock = std::move(clock);
+  options.listener = std::move(listener);
   auto opened = larder::Store::Open(options, cfg.dir);
   if (!opened.ok()) {
     std::string hint;
@@ -136,11 +139,16 @@ void RegisterApplyHooks(Config* config) {
 }
 
 // Serves clients until SIGTERM/SIGINT or SHUTDOWN; returns the exit status.
-int Serve(larder::Store& store, Config* config, const ServerConfig& cfg,
-          const larder::Clock& clock) {
+int Serve(larder::Store& store, Config* config, const ServerConfig& cfg, const larder::Clock& clock,
+          larder::server::EngineEventForwarder& engine_events) {
   larder::server::ConfigHolder config_holder(config);
   larder::server::ServerStats stats;
   larder::server::Core core(store, config_holder, stats, clock);
+  engine_events.Attach(&core.events);
+  struct Detach {
+    larder::server::EngineEventForwarder& forwarder;
+    ~Detach() { forwarder.Attach(nullptr); }  // the store outlives the Core
+  } detach{engine_events};
   core.process.start_ms = clock.NowMs();
   core.process.lastsave_s = core.process.start_ms / 1000;
   core.process.tcp_port = cfg.port;
@@ -176,10 +184,11 @@ int main(int argc, char** argv) {
   FitMaxClientsToFdLimit(&config);
 
   std::shared_ptr<larder::Clock> clock = larder::SystemClock();  // the server's one clock
-  std::unique_ptr<larder::Store> store = OpenStore(config.values(), clock);
+  auto engine_events = std::make_shared<larder::server::EngineEventForwarder>();
+  std::unique_ptr<larder::Store> store = OpenStore(config.values(), clock, engine_events);
   if (!store) return kExitError;
   RegisterApplyHooks(&config);
-  int exit_code = Serve(*store, &config, cfg, *clock);
+  int exit_code = Serve(*store, &config, cfg, *clock, *engine_events);
   larder::Status s = store->Close();
   if (!s.ok()) {
     Log(LogLevel::kWarning, "closing the store: " + s.ToString());

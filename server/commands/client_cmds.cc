@@ -20,6 +20,14 @@ Names NamesOf(const ClientState& c) {
   return {c.name, c.lib_name, c.lib_ver, c.last_cmd};
 }
 
+// CLIENT LIST's flags, in Redis's order: P (has a subscription), U (unix socket), or N.
+std::string FlagsOf(const ClientState& c) {
+  std::string flags;
+  if (c.subscribed()) flags += 'P';
+  if (c.unix_socket) flags += 'U';
+  return flags.empty() ? "N" : flags;
+}
+
 // One CLIENT LIST / CLIENT INFO line in Redis's format:
 // "id=3 addr=... laddr=... fd=8 name=... age=0 idle=0 flags=N db=0 ... resp=2 lib-name=...\n"
 std::string ClientInfoLine(const ClientState& c, int64_t now_ms) {
@@ -28,8 +36,10 @@ std::string ClientInfoLine(const ClientState& c, int64_t now_ms) {
   const int64_t idle = std::max<int64_t>(0, (now_ms - c.last_active_ms.load()) / 1000);
   return "id=" + std::to_string(c.id) + " addr=" + c.addr + " laddr=" + c.laddr +
          " fd=" + std::to_string(c.fd) + " name=" + n.name + " age=" + std::to_string(age) +
-         " idle=" + std::to_string(idle) + " flags=" + (c.unix_socket ? "U" : "N") +
-         " db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0"
+         " idle=" + std::to_string(idle) + " flags=" + FlagsOf(c) +
+         " db=0 sub=" + std::to_string(c.channels.load()) +
+         " psub=" + std::to_string(c.patterns.load()) +
+         " ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0"
          " rbp=0 obl=0 oll=0 omem=" +
          std::to_string(c.output_bytes.load()) +
          " tot-mem=0 events=r cmd=" + (n.last_cmd.empty() ? "NULL" : n.last_cmd) +

@@ -31,6 +31,10 @@ enum CommandFlag : uint32_t {
   kNoMulti = 1u << 7,      // never queued by MULTI: runs at once (MULTI, EXEC, DISCARD, ...)
   kExclusive = 1u << 8,    // read-modify-write: runs under the exclusive server lock
   kLocksItself = 1u << 9,  // dispatch takes no server lock: the handler does (EXEC)
+  kPubSub = 1u << 10,      // a Pub/Sub command (reported only)
+  // Allowed to a RESP2 client with a subscription ((P)SUBSCRIBE, (P)UNSUBSCRIBE, PING, QUIT,
+  // RESET); every other command is refused with Redis's error.
+  kPubSubContext = 1u << 11,
 };
 
 // The words a row's `flags` may hold, in the order COMMAND reports them. Reported words are
@@ -49,8 +53,10 @@ inline constexpr FlagWord kFlagWords[] = {
     {"stale", kStale, true},
     {"fast", kFast, true},
     {"no_multi", kNoMulti, true},
+    {"pubsub", kPubSub, true},
     {"exclusive", kExclusive, false},
     {"locks_itself", kLocksItself, false},
+    {"pubsub_context", kPubSubContext, false},
 };
 
 // Redis key positions: argv[first], argv[first + step], ... up to argv[last] (-1: the last

@@ -11,7 +11,7 @@ namespace {
 
 constexpr CommandFamily (*kFamilies[])() = {
     ConnectionCommands, ClientCommands,        StringCommands,      KeyCommands,    ServerCommands,
-    InfoCommands,       IntrospectionCommands, TransactionCommands, LarderCommands,
+    InfoCommands,       IntrospectionCommands, TransactionCommands, LarderCommands, PubSubCommands,
 };
 
 std::optional<std::string> CheckRow(const CommandRow& row) {

@@ -22,8 +22,14 @@ bool CheckPassword(Ctx& ctx, std::string_view user, std::string_view pass) {
   return false;
 }
 
+// PING [message]; a RESP2 client with a subscription gets ["pong", message or ""], as in Redis.
 void Ping(Ctx& ctx) {
   if (ctx.argc() > 2) return ReplyArity(ctx, ctx.spec.name);
+  if (ctx.client.subscribed() && ctx.w.protocol() == 2) {
+    ctx.w.ArrayHeader(2);
+    ctx.w.BulkString("pong");
+    return ctx.w.BulkString(ctx.argc() == 2 ? ctx.argv[1] : "");
+  }
   if (ctx.argc() == 2) return ctx.w.BulkString(ctx.argv[1]);
   ctx.w.SimpleString("PONG");
 }
@@ -118,6 +124,7 @@ void Reset(Ctx& ctx) {
   ctx.client.in_multi = false;
   ctx.client.multi_error = false;
   ctx.client.queued.clear();
+  ctx.core.pubsub.Forget(ctx.client);
   ctx.client.resp = 2;
   ctx.w.set_protocol(2);
   {
@@ -129,13 +136,13 @@ void Reset(Ctx& ctx) {
 }
 
 constexpr CommandRow kRows[] = {
-    {"ping", -1, "fast loading stale", kNoKeys, Ping},
+    {"ping", -1, "fast loading stale pubsub_context", kNoKeys, Ping},
     {"echo", 2, "fast loading stale", kNoKeys, Echo},
     {"hello", -1, "no_auth fast loading stale no_multi", kNoKeys, Hello},
     {"auth", -2, "no_auth fast loading stale no_multi", kNoKeys, Auth},
     {"select", 2, "fast loading stale", kNoKeys, Select},
-    {"quit", -1, "no_auth fast loading stale no_multi", kNoKeys, Quit},
-    {"reset", 1, "no_auth fast loading stale no_multi", kNoKeys, Reset},
+    {"quit", -1, "no_auth fast loading stale no_multi pubsub_context", kNoKeys, Quit},
+    {"reset", 1, "no_auth fast loading stale no_multi pubsub_context", kNoKeys, Reset},
 };
 
 }  // namespace

@@ -59,6 +59,10 @@ bool Dispatcher::Admit(const CommandSpec* spec, ClientState& client,
   } else if (!client.authenticated && !spec->Has(kNoAuth) &&
              !core_.config.snapshot()->requirepass.empty()) {
     error = "NOAUTH Authentication required.";
+  } else if (client.resp == 2 && client.subscribed() && !spec->Has(kPubSubContext)) {
+    error = "ERR Can't execute '" + std::string(spec->name) +
+            "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
+            "this context";
   } else {
     return true;
   }

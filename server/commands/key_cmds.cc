@@ -28,10 +28,11 @@ void Expire(Ctx& ctx) {
   auto info = ctx.store().Info(ctx.argv[1]);
   if (!info.ok()) return ctx.w.Integer(0);
   if (!ExpireConditionsAllow(conditions, info->expire_at_ms, at)) return ctx.w.Integer(0);
-  Status s =
-      at <= ctx.NowMs() ? ctx.store().Delete(ctx.argv[1]) : ctx.store().SetExpiry(ctx.argv[1], at);
+  const bool past = at <= ctx.NowMs();
+  Status s = past ? ctx.store().Delete(ctx.argv[1]) : ctx.store().SetExpiry(ctx.argv[1], at);
   if (s.IsNotFound()) return ctx.w.Integer(0);
   if (!s.ok()) return ReplyStatus(ctx, s);
+  ctx.core.events.Notify(kNotifyGeneric, past ? "del" : "expire", ctx.argv[1]);
   ctx.w.Integer(1);
 }
 
@@ -86,6 +87,8 @@ void Rename(Ctx& ctx) {
   if (!s.ok()) return ReplyStatus(ctx, s);
   s = ctx.store().Delete(src);
   if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
+  ctx.core.events.Notify(kNotifyGeneric, "rename_from", src);
+  ctx.core.events.Notify(kNotifyGeneric, "rename_to", dst);
   if (nx) return ctx.w.Integer(1);
   ctx.w.SimpleString("OK");
 }
@@ -96,6 +99,7 @@ void Del(Ctx& ctx) {
     Status s = ctx.store().Delete(ctx.argv[i]);
     if (s.ok()) {
       ++n;
+      ctx.core.events.Notify(kNotifyGeneric, "del", ctx.argv[i]);
     } else if (!s.IsNotFound()) {
       return ReplyStatus(ctx, s);
     }
@@ -117,6 +121,7 @@ void Persist(Ctx& ctx) {
   Status s = ctx.store().SetExpiry(ctx.argv[1], 0);
   if (s.IsNotFound()) return ctx.w.Integer(0);
   if (!s.ok()) return ReplyStatus(ctx, s);
+  ctx.core.events.Notify(kNotifyGeneric, "persist", ctx.argv[1]);
   ctx.w.Integer(1);
 }
 

@@ -15,6 +15,12 @@ void ReplyValue(Ctx& ctx, Value value) {
   ctx.w.BulkExternal(pinned->data(), pinned->size(), pinned);
 }
 
+// A read found no `key`: nil, and the keymiss event.
+void ReplyMiss(Ctx& ctx, std::string_view key) {
+  ctx.core.events.Notify(kNotifyKeyMiss, "keymiss", key);
+  ctx.w.Null();
+}
+
 // Replies the value of `key` (nil on a miss; the engine's error, or nil if `errors_as_nil`):
 // sent from its file where it is in one (sendfile: no copy in user space), through a buffer
 // otherwise.
@@ -25,12 +31,12 @@ void ReplyStored(Ctx& ctx, std::string_view key, bool errors_as_nil = false) {
     if (range.ok()) {
       return ctx.w.BulkFile(range->fd, range->offset, range->size, std::move(range->keepalive));
     }
-    if (range.status().IsNotFound()) return ctx.w.Null();
+    if (range.status().IsNotFound()) return ReplyMiss(ctx, key);
     if (!range.status().IsNotSupported()) return fail(range.status());
   }
   auto r = ctx.store().Get(key);
   if (r.ok()) return ReplyValue(ctx, std::move(r.value()));
-  if (r.status().IsNotFound()) return ctx.w.Null();
+  if (r.status().IsNotFound()) return ReplyMiss(ctx, key);
   fail(r.status());
 }
 
@@ -50,13 +56,24 @@ bool ReadString(Ctx& ctx, std::string_view key, std::string* out, bool* found) {
   return false;
 }
 
-// Writes `value` to `key`, keeping its expiry; false (after replying the error) on failure.
-bool PutKeepingTtl(Ctx& ctx, std::string_view key, std::string_view value) {
+// Writes `value` to `key`, keeping its expiry, and notifies string event `event`; false (after
+// replying the error) on failure.
+bool PutKeepingTtl(Ctx& ctx, std::string_view key, std::string_view value, std::string_view event) {
   PutOptions po;
   po.keep_ttl = true;
   Status s = ctx.store().Put(key, value, po);
-  if (!s.ok()) ReplyStatus(ctx, s);
-  return s.ok();
+  if (!s.ok()) {
+    ReplyStatus(ctx, s);
+    return false;
+  }
+  ctx.core.events.Notify(kNotifyString, event, key);
+  return true;
+}
+
+// A value was set (SET, SETEX, MSET, ...): the set event, and expire when it got an expiry.
+void NotifySet(Ctx& ctx, std::string_view key, const PutOptions& po) {
+  ctx.core.events.Notify(kNotifyString, "set", key);
+  if (po.expire_at_ms != 0) ctx.core.events.Notify(kNotifyGeneric, "expire", key);
 }
 
 void IncrDecr(Ctx& ctx, int64_t delta) {
@@ -69,7 +86,7 @@ void IncrDecr(Ctx& ctx, int64_t delta) {
     return ctx.w.Error("ERR increment or decrement would overflow");
   }
   v += delta;
-  if (PutKeepingTtl(ctx, ctx.argv[1], std::to_string(v))) ctx.w.Integer(v);
+  if (PutKeepingTtl(ctx, ctx.argv[1], std::to_string(v), "incrby")) ctx.w.Integer(v);
 }
 
 void Get(Ctx& ctx) {
@@ -91,6 +108,7 @@ void Set(Ctx& ctx) {
   // The value's buffer goes to the engine as it arrived (no copy).
   Status s = ctx.store().PutOwned(ctx.argv[1], std::move(ctx.argv[2]), po);
   if (!s.ok() && !s.IsConditionNotMet()) return ReplyStatus(ctx, s);
+  if (s.ok()) NotifySet(ctx, ctx.argv[1], po);
   if (get) {
     if (old->ok()) return ReplyValue(ctx, std::move(old->value()));
     return ctx.w.Null();
@@ -106,6 +124,7 @@ void GetSet(Ctx& ctx) {
   if (!old.ok() && !old.status().IsNotFound()) return ReplyStatus(ctx, old.status());
   Status s = ctx.store().Put(ctx.argv[1], ctx.argv[2], PutOptions{});
   if (!s.ok()) return ReplyStatus(ctx, s);
+  NotifySet(ctx, ctx.argv[1], PutOptions{});
   if (!old.ok()) return ctx.w.Null();
   ReplyValue(ctx, std::move(old.value()));
 }
@@ -115,6 +134,7 @@ void SetNx(Ctx& ctx) {
   po.mode = PutMode::kIfAbsent;
   Status s = ctx.store().Put(ctx.argv[1], ctx.argv[2], po);
   if (!s.ok() && !s.IsConditionNotMet()) return ReplyStatus(ctx, s);
+  if (s.ok()) NotifySet(ctx, ctx.argv[1], po);
   ctx.w.Integer(s.ok() ? 1 : 0);
 }
 
@@ -125,6 +145,7 @@ void SetEx(Ctx& ctx) {
   if (!ExpireAtOfSetTime(ctx, ctx.argv[2], unit, &po.expire_at_ms)) return;
   Status s = ctx.store().PutOwned(ctx.argv[1], std::move(ctx.argv[3]), po);
   if (!s.ok()) return ReplyStatus(ctx, s);
+  NotifySet(ctx, ctx.argv[1], po);
   ctx.w.SimpleString("OK");
 }
 
@@ -140,9 +161,16 @@ void GetEx(Ctx& ctx) {
   }
   int64_t at = 0;  // with PERSIST: no expiry
   if (opts.time && !ExpireAtOfSetTime(ctx, opts.time_arg, *opts.time, &at)) return;
-  if (opts.time || opts.Has(kPersist)) {
+  if (opts.time && at <= ctx.NowMs()) {
+    // An EXAT/PXAT in the past deletes the key, as in Redis.
+    Status s = ctx.store().Delete(ctx.argv[1]);
+    if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
+    if (s.ok()) ctx.core.events.Notify(kNotifyGeneric, "del", ctx.argv[1]);
+  } else if (opts.time || (opts.Has(kPersist) && ctx.store().Ttl(ctx.argv[1]) >= 0)) {
     Status s = ctx.store().SetExpiry(ctx.argv[1], at);
     if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
+    const std::string_view event = opts.time ? "expire" : "persist";
+    if (s.ok()) ctx.core.events.Notify(kNotifyGeneric, event, ctx.argv[1]);
   }
   ReplyValue(ctx, std::move(r.value()));
 }
@@ -155,6 +183,7 @@ void GetDel(Ctx& ctx) {
   }
   Status s = ctx.store().Delete(ctx.argv[1]);
   if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
+  if (s.ok()) ctx.core.events.Notify(kNotifyGeneric, "del", ctx.argv[1]);
   ReplyValue(ctx, std::move(r.value()));
 }
 
@@ -173,6 +202,7 @@ void MSet(Ctx& ctx) {
   for (size_t i = 1; i < ctx.argc(); i += 2) {
     Status s = ctx.store().Put(ctx.argv[i], ctx.argv[i + 1], PutOptions{});
     if (!s.ok()) return ReplyStatus(ctx, s);
+    NotifySet(ctx, ctx.argv[i], PutOptions{});
   }
   ctx.w.SimpleString("OK");
 }
@@ -185,6 +215,7 @@ void MSetNx(Ctx& ctx) {
   for (size_t i = 1; i < ctx.argc(); i += 2) {
     Status s = ctx.store().Put(ctx.argv[i], ctx.argv[i + 1], PutOptions{});
     if (!s.ok()) return ReplyStatus(ctx, s);
+    NotifySet(ctx, ctx.argv[i], PutOptions{});
   }
   ctx.w.Integer(1);
 }
@@ -216,7 +247,9 @@ void Append(Ctx& ctx) {
   bool found;
   if (!ReadString(ctx, ctx.argv[1], &cur, &found)) return;
   cur += ctx.argv[2];
-  if (PutKeepingTtl(ctx, ctx.argv[1], cur)) ctx.w.Integer(static_cast<int64_t>(cur.size()));
+  if (PutKeepingTtl(ctx, ctx.argv[1], cur, "append")) {
+    ctx.w.Integer(static_cast<int64_t>(cur.size()));
+  }
 }
 
 void SetRange(Ctx& ctx) {
@@ -235,7 +268,9 @@ void SetRange(Ctx& ctx) {
   size_t need = static_cast<size_t>(offset) + part.size();
   if (cur.size() < need) cur.resize(need, '\0');
   cur.replace(static_cast<size_t>(offset), part.size(), part);
-  if (PutKeepingTtl(ctx, ctx.argv[1], cur)) ctx.w.Integer(static_cast<int64_t>(cur.size()));
+  if (PutKeepingTtl(ctx, ctx.argv[1], cur, "setrange")) {
+    ctx.w.Integer(static_cast<int64_t>(cur.size()));
+  }
 }
 
 // INCR / DECR key.

@@ -18,6 +18,11 @@ inline constexpr std::string_view kErrNotInt = "ERR value is not an integer or o
 inline constexpr std::string_view kErrOom =
     "OOM command not allowed when used memory > 'maxmemory'.";
 
+// Keyspace notification classes (config/server_config.h), for ctx.core.events.Notify.
+using config::kNotifyGeneric;
+using config::kNotifyKeyMiss;
+using config::kNotifyString;
+
 using common::EqualsNoCase;
 using common::ToLower;
 using common::ToUpper;

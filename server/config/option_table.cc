@@ -188,7 +188,7 @@ Option StringList(std::string_view name, std::vector<std::string> ServerConfig::
 }
 
 // Redis syntax: one or more `<class> <hard> <soft> <soft-seconds>` groups. Larder has no
-// replicas and no pub/sub, so groups for those classes are checked and then ignored.
+// replicas, so groups for that class are checked and then ignored.
 Option OutputBufferLimit(std::string_view name, bool mut, std::string_view doc) {
   Option o = Make(name, Type::kClientOutputBufferLimit, mut, doc, 4, -1);
   o.parse = [](const Args& a, ServerConfig* c) -> Error {
@@ -207,13 +207,71 @@ Option OutputBufferLimit(std::string_view name, bool mut, std::string_view doc) 
       if (!soft) return QuoteForMessage(a[i + 2]) + " is not a byte count";
       if (!secs || *secs < 0) return QuoteForMessage(a[i + 3]) + " is not an integer >= 0";
       if (cls == "normal") c->client_output_buffer_limit = {*hard, *soft, *secs};
+      if (cls == "pubsub") c->client_output_buffer_limit_pubsub = {*hard, *soft, *secs};
     }
     return std::nullopt;
   };
   o.format = [](const ServerConfig& c, bool human) -> Args {
-    const ClientOutputBufferLimit& l = c.client_output_buffer_limit;
     auto bytes = [human](uint64_t v) { return human ? FormatBytesHuman(v) : std::to_string(v); };
-    return {"normal", bytes(l.hard_bytes), bytes(l.soft_bytes), std::to_string(l.soft_seconds)};
+    Args out;
+    for (const auto& [cls, l] : {std::pair{"normal", c.client_output_buffer_limit},
+                                 std::pair{"pubsub", c.client_output_buffer_limit_pubsub}}) {
+      Args group = {cls, bytes(l.hard_bytes), bytes(l.soft_bytes), std::to_string(l.soft_seconds)};
+      out.insert(out.end(), group.begin(), group.end());
+    }
+    return out;
+  };
+  return o;
+}
+
+// The letters of `notify-keyspace-events`, in the order Redis prints them (notify.c's
+// keyspaceEventsFlagsToString): the classes (or A for all of A's), then K, E, m, and Larder's G.
+struct NotifyLetter {
+  char letter;
+  uint32_t bits;
+};
+constexpr NotifyLetter kNotifyClassLetters[] = {
+    {'g', kNotifyGeneric}, {'$', kNotifyString}, {'l', kNotifyList},    {'s', kNotifySet},
+    {'h', kNotifyHash},    {'z', kNotifyZset},   {'x', kNotifyExpired}, {'e', kNotifyEvicted},
+    {'t', kNotifyStream},  {'d', kNotifyModule}, {'n', kNotifyNew},
+};
+constexpr NotifyLetter kNotifyOtherLetters[] = {
+    {'K', kNotifyKeyspace},   {'E', kNotifyKeyevent}, {'m', kNotifyKeyMiss},
+    {'G', kNotifyGeneration}, {'A', kNotifyAll},
+};
+
+// Redis's syntax: a string of class letters, "" for none; any other character is refused with
+// Redis's message (G added to its list).
+Option KeyspaceEvents(std::string_view name, uint32_t ServerConfig::*field, bool mut,
+                      std::string_view doc) {
+  Option o = Make(name, Type::kString, mut, doc);
+  o.parse = [field](const Args& a, ServerConfig* c) -> Error {
+    uint32_t bits = 0;
+    for (char ch : a[0]) {
+      uint32_t found = 0;
+      for (const NotifyLetter& l : kNotifyClassLetters) found |= l.letter == ch ? l.bits : 0;
+      for (const NotifyLetter& l : kNotifyOtherLetters) found |= l.letter == ch ? l.bits : 0;
+      if (found == 0) {
+        return std::string("Invalid event class character. Use 'Ag$lshzxeKEtmdnG'.");
+      }
+      bits |= found;
+    }
+    c->*field = bits;
+    return std::nullopt;
+  };
+  o.format = [field](const ServerConfig& c, bool) -> Args {
+    const uint32_t bits = c.*field;
+    std::string out;
+    if ((bits & kNotifyAll) == kNotifyAll) {
+      out += 'A';  // and, as in Redis, no 'n' (which Larder never sends anyway)
+    } else {
+      for (const NotifyLetter& l : kNotifyClassLetters) out += (bits & l.bits) ? l.letter : '\0';
+      std::erase(out, '\0');
+    }
+    for (const NotifyLetter& l : kNotifyOtherLetters) {
+      if (l.bits != kNotifyAll && (bits & l.bits)) out += l.letter;
+    }
+    return {out};
   };
   return o;
 }
@@ -306,6 +364,9 @@ std::vector<Option> SecurityAndLimitRows() {
             "largest unparsed input buffered per client"),
       OutputBufferLimit("client-output-buffer-limit", kRuntime,
                         "disconnect clients whose pending replies exceed these limits"),
+      // events
+      KeyspaceEvents("notify-keyspace-events", &S::notify_keyspace_events, kRuntime,
+                     "keyspace notification classes (Redis's letters, plus G); \"\" = none"),
   };
 }
 

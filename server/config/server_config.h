@@ -30,6 +30,29 @@ struct ClientOutputBufferLimit {
   int64_t soft_seconds = 0;
 };
 
+// `notify-keyspace-events` classes, as Redis's notify.c numbers them, plus Larder's own
+// generation class. The letters are config/option_table.cc's (KeyspaceEvents).
+enum NotifyClass : uint32_t {
+  kNotifyKeyspace = 1u << 0,     // K: __keyspace@0__:<key> channels
+  kNotifyKeyevent = 1u << 1,     // E: __keyevent@0__:<event> channels
+  kNotifyGeneric = 1u << 2,      // g: del, expire, rename_from, rename_to, copy_to, persist, ...
+  kNotifyString = 1u << 3,       // $: set, append, incrby, incrbyfloat, setrange
+  kNotifyList = 1u << 4,         // l
+  kNotifySet = 1u << 5,          // s
+  kNotifyHash = 1u << 6,         // h
+  kNotifyZset = 1u << 7,         // z
+  kNotifyExpired = 1u << 8,      // x: expired
+  kNotifyEvicted = 1u << 9,      // e: evicted
+  kNotifyStream = 1u << 10,      // t
+  kNotifyKeyMiss = 1u << 11,     // m: keymiss (not in A)
+  kNotifyModule = 1u << 12,      // d
+  kNotifyNew = 1u << 13,         // n: new (not in A; Larder never sends it)
+  kNotifyGeneration = 1u << 14,  // G: evicted-generation, one summary per generation (not in A)
+  // A: what Redis's "A" stands for.
+  kNotifyAll = kNotifyGeneric | kNotifyString | kNotifyList | kNotifySet | kNotifyHash |
+               kNotifyZset | kNotifyExpired | kNotifyEvicted | kNotifyStream | kNotifyModule,
+};
+
 struct ServerConfig {
   // --- network ---
   std::vector<std::string> bind{"127.0.0.1"};  // addresses to listen on (at least one)
@@ -52,6 +75,11 @@ struct ServerConfig {
   uint64_t proto_max_bulk_len = 512ull << 20;          // >= 1 MiB
   uint64_t client_query_buffer_limit = 1ull << 30;     // >= 1 MiB
   ClientOutputBufferLimit client_output_buffer_limit;  // the `normal` class
+  // The `pubsub` class: clients with a subscription (Redis's default).
+  ClientOutputBufferLimit client_output_buffer_limit_pubsub{32ull << 20, 8ull << 20, 60};
+
+  // --- events ---
+  uint32_t notify_keyspace_events = 0;  // NotifyClass bits; 0 = no keyspace notifications
 
   // --- engine (larder::Options; see larder/options.h for each) ---
   std::string dir = "./data";  // data directory; never settable at runtime

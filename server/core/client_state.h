@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -16,6 +17,16 @@
 namespace larder::server {
 
 struct CommandSpec;  // the command layer's description of a command (commands/command_spec.h)
+
+// Delivery to one client of messages it did not request (Pub/Sub), implemented by the network
+// layer. Push may be called from any thread and never blocks.
+class PushSink {
+ public:
+  virtual ~PushSink() = default;
+  // Queues `frame` for the client: a complete RESP2 array reply, sent as is to a RESP2 client
+  // and as a RESP3 push (its first byte '>') to a RESP3 one.
+  virtual void Push(std::shared_ptr<const std::string> frame) = 0;
+};
 
 // A request MULTI queued: its command (looked up and checked when it was queued) and its
 // arguments.
@@ -35,6 +46,7 @@ struct ClientState {
   // cannot (e.g. TLS, which encrypts in user space).
   bool sendfile_ok = true;
   int64_t created_ms = 0;
+  std::shared_ptr<PushSink> push;  // never null once the client is registered
 
   // The session: owned by the command in flight.
   bool authenticated = false;
@@ -49,6 +61,10 @@ struct ClientState {
   std::string name, lib_name, lib_ver, last_cmd;
   std::atomic<int64_t> last_active_ms{0};
   std::atomic<uint64_t> output_bytes{0};  // pending reply bytes (for CLIENT LIST)
+  // Subscriptions, kept by PubSub (core/pubsub.h): channels and patterns.
+  std::atomic<uint32_t> channels{0}, patterns{0};
+
+  bool subscribed() const { return channels.load() + patterns.load() > 0; }
 };
 
 }  // namespace larder::server

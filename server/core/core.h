@@ -10,6 +10,8 @@
 #include "core/client_registry.h"
 #include "core/config_holder.h"
 #include "core/fair_shared_mutex.h"
+#include "core/keyspace_events.h"
+#include "core/pubsub.h"
 #include "core/server_stats.h"
 #include "larder/clock.h"
 #include "larder/store.h"
@@ -37,6 +39,10 @@ struct Core {
   // Asks the server to stop (after the current command); set once by main.
   std::function<void()> request_shutdown;
   ProcessInfo process;
+  // Channels, patterns and their subscribers (SUBSCRIBE, PUBLISH, keyspace notifications).
+  PubSub pubsub;
+  // Keyspace notifications: commands and the engine's listener report events here.
+  KeyspaceEvents events{config, pubsub};
   // Taken shared by every command, exclusively by read-modify-write commands and by EXEC
   // (commands/command_spec.h: `exclusive`, `locks_itself`).
   FairSharedMutex exec_lock;

@@ -24,6 +24,49 @@ Connection::Connection(Server& server, Socket socket, std::shared_ptr<ClientStat
   socket_.native_non_blocking(true, ignored);
 }
 
+Connection::~Connection() {
+  // Normally done by CloseNow; this covers a subscription a pool job made as it closed.
+  server_.core().pubsub.Forget(*state_);
+}
+
+namespace {
+
+class ConnectionPushSink final : public PushSink {
+ public:
+  explicit ConnectionPushSink(std::weak_ptr<Connection> conn) : conn_(std::move(conn)) {}
+  void Push(std::shared_ptr<const std::string> frame) override {
+    if (auto conn = conn_.lock()) conn->Push(std::move(frame));
+  }
+
+ private:
+  std::weak_ptr<Connection> conn_;
+};
+
+}  // namespace
+
+std::shared_ptr<PushSink> Connection::PushSinkOf(const std::shared_ptr<Connection>& conn) {
+  return std::make_shared<ConnectionPushSink>(conn);
+}
+
+void Connection::Push(std::shared_ptr<const std::string> frame) {
+  asio::post(socket_.get_executor(), [self = shared_from_this(), frame = std::move(frame)] {
+    if (self->closed_) return;
+    std::string_view bytes = *frame;
+    self->pushed_.Append(self->state_->resp == 3 ? ">" : bytes.substr(0, 1));
+    self->pushed_.Append(bytes.substr(1));
+    if (self->busy_) return;  // the pool job may be writing to the socket: after its reply
+    self->AppendPushed();
+    if (self->closed_) return;
+    self->StartWrite();
+  });
+}
+
+void Connection::AppendPushed() {
+  if (pushed_.empty()) return;
+  AppendOutput(pushed_);
+  AfterCommand();  // the output limit applies to messages as to replies
+}
+
 void Connection::Start() {
   asio::post(socket_.get_executor(), [self = shared_from_this()] { self->Process(); });
 }
@@ -50,7 +93,7 @@ void Connection::Cron(int64_t now_ms) {
       self->CloseNow();
       return;
     }
-    const auto& lim = cfg.client_output_buffer_limit;
+    const auto& lim = self->OutputLimit();
     if (lim.soft_bytes > 0 && self->pending_out_ > lim.soft_bytes) {
       if (self->soft_since_ms_ == 0) {
         self->soft_since_ms_ = now_ms;
@@ -125,7 +168,7 @@ void Connection::Execute() {
   // replies: they reach the client without waiting for this io thread's turn.
   // Not past the hard output limit, though: as in Redis, a reply over it closes the client.
   int direct_fd = pending_out_ == 0 && !writing_ ? socket_.native_handle() : -1;
-  uint64_t hard_limit = Cfg().client_output_buffer_limit.hard_bytes;
+  uint64_t hard_limit = OutputLimit().hard_bytes;
   // Bytes buffered behind this request mean the client pipelines: throughput work.
   asio::thread_pool& pool = rpos_ < wpos_ ? server_.pipeline_pool() : server_.pool();
   planned_ = plan;  // read by RunBatch on the pool (the post orders the two)
@@ -151,6 +194,8 @@ void Connection::Execute() {
                  self->state_->last_active_ms = self->server_.core().NowMs();
                  self->AppendOutput(q);
                  self->AfterCommand();
+                 if (self->closed_) return;
+                 self->AppendPushed();
                  self->Process();
                });
   });
@@ -219,9 +264,15 @@ void Connection::WriteNow(int fd, resp::OutputQueue& q) {
   ServerStats::Count(server_.core().stats.total_net_output_bytes, written);
 }
 
+const config::ClientOutputBufferLimit& Connection::OutputLimit() {
+  return state_->subscribed() ? Cfg().client_output_buffer_limit_pubsub
+                              : Cfg().client_output_buffer_limit;
+}
+
 void Connection::AfterCommand() {
+  if (closed_) return;
   if (state_->close_after_reply) close_after_write_ = true;
-  uint64_t hard = Cfg().client_output_buffer_limit.hard_bytes;
+  uint64_t hard = OutputLimit().hard_bytes;
   if (hard > 0 && pending_out_ > hard) {
     Log(LogLevel::kNotice, "closing client id=" + std::to_string(state_->id) +
                                " that reached the output buffer limit");
@@ -368,7 +419,9 @@ void Connection::CloseNow() {
   // under the job. The socket closes when the connection is destroyed, after the job is done.
   if (!busy_) socket_.close(ignored);
   out_.clear();
+  pushed_.Clear();
   pending_out_ = 0;
+  server_.core().pubsub.Forget(*state_);
   server_.Remove(state_->id);
 }
 

@@ -33,6 +33,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   Connection(Server& server, Socket socket, std::shared_ptr<ClientState> state,
              resp::Limits limits);
+  ~Connection();
+
+  // The PushSink of this connection, for its ClientState (it holds the connection weakly).
+  static std::shared_ptr<PushSink> PushSinkOf(const std::shared_ptr<Connection>& conn);
 
   // Begins serving (from any thread).
   void Start();
@@ -46,6 +50,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Cron(int64_t now_ms);
 
   const ClientState& state() const { return *state_; }
+
+  // Queues a Pub/Sub message (from any thread): appended to the output after the reply being
+  // produced, if a command is running, and subject to the `pubsub` output limit.
+  void Push(std::shared_ptr<const std::string> frame);
 
  private:
   static constexpr size_t kReadBufferBytes = 64 * 1024;
@@ -75,6 +83,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // memory segments before the next one. Returns what the call returned (errno set on -1).
   static ssize_t SendSome(int fd, const resp::OutputQueue& q);
   void AfterCommand();
+  // The output limit of the client's class: `pubsub` while it has a subscription, `normal`
+  // otherwise.
+  const config::ClientOutputBufferLimit& OutputLimit();
+  // Moves the messages pushed while a command ran (pushed_) to the output.
+  void AppendPushed();
   // The configuration in force, cached per connection (refreshed after CONFIG SET).
   const config::ServerConfig& Cfg();
   // Moves q's bytes to the end of out_ (small replies are copied, so q keeps its block for
@@ -97,6 +110,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t rpos_ = 0, wpos_ = 0;
 
   std::deque<resp::OutputQueue> out_;  // pending replies, in order
+  resp::OutputQueue pushed_;           // messages pushed while a command ran on the pool
   size_t pending_out_ = 0;
   struct iovec iov_[kMaxIov];
   std::vector<asio::const_buffer> bufs_;

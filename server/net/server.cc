@@ -264,6 +264,7 @@ void Server::Admit(asio::generic::stream_protocol::socket socket, bool is_unix, 
   resp::Limits limits;
   limits.max_bulk_len = cfg->proto_max_bulk_len;
   auto conn = std::make_shared<Connection>(*this, std::move(socket), state, limits);
+  state->push = Connection::PushSinkOf(conn);
   {
     std::lock_guard<std::mutex> lock(mu_);
     conns_[state->id] = conn;

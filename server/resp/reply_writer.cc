@@ -292,6 +292,10 @@ void ReplyWriter::SetHeader(size_t n) {
   Header(resp3_ ? '~' : '*', static_cast<int64_t>(n));
 }
 
+void ReplyWriter::PushHeader(size_t n) {
+  Header(resp3_ ? '>' : '*', static_cast<int64_t>(n));
+}
+
 void ReplyWriter::Verbatim(std::string_view format, std::string_view text) {
   if (!resp3_) {
     BulkString(text);
@@ -305,6 +309,16 @@ void ReplyWriter::Verbatim(std::string_view format, std::string_view text) {
   queue_.CommitAppend(4);
   queue_.Append(text);
   queue_.Append("\r\n");
+}
+
+std::string BulkArrayFrame(std::initializer_list<std::string_view> items) {
+  std::string out = "*" + std::to_string(items.size()) + "\r\n";
+  for (std::string_view item : items) {
+    out += "$" + std::to_string(item.size()) + "\r\n";
+    out.append(item);
+    out += "\r\n";
+  }
+  return out;
 }
 
 }  // namespace larder::resp

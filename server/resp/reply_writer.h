@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -121,6 +122,8 @@ class ReplyWriter {
   void ArrayHeader(size_t n);  // *n
   void MapHeader(size_t n);    // RESP3 %n, RESP2 *2n; then n key/value pairs
   void SetHeader(size_t n);    // RESP3 ~n, RESP2 *n
+  // RESP3 >n (an out-of-band push: Pub/Sub messages and confirmations), RESP2 *n.
+  void PushHeader(size_t n);
   // RESP3 "=<len>\r\n<fmt>:<text>"; RESP2 a bulk string of `text`. `format` must be exactly
   // three bytes (e.g. "txt", "mkd"); anything else is sent as "txt".
   void Verbatim(std::string_view format, std::string_view text);
@@ -137,5 +140,9 @@ class ReplyWriter {
   OutputQueue queue_;
   bool resp3_ = false;
 };
+
+// `items` as a RESP2 array of bulk strings, in one string: a Pub/Sub message frame, encoded
+// once and pushed to every subscriber (a RESP3 one gets it with '>' for its first byte).
+std::string BulkArrayFrame(std::initializer_list<std::string_view> items);
 
 }  // namespace larder::resp

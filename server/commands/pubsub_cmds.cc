@@ -1,0 +1,108 @@
+// Pub/Sub commands: SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB, with Redis's
+// replies: each (un)subscription is confirmed by its own [kind, name, count] array — a push
+// in RESP3 — count being the client's channels plus patterns. Messages reach subscribers
+// through core/pubsub.h. A RESP2 client with a subscription may run only the commands flagged
+// `pubsub_context` (dispatch.cc refuses the others, as Redis does).
+#include "commands/families.h"
+#include "commands/subcommands.h"
+#include "commands/util.h"
+
+namespace larder::server {
+
+namespace {
+
+using Kind = PubSub::Kind;
+
+void Confirm(Ctx& ctx, std::string_view what, const std::string* name) {
+  ctx.w.PushHeader(3);
+  ctx.w.BulkString(what);
+  name ? ctx.w.BulkString(*name) : ctx.w.Null();
+  ctx.w.Integer(ctx.client.channels.load() + ctx.client.patterns.load());
+}
+
+// SUBSCRIBE channel [channel ...] / PSUBSCRIBE pattern [pattern ...]
+template <Kind kind>
+void Subscribe(Ctx& ctx) {
+  const std::string_view what = kind == Kind::kChannel ? "subscribe" : "psubscribe";
+  for (size_t i = 1; i < ctx.argc(); ++i) {
+    ctx.core.pubsub.Subscribe(ctx.client, kind, ctx.argv[i]);
+    Confirm(ctx, what, &ctx.argv[i]);
+  }
+}
+
+// UNSUBSCRIBE [channel ...] / PUNSUBSCRIBE [pattern ...]: without arguments, from every one
+// (one confirmation each; a single one with a null name when there was none).
+template <Kind kind>
+void Unsubscribe(Ctx& ctx) {
+  const std::string_view what = kind == Kind::kChannel ? "unsubscribe" : "punsubscribe";
+  std::vector<std::string> names(ctx.argv.begin() + 1, ctx.argv.end());
+  if (names.empty()) {
+    names = ctx.core.pubsub.SubscriptionsOf(ctx.client, kind);
+    if (names.empty()) return Confirm(ctx, what, nullptr);
+  }
+  for (const std::string& name : names) {
+    ctx.core.pubsub.Unsubscribe(ctx.client, kind, name);
+    Confirm(ctx, what, &name);
+  }
+}
+
+void Publish(Ctx& ctx) {
+  ctx.w.Integer(static_cast<int64_t>(ctx.core.pubsub.Publish(ctx.argv[1], ctx.argv[2])));
+}
+
+void PubSubChannels(Ctx& ctx) {
+  if (ctx.argc() > 3) {
+    return ctx.w.Error("ERR unknown subcommand or wrong number of arguments for '" + ctx.argv[1] +
+                       "'. Try PUBSUB HELP.");
+  }
+  const std::vector<std::string> channels =
+      ctx.core.pubsub.ActiveChannels(ctx.argc() == 3 ? ctx.argv[2] : "");
+  ctx.w.ArrayHeader(channels.size());
+  for (const std::string& c : channels) ctx.w.BulkString(c);
+}
+
+void PubSubNumSub(Ctx& ctx) {
+  ctx.w.ArrayHeader(2 * (ctx.argc() - 2));
+  for (size_t i = 2; i < ctx.argc(); ++i) {
+    ctx.w.BulkString(ctx.argv[i]);
+    ctx.w.Integer(static_cast<int64_t>(ctx.core.pubsub.NumSub(ctx.argv[i])));
+  }
+}
+
+void PubSubNumPat(Ctx& ctx) {
+  ctx.w.Integer(static_cast<int64_t>(ctx.core.pubsub.NumPat()));
+}
+
+constexpr SubcommandRow kPubSubSubcommands[] = {
+    {"channels", -2, PubSubChannels, "CHANNELS [<pattern>]",
+     "Return the currently active channels matching a <pattern> (default: '*')."},
+    {"numpat", 2, PubSubNumPat, "NUMPAT", "Return number of subscriptions to patterns."},
+    {"numsub", -2, PubSubNumSub, "NUMSUB [<channel> ...]",
+     "Return the number of subscribers for the specified channels, excluding pattern "
+     "subscriptions (default: no channels)."},
+};
+
+void PubSubCommand(Ctx& ctx) {
+  RunSubcommand(ctx, kPubSubSubcommands);
+}
+
+constexpr CommandRow kRows[] = {
+    {"subscribe", -2, "pubsub fast loading stale pubsub_context", kNoKeys,
+     Subscribe<Kind::kChannel>},
+    {"psubscribe", -2, "pubsub fast loading stale pubsub_context", kNoKeys,
+     Subscribe<Kind::kPattern>},
+    {"unsubscribe", -1, "pubsub fast loading stale pubsub_context", kNoKeys,
+     Unsubscribe<Kind::kChannel>},
+    {"punsubscribe", -1, "pubsub fast loading stale pubsub_context", kNoKeys,
+     Unsubscribe<Kind::kPattern>},
+    {"publish", 3, "pubsub fast loading stale", kNoKeys, Publish},
+    {"pubsub", -2, "pubsub fast loading stale", kNoKeys, PubSubCommand},
+};
+
+}  // namespace
+
+std::span<const CommandRow> PubSubCommands() {
+  return kRows;
+}
+
+}  // namespace larder::server

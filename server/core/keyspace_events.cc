@@ -1,0 +1,59 @@
+#include "core/keyspace_events.h"
+
+#include <string>
+
+namespace larder::server {
+
+using config::kNotifyEvicted;
+using config::kNotifyExpired;
+using config::kNotifyGeneration;
+using config::kNotifyKeyevent;
+using config::kNotifyKeyspace;
+
+uint32_t KeyspaceEvents::Enabled() {
+  const uint64_t generation = config_.generation();
+  if (config_generation_.load(std::memory_order_acquire) != generation) {
+    enabled_.store(config_.snapshot()->notify_keyspace_events, std::memory_order_relaxed);
+    config_generation_.store(generation, std::memory_order_release);
+  }
+  return enabled_.load(std::memory_order_relaxed);
+}
+
+void KeyspaceEvents::Notify(uint32_t cls, std::string_view event, std::string_view key) {
+  if (pubsub_.Idle()) return;
+  const uint32_t enabled = Enabled();
+  if ((enabled & cls) == 0) return;
+  if (enabled & kNotifyKeyspace) {
+    pubsub_.Publish(std::string("__keyspace@0__:").append(key), event);
+  }
+  if (enabled & kNotifyKeyevent) {
+    pubsub_.Publish(std::string("__keyevent@0__:").append(event), key);
+  }
+}
+
+void KeyspaceEvents::NotifyGenerationEvicted(const GenerationEvicted& info) {
+  if (pubsub_.Idle()) return;
+  const uint32_t enabled = Enabled();
+  if ((enabled & kNotifyGeneration) == 0 || (enabled & kNotifyKeyevent) == 0) return;
+  const std::string summary = "generation=" + std::to_string(info.generation) +
+                              " evicted_keys=" + std::to_string(info.evicted_keys) +
+                              " evicted_bytes=" + std::to_string(info.evicted_bytes) +
+                              " expired_keys=" + std::to_string(info.expired_keys) +
+                              " reinserted_keys=" + std::to_string(info.reinserted_keys) +
+                              " reinserted_bytes=" + std::to_string(info.reinserted_bytes);
+  pubsub_.Publish("__keyevent@0__:evicted-generation", summary);
+}
+
+void EngineEventForwarder::OnExpired(std::string_view key) {
+  if (KeyspaceEvents* e = events_.load()) e->Notify(kNotifyExpired, "expired", key);
+}
+
+void EngineEventForwarder::OnEvicted(std::string_view key) {
+  if (KeyspaceEvents* e = events_.load()) e->Notify(kNotifyEvicted, "evicted", key);
+}
+
+void EngineEventForwarder::OnGenerationEvicted(const GenerationEvicted& info) {
+  if (KeyspaceEvents* e = events_.load()) e->NotifyGenerationEvicted(info);
+}
+
+}  // namespace larder::server

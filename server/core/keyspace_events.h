@@ -1,0 +1,53 @@
+// Keyspace notifications, as Redis sends them (notify-keyspace-events): an event about a key is
+// published on __keyspace@0__:<key> with the event as the message (class K) and on
+// __keyevent@0__:<event> with the key as the message (class E), when the event's class is
+// enabled. Commands report their events here; the engine's expiries and evictions arrive
+// through EngineEventForwarder. conf/larder.conf lists the classes and the events sent.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+#include "core/config_holder.h"
+#include "core/pubsub.h"
+#include "larder/events.h"
+
+namespace larder::server {
+
+class KeyspaceEvents {
+ public:
+  KeyspaceEvents(ConfigHolder& config, PubSub& pubsub) : config_(config), pubsub_(pubsub) {}
+
+  // Publishes `event` about `key` if class `cls` (config::NotifyClass) is enabled. Costs two
+  // atomic loads when notifications are off or nobody subscribes.
+  void Notify(uint32_t cls, std::string_view event, std::string_view key);
+  // Larder's class G: one "evicted-generation" keyevent message summarising the generation.
+  void NotifyGenerationEvicted(const GenerationEvicted& info);
+
+ private:
+  // The enabled classes (the option's bits), refreshed when the configuration changes.
+  uint32_t Enabled();
+
+  ConfigHolder& config_;
+  PubSub& pubsub_;
+  std::atomic<uint64_t> config_generation_{~0ull};
+  std::atomic<uint32_t> enabled_{0};
+};
+
+// The engine's listener (larder::Options::listener): the store is opened before the server's
+// Core exists, so its events are forwarded to the KeyspaceEvents attached once it does (and
+// dropped before).
+class EngineEventForwarder final : public EventListener {
+ public:
+  void Attach(KeyspaceEvents* events) { events_.store(events); }
+
+  void OnExpired(std::string_view key) override;
+  void OnEvicted(std::string_view key) override;
+  void OnGenerationEvicted(const GenerationEvicted& info) override;
+
+ private:
+  std::atomic<KeyspaceEvents*> events_{nullptr};
+};
+
+}  // namespace larder::server
