@@ -294,6 +294,56 @@ class KeyspaceEventsUnderLoadTest(unittest.TestCase):
                      len(events["evicted"]), len(generations)), file=sys.stderr)
 
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                                "examples"))
+import prefix_map  # noqa: E402 (docs/examples/prefix_map.py, the router example)
+
+
+class RouterExampleTest(unittest.TestCase):
+    """docs/examples/prefix_map.py keeps an exact view of a node through writes, deletes,
+    renames, expiry and eviction, with per-key evicted events or generation summaries only."""
+
+    def run_traffic_and_compare(self, flags, verify_on_generation):
+        value = os.urandom(256 * 1024)
+        with ServerProcess(["--unixsocket", "", "--notify-keyspace-events", flags],
+                           limits=("--max-disk-bytes", "32mb", "--generation-bytes", "4mb",
+                                   "--memtable-bytes", "16mb")).start() as srv:
+            r = srv.client()
+            self.addCleanup(r.close)
+            for i in range(20):
+                r.set("chunk:%d" % i, value)
+            view = prefix_map.NodeView(srv.client(), verify_on_generation)
+            self.addCleanup(view.pubsub.close)
+            self.assertEqual(len(view.keys), 20)
+            r.set("short", "v", px=50)
+            for i in range(20, 300):
+                r.set("chunk:%d" % i, value)
+                if i % 50 == 0:
+                    r.delete("chunk:%d" % (i - 1))
+            r.rename("chunk:299", "chunk:renamed")
+            time.sleep(0.1)
+            r.get("short")
+            while True:  # until the events stop coming
+                message = view.pubsub.get_message(timeout=0.5)
+                if message is None:
+                    break
+                view.apply(message)
+                view.drain()
+            actual = set(r.scan_iter(count=1000))
+            self.assertGreater(info_stat(srv, "evicted_keys"), 100)
+            self.assertEqual(view.keys, actual)
+            request = ["chunk:%d" % i for i in range(280, 300)]
+            self.assertEqual(prefix_map.best_node({"n1": view}, request),
+                             ("n1", r.execute_command("LARDER.PREFIX", *request)))
+            self.assertEqual(prefix_map.best_node({"n1": view}, ["chunk:0"]), (None, 0))
+
+    def test_view_from_per_key_events(self):
+        self.run_traffic_and_compare("E$gxe", verify_on_generation=False)
+
+    def test_view_from_generation_summaries(self):
+        self.run_traffic_and_compare("E$gxG", verify_on_generation=True)
+
+
 class SlowSubscriberTest(unittest.TestCase):
     """A subscriber that stops reading is disconnected at the pubsub output limit, and GETs on
     other connections go on at the same rate meanwhile (both figures printed)."""
