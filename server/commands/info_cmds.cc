@@ -37,6 +37,13 @@ void Field(std::string* out, std::string_view name, uint64_t value) {
   Field(out, name, std::to_string(value));
 }
 
+// Bytes per second as Redis's *_kbps fields: KiB/s with two decimals.
+std::string Kbps(uint64_t bytes_per_second) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f", static_cast<double>(bytes_per_second) / 1024.0);
+  return buf;
+}
+
 uint64_t RssBytes() {
   FILE* f = std::fopen("/proc/self/statm", "r");
   if (f == nullptr) return 0;
@@ -91,10 +98,31 @@ void WriteStats(const InfoInput& in, std::string* out) {
 #define LARDER_INFO_SERVER_STAT(name, doc) Field(out, #name, in.core.stats.name.load());
   LARDER_SERVER_STATS(LARDER_INFO_SERVER_STAT)
 #undef LARDER_INFO_SERVER_STAT
+  Field(out, "instantaneous_ops_per_sec", in.core.stats.ops_rate.PerSecond());
+  Field(out, "instantaneous_input_kbps", Kbps(in.core.stats.input_rate.PerSecond()));
+  Field(out, "instantaneous_output_kbps", Kbps(in.core.stats.output_rate.PerSecond()));
   Field(out, "expired_keys", in.engine.expired_keys);
   Field(out, "evicted_keys", in.engine.evicted_keys);
   Field(out, "keyspace_hits", in.engine.hits);
   Field(out, "keyspace_misses", in.engine.misses);
+}
+
+// CPU seconds of the process and of its waited-for children, as Redis prints them.
+void WriteCpu(const InfoInput&, std::string* out) {
+  auto seconds = [](const timeval& t) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%ld.%06ld", static_cast<long>(t.tv_sec),
+                  static_cast<long>(t.tv_usec));
+    return std::string(buf);
+  };
+  struct rusage self {
+  }, children{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &children);
+  Field(out, "used_cpu_sys", seconds(self.ru_stime));
+  Field(out, "used_cpu_user", seconds(self.ru_utime));
+  Field(out, "used_cpu_sys_children", seconds(children.ru_stime));
+  Field(out, "used_cpu_user_children", seconds(children.ru_utime));
 }
 
 void WriteReplication(const InfoInput&, std::string* out) {
@@ -124,9 +152,11 @@ struct Section {
 
 // Every section is in INFO's default set (and in all / everything).
 constexpr Section kSections[] = {
-    {"server", WriteServer},           {"clients", WriteClients}, {"memory", WriteMemory},
-    {"persistence", WritePersistence}, {"stats", WriteStats},     {"replication", WriteReplication},
-    {"keyspace", WriteKeyspace},       {"larder", WriteLarder},
+    {"server", WriteServer}, {"clients", WriteClients},
+    {"memory", WriteMemory}, {"persistence", WritePersistence},
+    {"stats", WriteStats},   {"replication", WriteReplication},
+    {"cpu", WriteCpu},       {"keyspace", WriteKeyspace},
+    {"larder", WriteLarder},
 };
 
 // The sections INFO's arguments ask for (all of them when none, or all / default /

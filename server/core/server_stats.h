@@ -4,6 +4,7 @@
 // row here plus the code that counts it.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 
@@ -18,6 +19,37 @@
 
 namespace larder::server {
 
+// The recent rate of a monotonic counter, as INFO's instantaneous_* fields report it: the
+// average over the last kWindow samples. Sample() is called by one thread (the server's
+// once-a-second cron); PerSecond() from any.
+class RateSampler {
+ public:
+  static constexpr size_t kWindow = 4;
+
+  void Sample(int64_t now_ms, uint64_t total) {
+    const Point oldest = points_[next_ % (kWindow + 1)];
+    points_[next_ % (kWindow + 1)] = {now_ms, total};
+    ++next_;
+    if (next_ <= kWindow || now_ms <= oldest.ms || total < oldest.total) {
+      per_second_.store(0, std::memory_order_relaxed);  // too few samples, or a reset
+      return;
+    }
+    const double rate = static_cast<double>(total - oldest.total) * 1000.0 /
+                        static_cast<double>(now_ms - oldest.ms);
+    per_second_.store(static_cast<uint64_t>(rate + 0.5), std::memory_order_relaxed);
+  }
+  uint64_t PerSecond() const { return per_second_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Point {
+    int64_t ms = 0;
+    uint64_t total = 0;
+  };
+  std::array<Point, kWindow + 1> points_{};
+  uint64_t next_ = 0;
+  std::atomic<uint64_t> per_second_{0};
+};
+
 // Monotonic counters (CONFIG RESETSTAT sets them to 0). Thread-safe; counting is relaxed.
 struct ServerStats {
 #define LARDER_SERVER_STAT_FIELD(name, doc) std::atomic<uint64_t> name{0};
@@ -26,6 +58,15 @@ struct ServerStats {
 
   static void Count(std::atomic<uint64_t>& counter, uint64_t n = 1) {
     counter.fetch_add(n, std::memory_order_relaxed);
+  }
+
+  // Rates of commands and network bytes (INFO's instantaneous_*), sampled by the cron.
+  RateSampler ops_rate, input_rate, output_rate;
+
+  void SampleRates(int64_t now_ms) {
+    ops_rate.Sample(now_ms, total_commands_processed.load(std::memory_order_relaxed));
+    input_rate.Sample(now_ms, total_net_input_bytes.load(std::memory_order_relaxed));
+    output_rate.Sample(now_ms, total_net_output_bytes.load(std::memory_order_relaxed));
   }
 
   void Reset() {

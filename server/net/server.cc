@@ -278,6 +278,7 @@ void Server::ScheduleCron() {
   cron_->async_wait([this](const asio::error_code& ec) {
     if (ec || stopping()) return;
     int64_t now = core_.NowMs();
+    core_.stats.SampleRates(now);
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& [id, weak] : conns_) {

@@ -270,19 +270,38 @@ class CommandsTest(unittest.TestCase):
     def test_info(self):
         info = self.raw("INFO").decode()
         for section in ("Server", "Clients", "Memory", "Persistence", "Stats", "Replication",
-                        "Keyspace", "Larder"):
+                        "Cpu", "Keyspace", "Larder"):
             self.assertIn("# " + section, info)
         for field in ("redis_version:7.2.0", "larder_version:", "process_id:%d" % self.srv.proc.pid,
                       "tcp_port:%d" % self.srv.port, "uptime_in_seconds:", "connected_clients:",
                       "total_commands_processed:", "keyspace_hits:", "keyspace_misses:",
                       "role:master", "connected_slaves:0", "live_bytes:", "evicted_keys:",
-                      "reinserted_bytes:", "corruptions:", "bytes_written:"):
+                      "reinserted_bytes:", "corruptions:", "bytes_written:",
+                      "instantaneous_ops_per_sec:", "instantaneous_input_kbps:",
+                      "instantaneous_output_kbps:", "used_cpu_sys:", "used_cpu_user:"):
             self.assertIn(field, info)
+        self.assertEqual(self.r.info("server", "clients").keys() & {"redis_version", "maxclients",
+                                                                    "used_cpu_sys"},
+                         {"redis_version", "maxclients"})
         repl = self.raw("INFO", "replication").decode()
         self.assertIn("role:master", repl)
         self.assertNotIn("# Server", repl)
         self.c("SET", "ks", "v")
         self.assertRegex(self.raw("INFO", "keyspace").decode(), r"db0:keys=\d+,expires=0,avg_ttl=0")
+
+    def test_instantaneous_ops_per_sec_follows_the_load(self):
+        # The rate averages the server's last 4 once-a-second samples.
+        deadline = time.monotonic() + 6
+        pipe = self.r.pipeline(transaction=False)
+        while time.monotonic() < deadline:
+            for _ in range(200):
+                pipe.ping()
+            pipe.execute()
+            if self.r.info("stats")["instantaneous_ops_per_sec"] > 100:
+                break
+        stats = self.r.info("stats")
+        self.assertGreater(stats["instantaneous_ops_per_sec"], 100)
+        self.assertGreater(stats["instantaneous_input_kbps"], 0)
 
     def test_config(self):
         c = self.c
