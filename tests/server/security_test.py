@@ -18,6 +18,7 @@ from server_harness import ServerProcess
 RUNTIME_MUTABLE = {
     "maxclients", "timeout", "tcp-keepalive", "protected-mode", "requirepass",
     "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit", "loglevel",
+    "notify-keyspace-events",
 }
 IMMUTABLE_ERR = b"-ERR CONFIG SET failed (possibly related to argument '%s') - can't set " \
                 b"immutable config\r\n"
