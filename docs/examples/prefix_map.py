@@ -37,10 +37,7 @@ class NodeView:
 
     def resync(self):
         """Rebuilds the view from a full SCAN (at start and after a reconnection)."""
-        keys = set()
-        for key in self.client.scan_iter(count=1000):
-            keys.add(key)
-        self.keys = keys
+        self.keys = set(self.client.scan_iter(count=1000))
 
     def apply(self, message):
         if message["type"] != "message":
@@ -56,11 +53,15 @@ class NodeView:
             self.keys.discard(key)
 
     def drain(self, timeout=0.0):
-        """Applies every event received; waits up to `timeout` seconds for the first."""
+        """Applies every event received, waiting up to `timeout` seconds for the first;
+        returns how many messages it took."""
+        n = 0
         message = self.pubsub.get_message(timeout=timeout)
         while message is not None:
             self.apply(message)
+            n += 1
             message = self.pubsub.get_message(timeout=0.0)
+        return n
 
     def cached_prefix(self, chunk_keys):
         """How many leading chunks of a request this node holds, by the view."""
@@ -100,7 +101,8 @@ def main(addresses):
                 view.drain(timeout=0.1)
             except redis.ConnectionError:
                 time.sleep(1)
-                view.__init__(view.client, view.verify_on_generation)  # resubscribe, rescan
+                views[addr] = NodeView(view.client, view.verify_on_generation)  # and rescan
+                continue
             print("%s: %d keys" % (addr, len(view.keys)))
         time.sleep(1)
 

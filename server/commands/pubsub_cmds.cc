@@ -17,7 +17,7 @@ void Confirm(Ctx& ctx, std::string_view what, const std::string* name) {
   ctx.w.PushHeader(3);
   ctx.w.BulkString(what);
   name ? ctx.w.BulkString(*name) : ctx.w.Null();
-  ctx.w.Integer(ctx.client.channels.load() + ctx.client.patterns.load());
+  ctx.w.Integer(ctx.client.subscriptions());
 }
 
 // SUBSCRIBE channel [channel ...] / PSUBSCRIBE pattern [pattern ...]

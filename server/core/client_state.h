@@ -64,7 +64,8 @@ struct ClientState {
   // Subscriptions, kept by PubSub (core/pubsub.h): channels and patterns.
   std::atomic<uint32_t> channels{0}, patterns{0};
 
-  bool subscribed() const { return channels.load() + patterns.load() > 0; }
+  uint32_t subscriptions() const { return channels.load() + patterns.load(); }
+  bool subscribed() const { return subscriptions() > 0; }
 };
 
 }  // namespace larder::server

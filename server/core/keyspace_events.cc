@@ -11,6 +11,7 @@ using config::kNotifyKeyevent;
 using config::kNotifyKeyspace;
 
 uint32_t KeyspaceEvents::Enabled() {
+  if (pubsub_.Idle()) return 0;
   const uint64_t generation = config_.generation();
   if (config_generation_.load(std::memory_order_acquire) != generation) {
     enabled_.store(config_.snapshot()->notify_keyspace_events, std::memory_order_relaxed);
@@ -20,7 +21,6 @@ uint32_t KeyspaceEvents::Enabled() {
 }
 
 void KeyspaceEvents::Notify(uint32_t cls, std::string_view event, std::string_view key) {
-  if (pubsub_.Idle()) return;
   const uint32_t enabled = Enabled();
   if ((enabled & cls) == 0) return;
   if (enabled & kNotifyKeyspace) {
@@ -32,9 +32,8 @@ void KeyspaceEvents::Notify(uint32_t cls, std::string_view event, std::string_vi
 }
 
 void KeyspaceEvents::NotifyGenerationEvicted(const GenerationEvicted& info) {
-  if (pubsub_.Idle()) return;
-  const uint32_t enabled = Enabled();
-  if ((enabled & kNotifyGeneration) == 0 || (enabled & kNotifyKeyevent) == 0) return;
+  const uint32_t needed = kNotifyGeneration | kNotifyKeyevent;
+  if ((Enabled() & needed) != needed) return;
   const std::string summary = "generation=" + std::to_string(info.generation) +
                               " evicted_keys=" + std::to_string(info.evicted_keys) +
                               " evicted_bytes=" + std::to_string(info.evicted_bytes) +

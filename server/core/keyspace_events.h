@@ -26,7 +26,8 @@ class KeyspaceEvents {
   void NotifyGenerationEvicted(const GenerationEvicted& info);
 
  private:
-  // The enabled classes (the option's bits), refreshed when the configuration changes.
+  // The enabled classes (the option's bits, refreshed when the configuration changes), or 0
+  // while nobody subscribes to anything.
   uint32_t Enabled();
 
   ConfigHolder& config_;

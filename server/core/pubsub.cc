@@ -68,6 +68,7 @@ std::vector<std::string> PubSub::SubscriptionsOf(const ClientState& client, Kind
 }
 
 void PubSub::Forget(ClientState& client) {
+  if (!client.subscribed()) return;  // every disconnect comes here: no lock for most
   for (Kind kind : {Kind::kChannel, Kind::kPattern}) {
     for (const std::string& name : SubscriptionsOf(client, kind)) Unsubscribe(client, kind, name);
   }
