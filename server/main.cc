@@ -152,6 +152,9 @@ int Serve(larder::Store& store, Config* config, const ServerConfig& cfg, const l
   core.process.start_ms = clock.NowMs();
   core.process.lastsave_s = core.process.start_ms / 1000;
   core.process.tcp_port = cfg.port;
+  std::vector<std::string_view> command_names;
+  for (const auto& spec : larder::server::CommandTable()) command_names.push_back(spec.name);
+  core.commands.Init(command_names);
   larder::server::Dispatcher dispatcher(core);
   larder::server::Server server(core, dispatcher, cfg);
   core.clients = &server;

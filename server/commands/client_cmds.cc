@@ -20,9 +20,11 @@ Names NamesOf(const ClientState& c) {
   return {c.name, c.lib_name, c.lib_ver, c.last_cmd};
 }
 
-// CLIENT LIST's flags, in Redis's order: P (has a subscription), U (unix socket), or N.
+// CLIENT LIST's flags, in Redis's order: O (MONITOR), P (has a subscription), U (unix socket),
+// or N.
 std::string FlagsOf(const ClientState& c) {
   std::string flags;
+  if (c.monitor.load()) flags += 'O';
   if (c.subscribed()) flags += 'P';
   if (c.unix_socket) flags += 'U';
   return flags.empty() ? "N" : flags;
@@ -148,6 +150,35 @@ void Kill(Ctx& ctx) {
   ctx.w.Integer(static_cast<int64_t>(n));
 }
 
+// CLIENT PAUSE <ms> [WRITE|ALL] (core/client_pause.h): ALL by default, as in Redis.
+void Pause(Ctx& ctx) {
+  if (ctx.argc() > 4) {
+    return ctx.w.Error(
+        "ERR unknown subcommand or wrong number of arguments for 'pause'. Try CLIENT HELP.");
+  }
+  int64_t ms = 0;
+  if (!ParseInt64(ctx.argv[2], &ms)) {
+    return ctx.w.Error("ERR timeout is not an integer or out of range");
+  }
+  if (ms < 0) return ctx.w.Error("ERR timeout is negative");
+  ClientPause::Scope scope = ClientPause::Scope::kAll;
+  if (ctx.argc() == 4) {
+    if (EqualsNoCase(ctx.argv[3], "write")) {
+      scope = ClientPause::Scope::kWrite;
+    } else if (!EqualsNoCase(ctx.argv[3], "all")) {
+      return ctx.w.Error("ERR CLIENT PAUSE mode must be WRITE or ALL");
+    }
+  }
+  const int64_t now = ctx.NowMs();
+  ctx.core.pause.Pause(ms > INT64_MAX - now ? INT64_MAX : now + ms, scope, now);
+  ctx.w.SimpleString("OK");
+}
+
+void Unpause(Ctx& ctx) {
+  ctx.core.pause.Unpause();
+  ctx.w.SimpleString("OK");
+}
+
 void AcceptAndIgnore(Ctx& ctx) {
   ctx.w.SimpleString("OK");
 }
@@ -162,6 +193,9 @@ constexpr SubcommandRow kSubcommands[] = {
     {"list", -2, List, "LIST", "Return information about client connections."},
     {"kill", -3, Kill, "KILL <ip:port> | KILL <option> <value> [<option> <value> [...]]",
      "Kill connections. Options are: ID <client-id>, ADDR <ip:port>, SKIPME (YES|NO)."},
+    {"pause", -3, Pause, "PAUSE <timeout> [WRITE|ALL]",
+     "Suspend all, or just write, clients for <timeout> milliseconds."},
+    {"unpause", 2, Unpause, "UNPAUSE", "Stop the current client pause, resuming traffic."},
     {"no-evict", 3, AcceptAndIgnore, "NO-EVICT (ON|OFF)",
      "Accepted for compatibility; Larder never evicts clients."},
     {"no-touch", 3, AcceptAndIgnore, "NO-TOUCH (ON|OFF)",

@@ -35,6 +35,9 @@ enum CommandFlag : uint32_t {
   // Allowed to a RESP2 client with a subscription ((P)SUBSCRIBE, (P)UNSUBSCRIBE, PING, QUIT,
   // RESET); every other command is refused with Redis's error.
   kPubSubContext = 1u << 11,
+  kSkipSlowlog = 1u << 12,   // never in the slow log (EXEC: its commands are, one by one)
+  kMayReplicate = 1u << 13,  // changes what others see without writing a key (PUBLISH): held
+                             // by CLIENT PAUSE WRITE
 };
 
 // The words a row's `flags` may hold, in the order COMMAND reports them. Reported words are
@@ -54,9 +57,11 @@ inline constexpr FlagWord kFlagWords[] = {
     {"fast", kFast, true},
     {"no_multi", kNoMulti, true},
     {"pubsub", kPubSub, true},
+    {"skip_slowlog", kSkipSlowlog, true},
     {"exclusive", kExclusive, false},
     {"locks_itself", kLocksItself, false},
     {"pubsub_context", kPubSubContext, false},
+    {"may_replicate", kMayReplicate, false},
 };
 
 // Redis key positions: argv[first], argv[first + step], ... up to argv[last] (-1: the last
@@ -80,6 +85,7 @@ struct CommandRow {
 
 // One command as the table holds it: a row with its flags parsed.
 struct CommandSpec {
+  uint32_t id;  // position in the command table (indexes per-command statistics)
   std::string_view name;
   int arity;
   uint32_t flags;

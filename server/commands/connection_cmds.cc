@@ -124,7 +124,7 @@ void Reset(Ctx& ctx) {
   ctx.client.in_multi = false;
   ctx.client.multi_error = false;
   ctx.client.queued.clear();
-  ctx.core.pubsub.Forget(ctx.client);
+  ctx.core.Forget(ctx.client);
   ctx.client.resp = 2;
   ctx.w.set_protocol(2);
   {

@@ -1,5 +1,6 @@
 #include "commands/dispatch.h"
 
+#include <chrono>
 #include <mutex>
 #include <shared_mutex>
 
@@ -37,6 +38,80 @@ void Execute(Ctx& ctx) {
   }
 }
 
+// Whether CLIENT PAUSE WRITE holds the command: it writes, publishes, or is the EXEC of a
+// transaction that does.
+bool PausedByWrite(const ClientState& client, const CommandSpec& spec) {
+  constexpr uint32_t kWrites = kWrite | kMayReplicate;
+  if (spec.flags & kWrites) return true;
+  if (spec.name != "exec") return false;
+  for (const QueuedRequest& q : client.queued) {
+    if (q.spec->flags & kWrites) return true;
+  }
+  return false;
+}
+
+// The arguments as MONITOR and SLOWLOG show them: passwords replaced by "(redacted)" (AUTH's
+// arguments, HELLO's after AUTH), as Redis does.
+std::vector<std::string> Redacted(const CommandSpec& spec, const std::vector<std::string>& argv) {
+  std::vector<std::string> out = argv;
+  size_t from = out.size();
+  if (spec.name == "auth") from = 1;
+  if (spec.name == "hello") {
+    for (size_t i = 1; i < out.size(); ++i) {
+      if (EqualsNoCase(out[i], "auth")) from = std::min(from, i + 1);
+    }
+  }
+  for (size_t i = from; i < out.size(); ++i) out[i] = "(redacted)";
+  return out;
+}
+
+// Logs a finished command: its statistics and latency histogram, the slow log, the latency
+// monitor, and the MONITOR feed. `usec` is the time it ran; `failed`, whether it replied an
+// error.
+void Observe(Ctx& ctx, uint64_t usec, bool failed) {
+  Core& core = ctx.core;
+  const auto cfg = core.config.snapshot();
+  CommandStats& stats = core.commands.at(ctx.spec.id);
+  ServerStats::Count(stats.calls);
+  ServerStats::Count(stats.usec, usec);
+  if (failed) ServerStats::Count(stats.failed_calls);
+  if (cfg->latency_tracking) stats.latency.Record(usec);
+  const bool slow = cfg->slowlog_log_slower_than >= 0 &&
+                    usec >= static_cast<uint64_t>(cfg->slowlog_log_slower_than) &&
+                    !ctx.spec.Has(kSkipSlowlog);
+  const bool monitored = !core.monitors.Idle() && !ctx.spec.Has(kAdmin);
+  if (!slow && !monitored && cfg->latency_monitor_threshold == 0) return;
+  // MONITOR's stamps have microseconds: the wall clock itself (Core's clock is the same one).
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  if (cfg->latency_monitor_threshold > 0 &&
+      usec / 1000 >= static_cast<uint64_t>(cfg->latency_monitor_threshold)) {
+    core.latency.Add(ctx.spec.Has(kFast) ? "fast-command" : "command", now_us / 1000000,
+                     usec / 1000);
+  }
+  if (!slow && !monitored) return;
+  const std::vector<std::string> args = Redacted(ctx.spec, ctx.argv);
+  if (monitored) core.monitors.Feed(ctx.client, args, now_us);
+  if (!slow) return;
+  SlowLogEntry entry{0, now_us / 1000000, usec, SlowLog::ShortenedArgs(args), ctx.client.addr, {}};
+  {
+    std::lock_guard<std::mutex> lock(ctx.client.mu);
+    entry.client_name = ctx.client.name;
+  }
+  core.slowlog.Add(std::move(entry), static_cast<size_t>(cfg->slowlog_max_len));
+}
+
+// Runs the command (Execute) and observes it.
+void ExecuteObserved(Ctx& ctx) {
+  const auto started = std::chrono::steady_clock::now();
+  const uint64_t errors_before = ctx.w.errors();
+  Execute(ctx);
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  Observe(ctx, std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count(),
+          ctx.w.errors() > errors_before);
+}
+
 }  // namespace
 
 Plan Dispatcher::PlanOf(const ClientState& client, const std::vector<std::string>& argv) const {
@@ -46,6 +121,10 @@ Plan Dispatcher::PlanOf(const ClientState& client, const std::vector<std::string
   bool cheap = spec == nullptr || !ArityOk(spec->arity, argv.size()) ||
                QueuedByMulti(client, *spec) || spec->Has(kFast);
   plan.route = cheap ? Route::kInline : Route::kPool;
+  if (spec != nullptr && ArityOk(spec->arity, argv.size()) &&
+      core_.pause.Holds(PausedByWrite(client, *spec), core_.NowMs())) {
+    plan.route = Route::kHold;
+  }
   return plan;
 }
 
@@ -74,7 +153,10 @@ bool Dispatcher::Admit(const CommandSpec* spec, ClientState& client,
 void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::string>& argv,
                      resp::ReplyWriter& w) {
   ServerStats::Count(core_.stats.total_commands_processed);
-  if (!Admit(plan.spec, client, argv, w)) return;
+  if (!Admit(plan.spec, client, argv, w)) {
+    if (plan.spec != nullptr) ServerStats::Count(core_.commands.at(plan.spec->id).rejected_calls);
+    return;
+  }
   const CommandSpec& spec = *plan.spec;
   {
     std::lock_guard<std::mutex> lock(client.mu);
@@ -86,12 +168,17 @@ void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::str
     return;
   }
   Ctx ctx{core_, client, argv, w, spec};
-  Execute(ctx);
+  ExecuteObserved(ctx);
 }
 
 void RunQueued(Core& core, ClientState& client, QueuedRequest& request, resp::ReplyWriter& w) {
   Ctx ctx{core, client, request.argv, w, *request.spec};
+  const auto started = std::chrono::steady_clock::now();
+  const uint64_t errors_before = w.errors();
   ctx.spec.handler(ctx);
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  Observe(ctx, std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count(),
+          w.errors() > errors_before);
 }
 
 }  // namespace larder::server

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <set>
 
@@ -137,6 +138,41 @@ void WriteKeyspace(const InfoInput& in, std::string* out) {
   Field(out, "db0", "keys=" + std::to_string(in.engine.keys) + ",expires=0,avg_ttl=0");
 }
 
+// Per command: calls, time and outcomes, as Redis's cmdstat_<name> lines.
+void WriteCommandStats(const InfoInput& in, std::string* out) {
+  const CommandStatsTable& table = in.core.commands;
+  for (size_t id = 0; id < table.size(); ++id) {
+    const CommandStats& s = table.at(id);
+    const uint64_t calls = s.calls.load(), rejected = s.rejected_calls.load();
+    const uint64_t failed = s.failed_calls.load(), usec = s.usec.load();
+    if (calls == 0 && rejected == 0 && failed == 0) continue;
+    char per_call[32];
+    std::snprintf(per_call, sizeof(per_call), "%.2f",
+                  calls == 0 ? 0.0 : static_cast<double>(usec) / static_cast<double>(calls));
+    Field(out, "cmdstat_" + std::string(table.name(id)),
+          "calls=" + std::to_string(calls) + ",usec=" + std::to_string(usec) +
+              ",usec_per_call=" + per_call + ",rejected_calls=" + std::to_string(rejected) +
+              ",failed_calls=" + std::to_string(failed));
+  }
+}
+
+// Per command: the latency-tracking-info-percentiles of its histogram, in microseconds.
+void WriteLatencyStats(const InfoInput& in, std::string* out) {
+  const CommandStatsTable& table = in.core.commands;
+  for (size_t id = 0; id < table.size(); ++id) {
+    const LatencyHistogram& h = table.at(id).latency;
+    if (h.count() == 0) continue;
+    std::string value;
+    for (double p : in.cfg.latency_tracking_info_percentiles) {
+      char label[32];
+      auto end = std::to_chars(label, label + sizeof(label), p).ptr;
+      value += (value.empty() ? "p" : ",p") + std::string(label, end) + "=" +
+               FormatUsec(static_cast<double>(h.Quantile(p / 100.0)));
+    }
+    Field(out, "latency_percentiles_usec_" + std::string(table.name(id)), value);
+  }
+}
+
 // Every engine statistic under its own name.
 void WriteLarder(const InfoInput& in, std::string* out) {
 #define LARDER_INFO_ENGINE_STAT(name, doc) Field(out, #name, in.engine.name);
@@ -148,29 +184,37 @@ void WriteLarder(const InfoInput& in, std::string* out) {
 struct Section {
   std::string_view name;  // lowercase; printed capitalised ("# Server")
   void (*write)(const InfoInput& in, std::string* out);
+  bool in_default;  // printed by INFO and INFO default; all sections are in all / everything
 };
 
-// Every section is in INFO's default set (and in all / everything).
+// In Redis's order; commandstats and latencystats only when asked for, as in Redis.
 constexpr Section kSections[] = {
-    {"server", WriteServer}, {"clients", WriteClients},
-    {"memory", WriteMemory}, {"persistence", WritePersistence},
-    {"stats", WriteStats},   {"replication", WriteReplication},
-    {"cpu", WriteCpu},       {"keyspace", WriteKeyspace},
-    {"larder", WriteLarder},
+    {"server", WriteServer, true},
+    {"clients", WriteClients, true},
+    {"memory", WriteMemory, true},
+    {"persistence", WritePersistence, true},
+    {"stats", WriteStats, true},
+    {"replication", WriteReplication, true},
+    {"cpu", WriteCpu, true},
+    {"commandstats", WriteCommandStats, false},
+    {"latencystats", WriteLatencyStats, false},
+    {"keyspace", WriteKeyspace, true},
+    {"larder", WriteLarder, true},
 };
 
-// The sections INFO's arguments ask for (all of them when none, or all / default /
-// everything); unknown names select nothing, as in Redis.
+// The sections INFO's arguments ask for (the default ones when none); unknown names select
+// nothing, as in Redis.
 std::set<std::string> WantedSections(const Ctx& ctx) {
   std::set<std::string> want;
-  bool all = ctx.argc() == 1;
+  bool defaults = ctx.argc() == 1, all = false;
   for (size_t i = 1; i < ctx.argc(); ++i) {
     std::string name = ToLower(ctx.argv[i]);
-    all = all || name == "all" || name == "default" || name == "everything";
+    defaults = defaults || name == "default";
+    all = all || name == "all" || name == "everything";
     want.insert(std::move(name));
   }
-  if (all) {
-    for (const Section& s : kSections) want.emplace(s.name);
+  for (const Section& s : kSections) {
+    if (all || (defaults && s.in_default)) want.emplace(s.name);
   }
   return want;
 }

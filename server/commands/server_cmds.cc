@@ -35,10 +35,12 @@ void ConfigSet(Ctx& ctx) {
   ctx.w.SimpleString("OK");
 }
 
-// CONFIG RESETSTAT: every monotonic counter, the engine's and the server's, back to 0.
+// CONFIG RESETSTAT: every monotonic counter, the engine's and the server's, and the per-command
+// statistics back to 0 (the slow log and the latency monitor have their own RESET, as in Redis).
 void ConfigResetStat(Ctx& ctx) {
   ctx.store().ResetCounters();
   ctx.core.stats.Reset();
+  ctx.core.commands.Reset();
   ctx.w.SimpleString("OK");
 }
 

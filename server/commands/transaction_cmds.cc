@@ -60,7 +60,7 @@ void Unwatch(Ctx& ctx) {
 
 constexpr CommandRow kRows[] = {
     {"multi", 1, "fast loading stale no_multi", kNoKeys, Multi},
-    {"exec", 1, "loading stale no_multi locks_itself", kNoKeys, Exec},
+    {"exec", 1, "loading stale skip_slowlog no_multi locks_itself", kNoKeys, Exec},
     {"discard", 1, "fast loading stale no_multi", kNoKeys, Discard},
     {"watch", -2, "fast loading stale no_multi", kEveryArgKey, Watch},
     {"unwatch", 1, "fast loading stale no_multi", kNoKeys, Unwatch},

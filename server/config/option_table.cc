@@ -187,6 +187,36 @@ Option StringList(std::string_view name, std::vector<std::string> ServerConfig::
   return o;
 }
 
+// Numbers, each within [min, max]; CONFIG SET takes them as one space-separated argument, and
+// "" is none (Redis's latency-tracking-info-percentiles).
+Option NumberList(std::string_view name, std::vector<double> ServerConfig::*field, bool mut,
+                  double min, double max, std::string_view doc) {
+  Option o = Make(name, Type::kNumberList, mut, doc, 1, -1);
+  o.parse = [field, min, max](const Args& a, ServerConfig* c) -> Error {
+    std::vector<double> values;
+    for (const std::string& arg : a) {
+      auto words = common::SplitArgs(arg);
+      if (!words) return QuoteForMessage(arg) + " is not a list of numbers";
+      for (const std::string& word : *words) {
+        auto v = ParseNumber<double>(word);
+        if (!v || !std::isfinite(*v) || *v < min || *v > max) {
+          return QuoteForMessage(word) + " is not a number in [" + FormatDouble(min) + ", " +
+                 FormatDouble(max) + "]";
+        }
+        values.push_back(*v + 0.0);
+      }
+    }
+    c->*field = std::move(values);
+    return std::nullopt;
+  };
+  o.format = [field](const ServerConfig& c, bool) -> Args {
+    Args out;
+    for (double v : c.*field) out.push_back(FormatDouble(v));
+    return out.empty() ? Args{""} : out;
+  };
+  return o;
+}
+
 // Redis syntax: one or more `<class> <hard> <soft> <soft-seconds>` groups. Larder has no
 // replicas, so groups for that class are checked and then ignored.
 Option OutputBufferLimit(std::string_view name, bool mut, std::string_view doc) {
@@ -364,9 +394,25 @@ std::vector<Option> SecurityAndLimitRows() {
             "largest unparsed input buffered per client"),
       OutputBufferLimit("client-output-buffer-limit", kRuntime,
                         "disconnect clients whose pending replies exceed these limits"),
-      // events
+  };
+}
+
+std::vector<Option> ObservabilityRows() {
+  return {
       KeyspaceEvents("notify-keyspace-events", &S::notify_keyspace_events, kRuntime,
                      "keyspace notification classes (Redis's letters, plus G); \"\" = none"),
+      Int("slowlog-log-slower-than", &S::slowlog_log_slower_than, kRuntime, INT64_MIN, INT64_MAX,
+          "log commands taking this many microseconds or more; 0 = all, negative = none"),
+      Int("slowlog-max-len", &S::slowlog_max_len, kRuntime, 0, INT64_MAX,
+          "entries the slow log keeps"),
+      Int("latency-monitor-threshold", &S::latency_monitor_threshold, kRuntime, 0, INT64_MAX,
+          "record commands taking this many milliseconds or more (LATENCY); 0 = off"),
+      Bool("latency-tracking", &S::latency_tracking, kRuntime,
+           "per-command latency histograms (INFO latencystats, LATENCY HISTOGRAM, metrics)"),
+      NumberList("latency-tracking-info-percentiles", &S::latency_tracking_info_percentiles,
+                 kRuntime, 0.0, 100.0, "percentiles INFO latencystats reports"),
+      Int("metrics-port", &S::metrics_port, kStartup, 0, 65535,
+          "Prometheus endpoint (HTTP GET /metrics) on the bind addresses; 0 = off"),
   };
 }
 
@@ -421,7 +467,8 @@ std::vector<Option> ProcessRows() {
 // Every option, in config-file section order.
 std::vector<Option> BuildTable() {
   std::vector<Option> table;
-  for (auto rows : {NetworkRows, SecurityAndLimitRows, EngineRows, ProcessRows}) {
+  for (auto rows :
+       {NetworkRows, SecurityAndLimitRows, ObservabilityRows, EngineRows, ProcessRows}) {
     for (Option& o : rows()) table.push_back(std::move(o));
   }
   return table;

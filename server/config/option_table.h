@@ -28,6 +28,7 @@ enum class Type {
   kString,                   // one argument, any bytes
   kEnum,                     // one of a fixed set of lowercase words (case-insensitive on input)
   kStringList,               // one or more arguments
+  kNumberList,               // zero or more decimal numbers within [min, max]
   kClientOutputBufferLimit,  // groups of <class> <hard-bytes> <soft-bytes> <soft-seconds>
   kSuffixPairs,              // <suffix> <suffix> pairs, or "" for none
 };

@@ -81,6 +81,14 @@ struct ServerConfig {
   // --- events ---
   uint32_t notify_keyspace_events = 0;  // NotifyClass bits; 0 = no keyspace notifications
 
+  // --- observability ---
+  int64_t slowlog_log_slower_than = 10000;  // microseconds; 0 = every command, < 0 = none
+  int64_t slowlog_max_len = 128;            // entries kept
+  int64_t latency_monitor_threshold = 0;    // milliseconds; 0 = the latency monitor is off
+  bool latency_tracking = true;             // per-command latency histograms
+  std::vector<double> latency_tracking_info_percentiles{50.0, 99.0, 99.9};  // INFO latencystats
+  int64_t metrics_port = 0;  // Prometheus endpoint (HTTP GET /metrics); 0 = off
+
   // --- engine (larder::Options; see larder/options.h for each) ---
   std::string dir = "./data";  // data directory; never settable at runtime
   uint64_t max_disk_bytes = kEngineDefaults.max_disk_bytes;  // 0 = 80% of the space available

@@ -63,6 +63,7 @@ struct ClientState {
   std::atomic<uint64_t> output_bytes{0};  // pending reply bytes (for CLIENT LIST)
   // Subscriptions, kept by PubSub (core/pubsub.h): channels and patterns.
   std::atomic<uint32_t> channels{0}, patterns{0};
+  std::atomic<bool> monitor{false};  // in MONITOR mode (kept by Monitors, core/monitors.h)
 
   uint32_t subscriptions() const { return channels.load() + patterns.load(); }
   bool subscribed() const { return subscriptions() > 0; }

@@ -7,12 +7,17 @@
 #include <cstdint>
 #include <functional>
 
+#include "core/client_pause.h"
 #include "core/client_registry.h"
+#include "core/command_metrics.h"
 #include "core/config_holder.h"
 #include "core/fair_shared_mutex.h"
 #include "core/keyspace_events.h"
+#include "core/latency_monitor.h"
+#include "core/monitors.h"
 #include "core/pubsub.h"
 #include "core/server_stats.h"
+#include "core/slowlog.h"
 #include "larder/clock.h"
 #include "larder/store.h"
 
@@ -43,11 +48,24 @@ struct Core {
   PubSub pubsub;
   // Keyspace notifications: commands and the engine's listener report events here.
   KeyspaceEvents events{config, pubsub};
+  // Per-command calls, time and latency histograms; sized by main from the command table.
+  CommandStatsTable commands;
+  SlowLog slowlog;
+  LatencyMonitor latency;
+  Monitors monitors;
+  ClientPause pause;
   // Taken shared by every command, exclusively by read-modify-write commands and by EXEC
   // (commands/command_spec.h: `exclusive`, `locks_itself`).
   FairSharedMutex exec_lock;
 
   int64_t NowMs() const { return clock.NowMs(); }
+
+  // Ends the client's session-wide roles: its subscriptions and MONITOR mode (it disconnected,
+  // or RESET).
+  void Forget(ClientState& client) {
+    pubsub.Forget(client);
+    monitors.Remove(client);
+  }
 };
 
 }  // namespace larder::server

@@ -14,6 +14,7 @@ namespace larder::server {
 enum class Route {
   kInline,  // cheap (no disk I/O): run on the connection's io thread
   kPool,    // may block on the engine: run on an engine thread pool
+  kHold,    // held by CLIENT PAUSE: plan it again a little later (nothing was run)
 };
 
 // A request looked up once: where it runs and, for Run, which command it is.

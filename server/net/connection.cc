@@ -17,7 +17,8 @@ Connection::Connection(Server& server, Socket socket, std::shared_ptr<ClientStat
       socket_(std::move(socket)),
       state_(std::move(state)),
       parser_(limits),
-      inbuf_(kReadBufferBytes) {
+      inbuf_(kReadBufferBytes),
+      hold_timer_(socket_.get_executor()) {
   bufs_.reserve(kMaxIov);
   // Non-blocking at the descriptor, for the writes made outside Asio (sendmsg, sendfile).
   asio::error_code ignored;
@@ -26,7 +27,7 @@ Connection::Connection(Server& server, Socket socket, std::shared_ptr<ClientStat
 
 Connection::~Connection() {
   // Normally done by CloseNow; this covers a subscription a pool job made as it closed.
-  server_.core().pubsub.Forget(*state_);
+  server_.core().Forget(*state_);
 }
 
 namespace {
@@ -121,7 +122,7 @@ const config::ServerConfig& Connection::Cfg() {
 // Parses and executes buffered requests until one goes to the pool, input runs out, or
 // output backs up; then reads and/or writes as needed.
 void Connection::Process() {
-  while (!closed_ && !busy_ && !close_after_write_ && pending_out_ < kPauseOutputBytes &&
+  while (!closed_ && !busy_ && !held_ && !close_after_write_ && pending_out_ < kPauseOutputBytes &&
          !server_.stopping() && rpos_ < wpos_) {
     size_t used = 0;
     auto st = parser_.Feed(inbuf_.data() + rpos_, wpos_ - rpos_, &used);
@@ -152,6 +153,7 @@ void Connection::Execute() {
   std::vector<std::string>& argv = parser_.args();
   state_->last_active_ms = server_.core().NowMs();
   const Plan plan = server_.executor().PlanOf(*state_, argv);
+  if (plan.route == Route::kHold) return Hold();
   if (plan.route == Route::kInline) {
     w_.set_protocol(state_->resp);
     server_.executor().Run(plan, *state_, argv, w_);
@@ -175,13 +177,13 @@ void Connection::Execute() {
   asio::post(pool, [self = shared_from_this(), rpos = rpos_, wpos = wpos_, direct_fd, hard_limit] {
     resp::ReplyWriter w;
     w.set_protocol(self->state_->resp);
-    bool close = false;
-    size_t new_rpos = self->RunBatch(w, rpos, wpos, &close);
+    bool close = false, held = false;
+    size_t new_rpos = self->RunBatch(w, rpos, wpos, &close, &held);
     if (direct_fd >= 0 && (hard_limit == 0 || w.queue().bytes() <= hard_limit)) {
       self->WriteNow(direct_fd, w.queue());
     }
     asio::post(self->socket_.get_executor(),
-               [self, q = std::move(w.queue()), new_rpos, close]() mutable {
+               [self, q = std::move(w.queue()), new_rpos, close, held]() mutable {
                  self->busy_ = false;
                  self->server_.inflight.fetch_sub(1);
                  if (self->closed_) {
@@ -196,6 +198,7 @@ void Connection::Execute() {
                  self->AfterCommand();
                  if (self->closed_) return;
                  self->AppendPushed();
+                 if (held && !self->closed_) self->Execute();  // plans it again: held or run
                  self->Process();
                });
   });
@@ -214,7 +217,19 @@ void Connection::PrefetchPipelinedReads(size_t rpos, size_t wpos) {
   if (keys.size() > 1) server_.core().store.Prefetch(keys);
 }
 
-size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close) {
+void Connection::Hold() {
+  held_ = true;
+  hold_timer_.expires_after(kHoldRecheck);
+  hold_timer_.async_wait([self = shared_from_this()](const asio::error_code&) {
+    self->held_ = false;
+    if (self->closed_) return;
+    self->Execute();
+    if (!self->closed_) self->Process();
+  });
+}
+
+size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close,
+                            bool* held) {
   RequestExecutor& executor = server_.executor();
   if (rpos < wpos) PrefetchPipelinedReads(rpos, wpos);
   executor.Run(planned_, *state_, parser_.args(), w);
@@ -230,7 +245,12 @@ size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool
       *close = true;
       break;
     }
-    executor.Run(executor.PlanOf(*state_, parser_.args()), *state_, parser_.args(), w);
+    const Plan plan = executor.PlanOf(*state_, parser_.args());
+    if (plan.route == Route::kHold) {
+      *held = true;
+      break;
+    }
+    executor.Run(plan, *state_, parser_.args(), w);
     ++done;
   }
   return rpos;
@@ -421,7 +441,7 @@ void Connection::CloseNow() {
   out_.clear();
   pushed_.Clear();
   pending_out_ = 0;
-  server_.core().pubsub.Forget(*state_);
+  server_.core().Forget(*state_);
   server_.Remove(state_->id);
 }
 

@@ -70,11 +70,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Values whose reads a pipeline starts ahead of its replies (PrefetchPipelinedReads).
   static constexpr size_t kMaxPrefetchKeys = 16;
 
+  // How often a request held by CLIENT PAUSE is planned again.
+  static constexpr auto kHoldRecheck = std::chrono::milliseconds(5);
+
   void Process();
   void Execute();
+  // Keeps the parsed request (held by CLIENT PAUSE) and plans it again after kHoldRecheck;
+  // nothing else is parsed meanwhile, so replies stay in order.
+  void Hold();
   // On the pool: runs the parsed request (planned_), then the complete ones buffered in
-  // inbuf_[rpos, wpos); returns the new read position. Sets *close on a protocol error.
-  size_t RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close);
+  // inbuf_[rpos, wpos); returns the new read position. Sets *close on a protocol error, and
+  // *held if it stopped at a parsed request CLIENT PAUSE holds (left for the io thread).
+  size_t RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close, bool* held);
   void PrefetchPipelinedReads(size_t rpos, size_t wpos);
   // On the pool, when no earlier reply is pending: writes what the socket takes of q now
   // (non-blocking) and consumes it; the rest stays in q for the io thread.
@@ -121,8 +128,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   bool reading_ = false;
   bool writing_ = false;
-  Plan planned_;                    // the plan of the request handed to the pool
-  bool busy_ = false;               // a command is running on the engine pool
+  Plan planned_;       // the plan of the request handed to the pool
+  bool busy_ = false;  // a command is running on the engine pool
+  bool held_ = false;  // the parsed request waits for CLIENT PAUSE to end
+  asio::steady_timer hold_timer_;
   bool close_after_write_ = false;  // protocol error / QUIT: close once replies are out
   bool closed_ = false;
 };

@@ -189,6 +189,7 @@ void ReplyWriter::SimpleString(std::string_view text) {
 }
 
 void ReplyWriter::Error(std::string_view text) {
+  ++errors_;
   Line('-', text);
 }
 

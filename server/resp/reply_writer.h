@@ -104,7 +104,9 @@ class ReplyWriter {
 
   void SimpleString(std::string_view text);  // +text
   void Error(std::string_view text);         // -text; `text` excludes the '-' and CRLF
-  void Integer(int64_t value);               // :value
+  // Error replies written so far (command statistics tell failed calls by it).
+  uint64_t errors() const { return errors_; }
+  void Integer(int64_t value);  // :value
   // RESP3 ",<repr>"; RESP2 a bulk string. <repr> is printf("%.17g"), or inf, -inf, nan.
   void Double(double value);
   void BulkString(std::string_view bytes);  // $len bytes (copied)
@@ -139,6 +141,7 @@ class ReplyWriter {
 
   OutputQueue queue_;
   bool resp3_ = false;
+  uint64_t errors_ = 0;
 };
 
 // `items` as a RESP2 array of bulk strings, in one string: a Pub/Sub message frame, encoded

@@ -1,0 +1,87 @@
+#include "core/monitors.h"
+
+#include <cstdio>
+#include <mutex>
+
+namespace larder::server {
+
+void Monitors::Add(ClientState& client) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (sinks_.emplace(client.id, client.push).second) count_.fetch_add(1);
+  client.monitor = true;
+}
+
+bool Monitors::Remove(ClientState& client) {
+  if (!client.monitor.load()) return false;
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  client.monitor = false;
+  if (sinks_.erase(client.id) == 0) return false;
+  count_.fetch_sub(1);
+  return true;
+}
+
+void Monitors::Feed(const ClientState& client, const std::vector<std::string>& argv,
+                    int64_t unix_us) {
+  if (Idle()) return;
+  auto frame = std::make_shared<const std::string>("+" + Line(client, argv, unix_us) + "\r\n");
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  for (const auto& [id, sink] : sinks_) sink->Push(frame);
+}
+
+std::string Monitors::Line(const ClientState& client, const std::vector<std::string>& argv,
+                           int64_t unix_us) {
+  char stamp[48];
+  std::snprintf(stamp, sizeof(stamp), "%lld.%06lld", static_cast<long long>(unix_us / 1000000),
+                static_cast<long long>(unix_us % 1000000));
+  std::string origin = client.addr;
+  if (client.unix_socket) {
+    origin = "unix:" + client.addr.substr(0, client.addr.rfind(':'));
+  }
+  std::string line = std::string(stamp) + " [0 " + origin + "]";
+  for (const std::string& arg : argv) {
+    line += ' ';
+    line += QuotedRepr(arg);
+  }
+  return line;
+}
+
+std::string QuotedRepr(std::string_view bytes) {
+  std::string out = "\"";
+  for (unsigned char c : bytes) {
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\a':
+        out += "\\a";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      default:
+        if (c >= 0x20 && c < 0x7f) {
+          out += static_cast<char>(c);
+        } else {
+          char hex[8];
+          std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+          out += hex;
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+}  // namespace larder::server
