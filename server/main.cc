@@ -21,8 +21,10 @@
 #include "config/config.h"
 #include "config/engine_options.h"
 #include "core/core.h"
+#include "core/prometheus_text.h"
 #include "larder/store.h"
 #include "log.h"
+#include "net/metrics_endpoint.h"
 #include "net/server.h"
 
 namespace {
@@ -163,11 +165,21 @@ int Serve(larder::Store& store, Config* config, const ServerConfig& cfg, const l
     Log(LogLevel::kWarning, *err);
     return kExitError;
   }
+  larder::server::MetricsEndpoint metrics([&core] { return larder::server::PrometheusText(core); });
+  if (cfg.metrics_port != 0) {
+    if (auto err = metrics.Listen(cfg.bind, static_cast<int>(cfg.metrics_port))) {
+      Log(LogLevel::kWarning, *err);
+      return kExitError;
+    }
+    metrics.Start();
+  }
   if (!cfg.pidfile.empty()) std::ofstream(cfg.pidfile) << getpid() << "\n";
   server.Start();
-  std::string unix_note = cfg.unixsocket.empty() ? "" : " and unix socket " + cfg.unixsocket;
+  std::string listeners_note = cfg.unixsocket.empty() ? "" : " and unix socket " + cfg.unixsocket;
+  if (cfg.metrics_port != 0)
+    listeners_note += ", metrics on port " + std::to_string(cfg.metrics_port);
   Log(LogLevel::kNotice,
-      "ready to accept connections on port " + std::to_string(cfg.port) + unix_note);
+      "ready to accept connections on port " + std::to_string(cfg.port) + listeners_note);
   server.WaitForStopRequest();
   Log(LogLevel::kNotice, "shutting down: finishing commands in flight");
   server.Stop();

@@ -1,7 +1,6 @@
 // INFO [section ...]: Redis-format sections, each a row of kSections beside the function that
 // writes it; the counters come from the X-macro lists (core/server_stats.h for the server's,
 // larder/stats_fields.h for the engine's).
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -10,6 +9,7 @@
 
 #include "commands/families.h"
 #include "commands/util.h"
+#include "core/process_usage.h"
 
 #ifndef LARDER_VERSION
 #define LARDER_VERSION "0.1.0"
@@ -45,15 +45,6 @@ std::string Kbps(uint64_t bytes_per_second) {
   return buf;
 }
 
-uint64_t RssBytes() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  unsigned long pages = 0, rss = 0;
-  int n = std::fscanf(f, "%lu %lu", &pages, &rss);
-  std::fclose(f);
-  return n == 2 ? rss * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
-}
-
 void WriteServer(const InfoInput& in, std::string* out) {
   const uint64_t uptime_ms = static_cast<uint64_t>(in.now_ms - in.core.process.start_ms);
   Field(out, "redis_version", "7.2.0");
@@ -76,7 +67,7 @@ void WriteClients(const InfoInput& in, std::string* out) {
 }
 
 void WriteMemory(const InfoInput& in, std::string* out) {
-  const uint64_t rss = RssBytes();
+  const uint64_t rss = ResidentBytes();
   Field(out, "used_memory", rss);
   Field(out, "used_memory_rss", rss);
   Field(out, "maxmemory", in.engine.max_disk_bytes);
@@ -116,14 +107,11 @@ void WriteCpu(const InfoInput&, std::string* out) {
                   static_cast<long>(t.tv_usec));
     return std::string(buf);
   };
-  struct rusage self {
-  }, children{};
-  getrusage(RUSAGE_SELF, &self);
-  getrusage(RUSAGE_CHILDREN, &children);
-  Field(out, "used_cpu_sys", seconds(self.ru_stime));
-  Field(out, "used_cpu_user", seconds(self.ru_utime));
-  Field(out, "used_cpu_sys_children", seconds(children.ru_stime));
-  Field(out, "used_cpu_user_children", seconds(children.ru_utime));
+  const CpuTime self = CpuTimeOf(RUSAGE_SELF), children = CpuTimeOf(RUSAGE_CHILDREN);
+  Field(out, "used_cpu_sys", seconds(self.system));
+  Field(out, "used_cpu_user", seconds(self.user));
+  Field(out, "used_cpu_sys_children", seconds(children.system));
+  Field(out, "used_cpu_user_children", seconds(children.user));
 }
 
 void WriteReplication(const InfoInput&, std::string* out) {
