@@ -12,7 +12,7 @@ namespace {
 constexpr CommandFamily (*kFamilies[])() = {
     ConnectionCommands, ClientCommands, StringCommands,        KeyCommands,
     ServerCommands,     InfoCommands,   IntrospectionCommands, TransactionCommands,
-    LarderCommands,     PubSubCommands, DiagnosticsCommands,
+    LarderCommands,     PubSubCommands, DiagnosticsCommands,   MigrationCommands,
 };
 
 std::optional<std::string> CheckRow(const CommandRow& row) {

@@ -20,5 +20,6 @@ std::span<const CommandRow> TransactionCommands();    // transaction_cmds.cc
 std::span<const CommandRow> LarderCommands();         // larder_cmds.cc
 std::span<const CommandRow> PubSubCommands();         // pubsub_cmds.cc
 std::span<const CommandRow> DiagnosticsCommands();    // diagnostics_cmds.cc
+std::span<const CommandRow> MigrationCommands();      // migration_cmds.cc
 
 }  // namespace larder::server

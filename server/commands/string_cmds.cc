@@ -1,8 +1,15 @@
 // String commands: GET SET GETSET SETNX SETEX PSETEX GETEX GETDEL MGET MSET MSETNX STRLEN GETRANGE
-// APPEND SETRANGE INCR DECR INCRBY DECRBY. Values live in the engine; read-modify-write
-// commands (flag `exclusive`) run under the exclusive server lock, so they are atomic.
+// APPEND SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT LCS. Values live in the engine;
+// read-modify-write commands (flag `exclusive`) run under the exclusive server lock, so they
+// are atomic.
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <new>
+
 #include "commands/expiry.h"
 #include "commands/families.h"
+#include "commands/lcs.h"
 #include "commands/util.h"
 
 namespace larder::server {
@@ -291,6 +298,128 @@ void DecrBy(Ctx& ctx) {
   IncrDecr(ctx, -d);
 }
 
+// Redis's string2ld: the whole string is a long double (strtold's syntax: decimal, hex, inf),
+// without leading space, not NaN, and not overflowing.
+bool ParseLongDouble(const std::string& s, long double* out) {
+  constexpr size_t kMaxLongDoubleChars = 5 * 1024;
+  if (s.empty() || s.size() >= kMaxLongDoubleChars ||
+      std::isspace(static_cast<unsigned char>(s[0]))) {
+    return false;
+  }
+  char* end = nullptr;
+  errno = 0;
+  const long double v = std::strtold(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || std::isnan(v)) return false;
+  if (errno == ERANGE && (std::isinf(v) || std::fpclassify(v) == FP_ZERO)) return false;
+  *out = v;
+  return true;
+}
+
+// Redis's ld2string(LD_STR_HUMAN): 17 decimals, trailing zeros (and a bare '.') removed, "-0"
+// as "0".
+std::string HumanLongDouble(long double v) {
+  char buf[5 * 1024 + 64];
+  int n = std::snprintf(buf, sizeof(buf), "%.17Lf", v);
+  std::string out(buf, static_cast<size_t>(std::max(n, 0)));
+  if (out.find('.') != std::string::npos) {
+    while (out.back() == '0') out.pop_back();
+    if (out.back() == '.') out.pop_back();
+  }
+  return out == "-0" ? "0" : out;
+}
+
+// INCRBYFLOAT key increment: the value as a long double plus the increment, stored (TTL kept)
+// and replied as Redis formats it.
+void IncrByFloat(Ctx& ctx) {
+  std::string cur;
+  bool found;
+  if (!ReadString(ctx, ctx.argv[1], &cur, &found)) return;
+  long double value = 0, incr = 0;
+  if ((found && !ParseLongDouble(cur, &value)) || !ParseLongDouble(ctx.argv[2], &incr)) {
+    return ctx.w.Error("ERR value is not a valid float");
+  }
+  value += incr;
+  if (std::isnan(value) || std::isinf(value)) {
+    return ctx.w.Error("ERR increment would produce NaN or Infinity");
+  }
+  const std::string text = HumanLongDouble(value);
+  if (PutKeepingTtl(ctx, ctx.argv[1], text, "incrbyfloat")) ctx.w.BulkString(text);
+}
+
+// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN], as Redis 7 (commands/lcs.h); a
+// missing key is the empty string. The table it needs is bounded by proto-max-bulk-len.
+struct LcsOptions {
+  bool len = false, idx = false, with_match_len = false;
+  int64_t min_match_len = 0;
+};
+
+bool ParseLcsOptions(Ctx& ctx, LcsOptions* o) {
+  for (size_t i = 3; i < ctx.argc(); ++i) {
+    const std::string opt = ToLower(ctx.argv[i]);
+    if (opt == "idx") {
+      o->idx = true;
+    } else if (opt == "len") {
+      o->len = true;
+    } else if (opt == "withmatchlen") {
+      o->with_match_len = true;
+    } else if (opt == "minmatchlen" && i + 1 < ctx.argc()) {
+      if (!ArgInt64(ctx, ctx.argv[++i], &o->min_match_len)) return false;
+      o->min_match_len = std::max<int64_t>(o->min_match_len, 0);
+    } else {
+      ctx.w.Error(kErrSyntax);
+      return false;
+    }
+  }
+  if (o->len && o->idx) {
+    ctx.w.Error("ERR If you want both the length and indexes, please just use IDX.");
+    return false;
+  }
+  return true;
+}
+
+void ReplyLcsMatches(Ctx& ctx, const LcsResult& r, bool with_match_len) {
+  ctx.w.MapHeader(2);
+  ctx.w.BulkString("matches");
+  ctx.w.ArrayHeader(r.matches.size());
+  for (const LcsMatch& m : r.matches) {
+    ctx.w.ArrayHeader(with_match_len ? 3 : 2);
+    for (auto [start, end] : {std::pair{m.a_start, m.a_end}, std::pair{m.b_start, m.b_end}}) {
+      ctx.w.ArrayHeader(2);
+      ctx.w.Integer(static_cast<int64_t>(start));
+      ctx.w.Integer(static_cast<int64_t>(end));
+    }
+    if (with_match_len) ctx.w.Integer(static_cast<int64_t>(m.len));
+  }
+  ctx.w.BulkString("len");
+  ctx.w.Integer(static_cast<int64_t>(r.len));
+}
+
+void Lcs(Ctx& ctx) {
+  LcsOptions o;
+  if (!ParseLcsOptions(ctx, &o)) return;
+  std::string a, b;
+  bool found;
+  if (!ReadString(ctx, ctx.argv[1], &a, &found) || !ReadString(ctx, ctx.argv[2], &b, &found)) {
+    return;
+  }
+  if (a.size() > kLcsMaxInputLen || b.size() > kLcsMaxInputLen) {
+    return ctx.w.Error("ERR String too long for LCS");
+  }
+  if (LcsTableBytes(a.size(), b.size()) > ctx.core.config.snapshot()->proto_max_bulk_len) {
+    return ctx.w.Error(
+        "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+  }
+  LcsResult r;
+  try {
+    r = ComputeLcs(a, b, !o.idx && !o.len, o.idx, static_cast<uint64_t>(o.min_match_len));
+  } catch (const std::bad_alloc&) {
+    return ctx.w.Error("ERR Insufficient memory, failed allocating transient memory for LCS");
+  }
+  if (o.idx) return ReplyLcsMatches(ctx, r, o.with_match_len);
+  if (o.len) return ctx.w.Integer(static_cast<int64_t>(r.len));
+  ctx.w.BulkMove(std::move(r.lcs));
+}
+
 constexpr CommandRow kRows[] = {
     {"get", 2, "readonly", kOneKey, Get},
     {"set", -3, "write", kOneKey, Set},
@@ -312,6 +441,8 @@ constexpr CommandRow kRows[] = {
     {"decr", 2, "write exclusive", kOneKey, AddConstant<-1>},
     {"incrby", 3, "write exclusive", kOneKey, IncrBy},
     {"decrby", 3, "write exclusive", kOneKey, DecrBy},
+    {"incrbyfloat", 3, "write exclusive", kOneKey, IncrByFloat},
+    {"lcs", -3, "readonly", {1, 2, 1}, Lcs},
 };
 
 }  // namespace

@@ -1,0 +1,139 @@
+// Moving values between keys and between servers: COPY, DUMP, RESTORE, with Redis 7's
+// semantics and error texts. DUMP/RESTORE payloads are Redis's (commands/dump_payload.h), so
+// migration tools move values from Redis to Larder and back.
+#include "commands/dump_payload.h"
+#include "commands/families.h"
+#include "commands/util.h"
+
+namespace larder::server {
+
+namespace {
+
+// COPY source destination [DB destination-db] [REPLACE]: the value and its expiry. Only db 0
+// exists. 1 if copied; 0 if the source is missing or the destination exists without REPLACE.
+void Copy(Ctx& ctx) {
+  bool replace = false;
+  for (size_t i = 3; i < ctx.argc(); ++i) {
+    if (EqualsNoCase(ctx.argv[i], "replace")) {
+      replace = true;
+    } else if (EqualsNoCase(ctx.argv[i], "db") && i + 1 < ctx.argc()) {
+      int64_t db;
+      if (!ArgInt64(ctx, ctx.argv[++i], &db)) return;
+      if (db != 0) return ctx.w.Error("ERR DB index is out of range");
+    } else {
+      return ctx.w.Error(kErrSyntax);
+    }
+  }
+  const std::string& src = ctx.argv[1];
+  const std::string& dst = ctx.argv[2];
+  if (src == dst) return ctx.w.Error("ERR source and destination objects are the same");
+  auto value = ctx.store().Get(src);
+  if (!value.ok()) {
+    if (value.status().IsNotFound()) return ctx.w.Integer(0);
+    return ReplyStatus(ctx, value.status());
+  }
+  auto info = ctx.store().Info(src);
+  if (!info.ok()) return ctx.w.Integer(0);  // expired between the two reads
+  PutOptions po;
+  po.expire_at_ms = info->expire_at_ms;
+  po.mode = replace ? PutMode::kAlways : PutMode::kIfAbsent;
+  Status s = ctx.store().Put(dst, value->view(), po);
+  if (s.IsConditionNotMet()) return ctx.w.Integer(0);
+  if (!s.ok()) return ReplyStatus(ctx, s);
+  ctx.core.events.Notify(kNotifyGeneric, "copy_to", dst);
+  ctx.w.Integer(1);
+}
+
+// DUMP key: the value as a Redis DUMP payload, or nil.
+void Dump(Ctx& ctx) {
+  auto value = ctx.store().Get(ctx.argv[1]);
+  if (!value.ok()) {
+    if (value.status().IsNotFound()) return ctx.w.Null();
+    return ReplyStatus(ctx, value.status());
+  }
+  ctx.w.BulkMove(EncodeDumpPayload(value->view()));
+}
+
+struct RestoreOptions {
+  bool replace = false, absttl = false;
+};
+
+// REPLACE, ABSTTL, IDLETIME seconds | FREQ frequency (checked as Redis checks them, then
+// ignored: Larder's eviction counts reuse itself). Replies the error and returns false if bad.
+bool ParseRestoreOptions(Ctx& ctx, RestoreOptions* o) {
+  auto fail = [&](std::string_view error) {
+    ctx.w.Error(error);
+    return false;
+  };
+  bool idle = false, freq = false;
+  for (size_t i = 4; i < ctx.argc(); ++i) {
+    const bool has_arg = i + 1 < ctx.argc();
+    int64_t n;
+    if (EqualsNoCase(ctx.argv[i], "replace")) {
+      o->replace = true;
+    } else if (EqualsNoCase(ctx.argv[i], "absttl")) {
+      o->absttl = true;
+    } else if (EqualsNoCase(ctx.argv[i], "idletime") && has_arg && !freq) {
+      if (!ArgInt64(ctx, ctx.argv[++i], &n)) return false;
+      if (n < 0) return fail("ERR Invalid IDLETIME value, must be >= 0");
+      idle = true;
+    } else if (EqualsNoCase(ctx.argv[i], "freq") && has_arg && !idle) {
+      if (!ArgInt64(ctx, ctx.argv[++i], &n)) return false;
+      if (n < 0 || n > 255) return fail("ERR Invalid FREQ value, must be >= 0 and <= 255");
+      freq = true;
+    } else {
+      return fail(kErrSyntax);
+    }
+  }
+  return true;
+}
+
+// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]: the checks in Redis's
+// order (options, existing key, TTL, payload), then the key with its expiry. A TTL already
+// past creates nothing (and, with REPLACE, deletes the key that was there).
+void Restore(Ctx& ctx) {
+  RestoreOptions o;
+  if (!ParseRestoreOptions(ctx, &o)) return;
+  const std::string& key = ctx.argv[1];
+  if (!o.replace && ctx.store().Contains(key)) {
+    return ctx.w.Error("BUSYKEY Target key name already exists.");
+  }
+  int64_t ttl;
+  if (!ArgInt64(ctx, ctx.argv[2], &ttl)) return;
+  if (ttl < 0) return ctx.w.Error("ERR Invalid TTL value, must be >= 0");
+  std::string value;
+  const uint64_t max_bytes = ctx.core.config.snapshot()->proto_max_bulk_len;
+  if (auto err = DecodeDumpPayload(ctx.argv[3], max_bytes, &value)) return ctx.w.Error(*err);
+  const int64_t now = ctx.NowMs();
+  const int64_t at = ttl == 0   ? 0
+                     : o.absttl ? ttl
+                                : (ttl > INT64_MAX - now ? INT64_MAX : now + ttl);
+  if (at != 0 && at <= now) {
+    if (o.replace) {
+      Status s = ctx.store().Delete(key);
+      if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
+      if (s.ok()) ctx.core.events.Notify(kNotifyGeneric, "del", key);
+    }
+    return ctx.w.SimpleString("OK");
+  }
+  PutOptions po;
+  po.expire_at_ms = at;
+  Status s = ctx.store().PutOwned(key, std::move(value), po);
+  if (!s.ok()) return ReplyStatus(ctx, s);
+  ctx.core.events.Notify(kNotifyGeneric, "restore", key);
+  ctx.w.SimpleString("OK");
+}
+
+constexpr CommandRow kRows[] = {
+    {"copy", -3, "write exclusive", {1, 2, 1}, Copy},
+    {"dump", 2, "readonly", kOneKey, Dump},
+    {"restore", -4, "write exclusive", kOneKey, Restore},
+};
+
+}  // namespace
+
+std::span<const CommandRow> MigrationCommands() {
+  return kRows;
+}
+
+}  // namespace larder::server
