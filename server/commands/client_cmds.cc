@@ -153,8 +153,7 @@ void Kill(Ctx& ctx) {
 // CLIENT PAUSE <ms> [WRITE|ALL] (core/client_pause.h): ALL by default, as in Redis.
 void Pause(Ctx& ctx) {
   if (ctx.argc() > 4) {
-    return ctx.w.Error(
-        "ERR unknown subcommand or wrong number of arguments for 'pause'. Try CLIENT HELP.");
+    return ReplySubcommandSyntax(ctx);
   }
   int64_t ms = 0;
   if (!ParseInt64(ctx.argv[2], &ms)) {

@@ -48,8 +48,7 @@ constexpr SubcommandRow kSlowlogSubcommands[] = {
 
 void Slowlog(Ctx& ctx) {
   if (ctx.argc() > 3 && EqualsNoCase(ctx.argv[1], "get")) {
-    return ctx.w.Error(
-        "ERR unknown subcommand or wrong number of arguments for 'get'. Try SLOWLOG HELP.");
+    return ReplySubcommandSyntax(ctx);
   }
   RunSubcommand(ctx, kSlowlogSubcommands);
 }

@@ -52,8 +52,7 @@ void Publish(Ctx& ctx) {
 
 void PubSubChannels(Ctx& ctx) {
   if (ctx.argc() > 3) {
-    return ctx.w.Error("ERR unknown subcommand or wrong number of arguments for '" + ctx.argv[1] +
-                       "'. Try PUBSUB HELP.");
+    return ReplySubcommandSyntax(ctx);
   }
   const std::vector<std::string> channels =
       ctx.core.pubsub.ActiveChannels(ctx.argc() == 3 ? ctx.argv[2] : "");

@@ -27,4 +27,9 @@ void ReplyUnknownSub(Ctx& ctx, std::string_view sub, std::string_view cmd) {
               common::ToUpper(cmd) + " HELP.");
 }
 
+void ReplySubcommandSyntax(Ctx& ctx) {
+  ctx.w.Error("ERR unknown subcommand or wrong number of arguments for '" + ctx.argv[1] +
+              "'. Try " + common::ToUpper(ctx.spec.name) + " HELP.");
+}
+
 }  // namespace larder::server

@@ -26,6 +26,8 @@ def until_done(sub):
 
 # Commands run while a subscriber listens to every keyspace and keyevent channel ("KEA"):
 # Redis and Larder must send the same messages, in the same order.
+# DUMP's payload of "hello", the same from Redis 7 and Larder.
+HELLO_DUMP = b"\x00\x05hello\n\x00cr\xdfve4 \n"
 NOTIFY_SCRIPT = [
     ["SET", "n:a", "1"], ["SET", "n:a", "2", "EX", "100"], ["EXPIRE", "n:a", "200"],
     ["PERSIST", "n:a"], ["PERSIST", "n:a"], ["INCR", "n:a"], ["INCRBY", "n:a", "5"],
@@ -40,6 +42,10 @@ NOTIFY_SCRIPT = [
     ["EXPIRE", "n:a", "100", "NX"], ["EXPIRE", "n:a", "50", "GT"], ["SET", "n:i", "v", "KEEPTTL"],
     ["SET", "n:i", "w", "GET"], ["SET", "n:i", "v", "NX"], ["SET", "n:i", "v", "XX", "PX", "9000"],
     ["GETEX", "n:i", "EXAT", "1"], ["GET", "n:nothing"], ["MGET", "n:a", "n:nothing"],
+    ["INCRBYFLOAT", "n:j", "1.5"], ["INCRBYFLOAT", "n:j", "x"], ["COPY", "n:j", "n:k"],
+    ["COPY", "n:j", "n:k"], ["COPY", "n:j", "n:k", "REPLACE"], ["RESTORE", "n:l", "0", HELLO_DUMP],
+    ["RESTORE", "n:l", "0", HELLO_DUMP], ["RESTORE", "n:l", "100000", HELLO_DUMP, "REPLACE"],
+    ["RESTORE", "n:l", "1", HELLO_DUMP, "ABSTTL", "REPLACE"], ["LCS", "n:j", "n:nothing"],
 ]
 
 

@@ -1,7 +1,8 @@
 """larder-server against Redis 7, byte for byte, where the behaviour is Redis's: the expiry
-options of SET, GETEX, SETEX/PSETEX and EXPIRE* (one parser, commands/expiry.h), and the
-generated HELP and error replies of container commands (commands/subcommands.h). Every case
-runs on a fresh key holding "v" on both servers and compares the raw replies."""
+options of SET, GETEX, SETEX/PSETEX and EXPIRE* (one parser, commands/expiry.h), the
+generated HELP and error replies of container commands (commands/subcommands.h), and the rest
+of the string and keyspace family (INCRBYFLOAT, LCS, COPY, DUMP/RESTORE) with the error replies
+of SLOWLOG, LATENCY and CLIENT PAUSE, in RESP2 and RESP3. Every case compares the raw replies."""
 import unittest
 
 from server_harness import RedisProcess, ServerProcess
@@ -88,6 +89,64 @@ CONTAINER_CASES = [
 ]
 HELP_OF = ["CLIENT", "CONFIG", "OBJECT", "MEMORY", "COMMAND"]
 
+# Sequences whose every reply must match, run in RESP2 and in RESP3 on keys of their own.
+FAMILY_SEQUENCES = {
+    "incrbyfloat": [
+        ["SET", "f", "10.50"], ["INCRBYFLOAT", "f", "0.1"], ["INCRBYFLOAT", "f", "-5.0e3"],
+        ["INCRBYFLOAT", "f", "abc"], ["INCRBYFLOAT", "f", " 1"], ["INCRBYFLOAT", "f", "inf"],
+        ["INCRBYFLOAT", "f", "1e5000"], ["INCRBYFLOAT", "f", "0x10"], ["INCRBYFLOAT", "f", ""],
+        ["INCRBYFLOAT", "new", "3"], ["INCRBYFLOAT", "new", "-3"], ["GET", "new"],
+        ["SET", "s", "abc"], ["INCRBYFLOAT", "s", "1"], ["SET", "f", "5e3"],
+        ["INCRBYFLOAT", "f", "2.0e2"], ["INCRBYFLOAT", "f", "1.5e-20"],
+        ["SET", "f", "1", "EX", "100"], ["INCRBYFLOAT", "f", "1"], ["TTL", "f"],
+        ["INCRBYFLOAT", "f"],
+    ],
+    "lcs": [
+        ["SET", "k1", "ohmytext"], ["SET", "k2", "mynewtext"], ["LCS", "k1", "k2"],
+        ["LCS", "k1", "k2", "LEN"], ["LCS", "k1", "k2", "IDX"],
+        ["LCS", "k1", "k2", "IDX", "WITHMATCHLEN"], ["LCS", "k1", "k2", "idx", "minmatchlen", "4"],
+        ["LCS", "k1", "k2", "IDX", "MINMATCHLEN", "-3", "WITHMATCHLEN"],
+        ["LCS", "k1", "k2", "LEN", "IDX"], ["LCS", "k1", "nokey"], ["LCS", "nokey", "no2", "IDX"],
+        ["LCS", "k1", "k2", "MINMATCHLEN", "x"], ["LCS", "k1", "k2", "FOO"],
+        ["LCS", "k1", "k2", "MINMATCHLEN"], ["LCS", "k1", "k2", "WITHMATCHLEN"], ["LCS", "k1"],
+    ],
+    "copy": [
+        ["SET", "src", "v", "EX", "100"], ["COPY", "src", "dst"], ["TTL", "dst"],
+        ["COPY", "src", "dst"], ["SET", "src", "w"], ["COPY", "src", "dst", "REPLACE"],
+        ["GET", "dst"], ["TTL", "dst"], ["COPY", "src", "src"], ["COPY", "missing", "dst"],
+        ["COPY", "src", "dst", "DB", "0", "REPLACE"], ["COPY", "src", "dst", "DB", "x"],
+        ["COPY", "src", "dst", "FOO"], ["COPY", "src", "dst", "DB"], ["COPY", "src"],
+    ],
+    "dump": [
+        ["SET", "d", "hello"], ["DUMP", "d"], ["DUMP", "missing"], ["SET", "n", "12345"],
+        ["DUMP", "n"], ["SET", "n", "-70000"], ["DUMP", "n"], ["SET", "e", ""], ["DUMP", "e"],
+        ["SET", "n", "2147483648"], ["DUMP", "n"], ["DUMP"],
+    ],
+    "diagnostics": [
+        ["SLOWLOG", "GET", "-2"], ["SLOWLOG", "GET", "x"], ["SLOWLOG", "GET", "1", "2"],
+        ["SLOWLOG", "FOO"], ["SLOWLOG"], ["SLOWLOG", "LEN", "x"], ["LATENCY", "FOO"],
+        ["LATENCY", "HISTORY"], ["LATENCY", "RESET"], ["LATENCY", "LATEST"],
+        ["LATENCY", "HISTORY", "command"], ["CLIENT", "PAUSE", "x"], ["CLIENT", "PAUSE", "-1"],
+        ["CLIENT", "PAUSE", "10", "FOO"], ["CLIENT", "PAUSE", "10", "WRITE", "x"],
+        ["CLIENT", "PAUSE"], ["CLIENT", "PAUSE", "0"], ["CLIENT", "UNPAUSE"],
+        ["CLIENT", "UNPAUSE", "x"], ["MONITOR", "x"],
+    ],
+}
+
+# RESTORE, each with the payload Redis's DUMP gave for "hello" ("P"), a corrupted copy ("BAD")
+# or garbage; every reply must match.
+RESTORE_SEQUENCE = [
+    ["RESTORE", "r", "0", "P"], ["GET", "r"], ["RESTORE", "r", "0", "P"],
+    ["RESTORE", "r", "0", "P", "REPLACE"], ["RESTORE", "r2", "-1", "P"],
+    ["RESTORE", "r2", "x", "P"], ["RESTORE", "r2", "0", "garbage"], ["RESTORE", "r2", "0", "BAD"],
+    ["RESTORE", "r2", "0", "P", "FOO"], ["RESTORE", "r2", "0", "P", "IDLETIME", "-1"],
+    ["RESTORE", "r2", "0", "P", "FREQ", "300"], ["RESTORE", "r2", "0", "P", "IDLETIME", "1", "FREQ", "5"],
+    ["RESTORE", "r2", "0", "P", "IDLETIME", "10", "REPLACE"], ["RESTORE", "r3", "100000", "P"],
+    ["RESTORE", "r4", "1", "P", "ABSTTL"], ["EXISTS", "r4"], ["RESTORE", "r", "1", "P", "ABSTTL", "REPLACE"],
+    ["EXISTS", "r"], ["RESTORE", "r", "0", "P", "FREQ"], ["RESTORE", "r", "0"],
+    ["RESTORE", "r5", "99999999999999", "P", "ABSTTL"], ["PEXPIRETIME", "r5"],
+]
+
 
 class RedisParityTest(unittest.TestCase):
     @classmethod
@@ -155,6 +214,59 @@ class RedisParityTest(unittest.TestCase):
                 count = int(larder[0][1:])
                 self.assertEqual(count, len(larder) - 2)  # header, lines, "" after the last CRLF
                 self.assertEqual(count % 2, 1)  # header + a (usage, help) pair per subcommand
+
+
+    def test_string_and_keyspace_family_reply_as_redis_in_resp2_and_resp3(self):
+        for proto in (2, 3):
+            conns = [self.larder.raw(), self.redis.raw()]
+            try:
+                for c in conns:
+                    c.call("HELLO", str(proto))
+                for family, seq in FAMILY_SEQUENCES.items():
+                    for cmd in seq:
+                        with self.subTest(proto=proto, family=family, cmd=" ".join(cmd)):
+                            larder, redis = (c.call(*cmd) for c in conns)
+                            self.assertEqual(larder, redis)
+            finally:
+                for c in conns:
+                    c.close()
+
+    def test_restore_takes_redis_payloads_and_replies_as_redis(self):
+        self.redis_raw = self.conns[1]
+        self.assertEqual(self.redis_raw.call("SET", "payload", "hello"), b"+OK\r\n")
+        dumped = self.redis_raw.call("DUMP", "payload")
+        payload = dumped[dumped.index(b"\r\n") + 2:-2]
+        bad = payload[:-1] + bytes([payload[-1] ^ 1])
+        for c in self.conns:
+            c.call("DEL", "r", "r2", "r3", "r4", "r5")
+        for cmd in RESTORE_SEQUENCE:
+            args = [payload if a == "P" else bad if a == "BAD" else a for a in cmd]
+            with self.subTest(cmd=" ".join(cmd)):
+                self.assertEqual(*self.on_both(*args))
+        for ttl in self.on_both("PTTL", "r3"):
+            self.assertTrue(99000 <= int(ttl[1:-2]) <= 100000, ttl)
+
+    def test_dump_payloads_cross_between_larder_and_redis(self):
+        values = [b"hello", b"12345", b"x" * 1000, bytes(range(256)) * 300, b""]
+        for i, value in enumerate(values):
+            key = "cross:%d" % i
+            with self.subTest(size=len(value)):
+                for src, dst in (self.conns, self.conns[::-1]):
+                    self.assertEqual(src.call("SET", key, value), b"+OK\r\n")
+                    dumped = src.call("DUMP", key)
+                    payload = dumped[dumped.index(b"\r\n") + 2:-2]
+                    self.assertEqual(dst.call("RESTORE", key, "0", payload, "REPLACE"), b"+OK\r\n")
+                    self.assertEqual(dst.call("GET", key), src.call("GET", key))
+
+    def test_restore_of_another_type_is_refused_with_an_actionable_error(self):
+        self.conns[1].call("DEL", "alist")
+        self.conns[1].call("RPUSH", "alist", "a", "b")
+        dumped = self.conns[1].call("DUMP", "alist")
+        payload = dumped[dumped.index(b"\r\n") + 2:-2]
+        reply = self.conns[0].call("RESTORE", "alist", "0", payload)
+        self.assertTrue(reply.startswith(b"-ERR DUMP payload holds a Redis list"), reply)
+        self.assertIn(b"Larder stores strings only", reply)
+        self.assertEqual(self.conns[0].call("EXISTS", "alist"), b":0\r\n")
 
 
 if __name__ == "__main__":
