@@ -103,15 +103,9 @@ std::optional<std::vector<std::string>> SplitArgs(std::string_view line) {
   return args;
 }
 
-std::string QuoteArg(std::string_view arg) {
-  bool plain = !arg.empty();
-  for (char c : arg) {
-    auto u = static_cast<unsigned char>(c);
-    if (u <= 0x20 || u >= 0x7f || c == '"' || c == '\'' || c == '\\') plain = false;
-  }
-  if (plain) return std::string(arg);
+std::string Repr(std::string_view bytes) {
   std::string out = "\"";
-  for (char c : arg) {
+  for (char c : bytes) {
     auto u = static_cast<unsigned char>(c);
     switch (c) {
       case '\\':
@@ -147,6 +141,15 @@ std::string QuoteArg(std::string_view arg) {
     }
   }
   return out + "\"";
+}
+
+std::string QuoteArg(std::string_view arg) {
+  bool plain = !arg.empty();
+  for (char c : arg) {
+    auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7f || c == '"' || c == '\'' || c == '\\') plain = false;
+  }
+  return plain ? std::string(arg) : Repr(arg);
 }
 
 }  // namespace larder::common

@@ -25,8 +25,11 @@ bool SplitArgs(std::string_view line, std::vector<std::string>* out);
 // The same, returning the arguments; nullopt on unbalanced quotes.
 std::optional<std::vector<std::string>> SplitArgs(std::string_view line);
 
-// `arg` as SplitArgs reads it back: unchanged when that is unambiguous, else double-quoted
-// with escapes.
+// `bytes` double-quoted as Redis's sdscatrepr writes it (MONITOR's lines, redis-cli's output):
+// \\ \" \n \r \t \a \b escaped, other bytes outside printable ASCII as \xhh.
+std::string Repr(std::string_view bytes);
+
+// `arg` as SplitArgs reads it back: unchanged when that is unambiguous, else Repr(arg).
 std::string QuoteArg(std::string_view arg);
 
 }  // namespace larder::common

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <mutex>
 
+#include "common/args.h"
+
 namespace larder::server {
 
 void Monitors::Add(ClientState& client) {
@@ -40,48 +42,9 @@ std::string Monitors::Line(const ClientState& client, const std::vector<std::str
   std::string line = std::string(stamp) + " [0 " + origin + "]";
   for (const std::string& arg : argv) {
     line += ' ';
-    line += QuotedRepr(arg);
+    line += common::Repr(arg);
   }
   return line;
-}
-
-std::string QuotedRepr(std::string_view bytes) {
-  std::string out = "\"";
-  for (unsigned char c : bytes) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\a':
-        out += "\\a";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      default:
-        if (c >= 0x20 && c < 0x7f) {
-          out += static_cast<char>(c);
-        } else {
-          char hex[8];
-          std::snprintf(hex, sizeof(hex), "\\x%02x", c);
-          out += hex;
-        }
-    }
-  }
-  out += '"';
-  return out;
 }
 
 }  // namespace larder::server

@@ -43,8 +43,4 @@ class Monitors {
   std::atomic<size_t> count_{0};
 };
 
-// `bytes` quoted as Redis's sdscatrepr quotes them: "...", with \\ \" \n \r \t \a \b escaped
-// and other unprintable bytes as \xhh.
-std::string QuotedRepr(std::string_view bytes);
-
 }  // namespace larder::server
