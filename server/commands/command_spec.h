@@ -38,6 +38,9 @@ enum CommandFlag : uint32_t {
   kSkipSlowlog = 1u << 12,   // never in the slow log (EXEC: its commands are, one by one)
   kMayReplicate = 1u << 13,  // changes what others see without writing a key (PUBLISH): held
                              // by CLIENT PAUSE WRITE
+  kMovesArgs = 1u << 14,     // the handler may take its arguments' buffers (SET's value goes to
+                             // the engine as it arrived): dispatch copies what SLOWLOG and
+                             // MONITOR show first
 };
 
 // The words a row's `flags` may hold, in the order COMMAND reports them. Reported words are
@@ -62,6 +65,7 @@ inline constexpr FlagWord kFlagWords[] = {
     {"locks_itself", kLocksItself, false},
     {"pubsub_context", kPubSubContext, false},
     {"may_replicate", kMayReplicate, false},
+    {"moves_args", kMovesArgs, false},
 };
 
 // Redis key positions: argv[first], argv[first + step], ... up to argv[last] (-1: the last

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 
 #include "commands/command_table.h"
@@ -65,10 +66,26 @@ std::vector<std::string> Redacted(const CommandSpec& spec, const std::vector<std
   return out;
 }
 
+// The arguments a handler with `moves_args` may take (SET hands its value's buffer to the
+// engine), copied before it runs: in full while someone monitors, else as the slow log keeps
+// them. Empty for other commands, whose arguments are still there afterwards.
+struct ArgsBefore {
+  std::optional<std::vector<std::string>> args;
+  bool shortened = false;
+};
+
+ArgsBefore CopyArgsIfMoved(const Ctx& ctx) {
+  ArgsBefore before;
+  if (!ctx.spec.Has(kMovesArgs)) return before;
+  before.shortened = ctx.core.monitors.Idle();
+  before.args = before.shortened ? SlowLog::ShortenedArgs(ctx.argv) : ctx.argv;
+  return before;
+}
+
 // Logs a finished command: its statistics and latency histogram, the slow log, the latency
 // monitor, and the MONITOR feed. `usec` is the time it ran; `failed`, whether it replied an
-// error.
-void Observe(Ctx& ctx, uint64_t usec, bool failed) {
+// error; `before`, its arguments if the handler may have taken them.
+void Observe(Ctx& ctx, uint64_t usec, bool failed, const ArgsBefore& before) {
   Core& core = ctx.core;
   const auto cfg = core.config.snapshot();
   CommandStats& stats = core.commands.at(ctx.spec.id);
@@ -91,10 +108,15 @@ void Observe(Ctx& ctx, uint64_t usec, bool failed) {
                      usec / 1000);
   }
   if (!slow && !monitored) return;
-  const std::vector<std::string> args = Redacted(ctx.spec, ctx.argv);
+  const std::vector<std::string> args = Redacted(ctx.spec, before.args ? *before.args : ctx.argv);
   if (monitored) core.monitors.Feed(ctx.client, args, now_us);
   if (!slow) return;
-  SlowLogEntry entry{0, now_us / 1000000, usec, SlowLog::ShortenedArgs(args), ctx.client.addr, {}};
+  SlowLogEntry entry{0,
+                     now_us / 1000000,
+                     usec,
+                     before.shortened ? args : SlowLog::ShortenedArgs(args),
+                     ctx.client.addr,
+                     {}};
   {
     std::lock_guard<std::mutex> lock(ctx.client.mu);
     entry.client_name = ctx.client.name;
@@ -102,14 +124,17 @@ void Observe(Ctx& ctx, uint64_t usec, bool failed) {
   core.slowlog.Add(std::move(entry), static_cast<size_t>(cfg->slowlog_max_len));
 }
 
-// Runs the command (Execute) and observes it.
-void ExecuteObserved(Ctx& ctx) {
+// Runs the command (`run`: with its lock, or without for EXEC's queued commands) and observes
+// it.
+template <typename Run>
+void RunObserved(Ctx& ctx, Run run) {
+  const ArgsBefore before = CopyArgsIfMoved(ctx);
   const auto started = std::chrono::steady_clock::now();
   const uint64_t errors_before = ctx.w.errors();
-  Execute(ctx);
+  run(ctx);
   const auto elapsed = std::chrono::steady_clock::now() - started;
   Observe(ctx, std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count(),
-          ctx.w.errors() > errors_before);
+          ctx.w.errors() > errors_before, before);
 }
 
 }  // namespace
@@ -168,17 +193,12 @@ void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::str
     return;
   }
   Ctx ctx{core_, client, argv, w, spec};
-  ExecuteObserved(ctx);
+  RunObserved(ctx, Execute);
 }
 
 void RunQueued(Core& core, ClientState& client, QueuedRequest& request, resp::ReplyWriter& w) {
   Ctx ctx{core, client, request.argv, w, *request.spec};
-  const auto started = std::chrono::steady_clock::now();
-  const uint64_t errors_before = w.errors();
-  ctx.spec.handler(ctx);
-  const auto elapsed = std::chrono::steady_clock::now() - started;
-  Observe(ctx, std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count(),
-          w.errors() > errors_before);
+  RunObserved(ctx, ctx.spec.handler);
 }
 
 }  // namespace larder::server

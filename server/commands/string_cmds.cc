@@ -422,11 +422,11 @@ void Lcs(Ctx& ctx) {
 
 constexpr CommandRow kRows[] = {
     {"get", 2, "readonly", kOneKey, Get},
-    {"set", -3, "write", kOneKey, Set},
+    {"set", -3, "write moves_args", kOneKey, Set},
     {"setnx", 3, "write", kOneKey, SetNx},
     {"getset", 3, "write exclusive", kOneKey, GetSet},
-    {"setex", 4, "write", kOneKey, SetEx<kSeconds>},
-    {"psetex", 4, "write", kOneKey, SetEx<kMilliseconds>},
+    {"setex", 4, "write moves_args", kOneKey, SetEx<kSeconds>},
+    {"psetex", 4, "write moves_args", kOneKey, SetEx<kMilliseconds>},
     {"getex", -2, "write", kOneKey, GetEx},
     {"getdel", 2, "write", kOneKey, GetDel},
     {"mget", -2, "readonly", kEveryArgKey, MGet},

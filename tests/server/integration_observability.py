@@ -69,21 +69,23 @@ class SlowLogTest(BothServers):
     def test_entries_keep_arguments_as_redis_does(self):
         for c in self.clients():
             c.config_set("slowlog-log-slower-than", 0)
-            c.config_set("slowlog-max-len", 3)
+            c.config_set("slowlog-max-len", 4)
             c.slowlog_reset()
             c.client_setname("slow-one")
             c.set("s:" + "k" * 200, "v")
             c.execute_command("MSET", *["a%d" % i for i in range(40)])
+            c.set("s:big", b"z" * 70000)  # SET may give its value's buffer to the engine
             c.get("s:x")
         larder, redis = (c.slowlog_get(10) for c in self.clients())
-        self.assertEqual(len(larder), 3)  # slowlog-max-len
+        self.assertEqual(len(larder), 4)  # slowlog-max-len
         self.assertEqual([e["command"] for e in larder], [e["command"] for e in redis])
         for entry in larder:
             self.assertGreaterEqual(entry["duration"], 0)
             self.assertGreater(entry["start_time"], time.time() - 60)
         args = [e["command"] for e in larder]
-        self.assertIn(b"... (10 more arguments)", args[1])
-        self.assertIn(b"... (74 more bytes)", args[2])
+        self.assertIn(b"z" * 128 + b"... (69872 more bytes)", args[1])
+        self.assertIn(b"... (10 more arguments)", args[2])
+        self.assertIn(b"... (74 more bytes)", args[3])
         for c in self.clients():
             c.config_set("slowlog-max-len", 128)
 
@@ -174,7 +176,8 @@ class CommandStatsTest(BothServers):
 
 
 class MonitorTest(BothServers):
-    SCRIPT = [["SET", "m:k", b'a"b\x01\n'], ["GET", "m:k"], ["AUTH", "pw"],
+    SCRIPT = [["SET", "m:k", b'a"b\x01\n'], ["SET", "m:big", b"y" * 70000], ["GET", "m:k"],
+              ["AUTH", "pw"],
               ["HELLO", "2", "AUTH", "default", "pw"], ["MULTI"], ["INCR", "m:n"], ["EXEC"]]
 
     def monitored_lines(self, server):

@@ -18,7 +18,8 @@ from server_harness import ServerProcess
 RUNTIME_MUTABLE = {
     "maxclients", "timeout", "tcp-keepalive", "protected-mode", "requirepass",
     "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit", "loglevel",
-    "notify-keyspace-events",
+    "notify-keyspace-events", "slowlog-log-slower-than", "slowlog-max-len",
+    "latency-monitor-threshold", "latency-tracking", "latency-tracking-info-percentiles",
 }
 IMMUTABLE_ERR = b"-ERR CONFIG SET failed (possibly related to argument '%s') - can't set " \
                 b"immutable config\r\n"
@@ -147,9 +148,12 @@ class SecurityTest(unittest.TestCase):
             self.assertEqual(rc.call("SAVE"), b"+OK\r\n")
             for cmd in (("MODULE", "LOAD", "/tmp/x.so"), ("DEBUG", "RELOAD"),
                         ("SLAVEOF", "127.0.0.1", "1"), ("REPLICAOF", "127.0.0.1", "1"),
-                        ("MIGRATE", "h", "1", "k", "0", "1"), ("RESTORE", "k", "0", "x"),
+                        ("MIGRATE", "h", "1", "k", "0", "1"),
                         ("EVAL", "return 1", "0"), ("SCRIPT", "LOAD", "x")):
                 self.assertTrue(rc.call(*cmd).startswith(b"-ERR unknown command"), cmd)
+            # RESTORE takes a payload, never a path: anything else is refused, nothing written.
+            self.assertEqual(rc.call("RESTORE", "k", "0", "../../etc/passwd"),
+                             b"-ERR DUMP payload version or checksum are wrong\r\n")
             # The store's own files are not keys and keys are not files.
             self.assertEqual(rc.call("EXISTS", "CURRENT"), b":1\r\n")
             self.assertEqual(rc.call("DEL", "CURRENT", "LOCK"), b":2\r\n")
