@@ -1,6 +1,7 @@
 // SLOWLOG, LATENCY and MONITOR: what an operator runs to see which commands are slow and what
 // clients send. The records they read are kept by dispatch for every command (core/slowlog.h,
 // core/latency_monitor.h, core/command_metrics.h, core/monitors.h).
+#include "commands/command_table.h"
 #include "commands/families.h"
 #include "commands/subcommands.h"
 #include "commands/util.h"
@@ -86,12 +87,14 @@ void LatencyReset(Ctx& ctx) {
 // count of calls faster than each power-of-two number of microseconds, for the powers at which
 // it grows.
 void WriteHistogram(Ctx& ctx, const CommandStats& stats) {
+  std::vector<uint64_t> bounds;  // 2^j + 1: the calls of at most 2^j microseconds
+  for (uint64_t power = 1; power != 0; power <<= 1) bounds.push_back(power + 1);
+  const LatencyHistogram::Cumulative counts = stats.latency.CountsBelow(bounds);
   std::vector<std::pair<uint64_t, uint64_t>> cdf;
-  uint64_t total = stats.latency.count(), last = 0;
-  for (uint64_t bound = 1; last < total && bound != 0; bound <<= 1) {
-    const uint64_t below = stats.latency.CountBelow(bound + 1);
-    if (below != last) cdf.emplace_back(bound, below);
-    last = below;
+  uint64_t last = 0;
+  for (size_t i = 0; i < bounds.size() && last < counts.total; ++i) {
+    if (counts.below[i] != last) cdf.emplace_back(bounds[i] - 1, counts.below[i]);
+    last = counts.below[i];
   }
   ctx.w.MapHeader(2);
   ctx.w.BulkString("calls");
@@ -110,10 +113,12 @@ void LatencyHistogramOf(Ctx& ctx) {
   if (ctx.argc() == 2) {
     for (size_t id = 0; id < table.size(); ++id) ids.push_back(id);
   } else {
-    for (size_t i = 2; i < ctx.argc(); ++i) ids.push_back(table.Find(ToLower(ctx.argv[i])));
+    for (size_t i = 2; i < ctx.argc(); ++i) {
+      const CommandSpec* spec = FindCommand(ctx.argv[i]);
+      if (spec != nullptr) ids.push_back(spec->id);
+    }
   }
-  std::erase_if(ids,
-                [&](size_t id) { return id >= table.size() || table.at(id).latency.count() == 0; });
+  std::erase_if(ids, [&](size_t id) { return table.at(id).latency.count() == 0; });
   ctx.w.MapHeader(ids.size());
   for (size_t id : ids) {
     ctx.w.BulkString(table.name(id));

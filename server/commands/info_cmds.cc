@@ -11,10 +11,6 @@
 #include "commands/util.h"
 #include "core/process_usage.h"
 
-#ifndef LARDER_VERSION
-#define LARDER_VERSION "0.1.0"
-#endif
-
 namespace larder::server {
 
 namespace {

@@ -36,20 +36,16 @@ uint64_t LatencyHistogram::Quantile(double p) const {
   return LargestIn(kBuckets - 2);  // counts raced ahead of the buckets
 }
 
-uint64_t LatencyHistogram::CountBelow(uint64_t usec) const {
-  uint64_t n = 0;
-  for (size_t b = 0; b < kBuckets && LargestIn(b) < usec; ++b) {
-    n += buckets_[b].load(std::memory_order_relaxed);
-  }
-  return n;
-}
-
-std::vector<std::pair<uint64_t, uint64_t>> LatencyHistogram::NonEmpty() const {
-  std::vector<std::pair<uint64_t, uint64_t>> out;
+LatencyHistogram::Cumulative LatencyHistogram::CountsBelow(std::span<const uint64_t> bounds) const {
+  Cumulative out;
+  out.below.reserve(bounds.size());
   for (size_t b = 0; b < kBuckets; ++b) {
-    uint64_t n = buckets_[b].load(std::memory_order_relaxed);
-    if (n > 0) out.emplace_back(LargestIn(b), n);
+    while (out.below.size() < bounds.size() && LargestIn(b) >= bounds[out.below.size()]) {
+      out.below.push_back(out.total);
+    }
+    out.total += buckets_[b].load(std::memory_order_relaxed);
   }
+  out.below.resize(bounds.size(), out.total);
   return out;
 }
 
@@ -70,13 +66,6 @@ void CommandStats::Reset() {
 void CommandStatsTable::Init(std::span<const std::string_view> names) {
   names_.assign(names.begin(), names.end());
   stats_ = std::make_unique<CommandStats[]>(names_.size());
-}
-
-size_t CommandStatsTable::Find(std::string_view name) const {
-  for (size_t i = 0; i < names_.size(); ++i) {
-    if (names_[i] == name) return i;
-  }
-  return names_.size();
 }
 
 void CommandStatsTable::Reset() {

@@ -38,10 +38,15 @@ class LatencyHistogram {
   // The smallest bucket bound at or above which fraction p (0..1] of the recorded values
   // lie, in microseconds: the largest value the p-quantile's bucket holds. 0 if empty.
   uint64_t Quantile(double p) const;
-  // How many recorded values are below `usec` (exact when `usec` is a power of two).
-  uint64_t CountBelow(uint64_t usec) const;
-  // Non-empty buckets as (largest value of the bucket, count), in increasing order.
-  std::vector<std::pair<uint64_t, uint64_t>> NonEmpty() const;
+  // The cumulative distribution at `bounds` (increasing): below[i] counts the values of the
+  // buckets wholly below bounds[i] (exactly the values below it when it is a power of two or at
+  // most 16), and `total` all values. One pass over the buckets, so the counts agree with each
+  // other even while values are being recorded.
+  struct Cumulative {
+    std::vector<uint64_t> below;
+    uint64_t total = 0;
+  };
+  Cumulative CountsBelow(std::span<const uint64_t> bounds) const;
   void Reset();
 
   static size_t BucketOf(uint64_t usec);
@@ -73,9 +78,6 @@ class CommandStatsTable {
   std::string_view name(size_t id) const { return names_[id]; }
   CommandStats& at(size_t id) { return stats_[id]; }
   const CommandStats& at(size_t id) const { return stats_[id]; }
-  // Index of `name` (lowercase), or size() if unknown.
-  size_t Find(std::string_view name) const;
-
   void Reset();  // CONFIG RESETSTAT
 
  private:

@@ -7,10 +7,6 @@
 
 #include "core/process_usage.h"
 
-#ifndef LARDER_VERSION
-#define LARDER_VERSION "0.1.0"
-#endif
-
 namespace larder::server {
 
 namespace {
@@ -115,18 +111,16 @@ constexpr int kFirstPower = 4, kLastPower = 24;
 
 void WriteHistogram(std::string_view cmd, const LatencyHistogram& h, Page& page) {
   const std::string label = "cmd=\"" + std::string(cmd) + "\"";
-  // One pass over the buckets, so the cumulative counts agree with each other and _count.
-  const auto buckets = h.NonEmpty();
-  uint64_t total = 0;
-  for (const auto& [largest, n] : buckets) total += n;
+  std::vector<uint64_t> bounds;
+  for (int k = kFirstPower; k <= kLastPower; ++k) bounds.push_back(uint64_t{1} << k);
+  // The cumulative counts agree with each other and with _count.
+  const LatencyHistogram::Cumulative cdf = h.CountsBelow(bounds);
+  const uint64_t total = cdf.total;
   constexpr std::string_view name = "larder_command_duration_seconds_bucket";
-  for (int k = kFirstPower; k <= kLastPower; ++k) {
-    const uint64_t bound = uint64_t{1} << k;
-    uint64_t below = 0;
-    for (const auto& [largest, n] : buckets) below += largest < bound ? n : 0;
+  for (size_t i = 0; i < bounds.size(); ++i) {
     char le[32];
-    std::snprintf(le, sizeof(le), "%.6f", static_cast<double>(bound) / 1e6);
-    page.Sample(name, label + ",le=\"" + le + "\"", Number(below));
+    std::snprintf(le, sizeof(le), "%.6f", static_cast<double>(bounds[i]) / 1e6);
+    page.Sample(name, label + ",le=\"" + le + "\"", Number(cdf.below[i]));
   }
   page.Sample(name, label + ",le=\"+Inf\"", Number(total));
   page.Sample("larder_command_duration_seconds_sum", label,
