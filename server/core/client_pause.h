@@ -39,7 +39,6 @@ class ClientPause {
     if (!Active(now_ms)) return false;
     return scope_.load() == static_cast<int>(Scope::kAll) || writes;
   }
-  int64_t until_ms() const { return until_ms_.load(); }
 
  private:
   std::atomic<int> scope_{0};
