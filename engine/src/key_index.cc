@@ -66,7 +66,34 @@ struct KeyIndex::Shard {
   size_t cap = 0;  // home slots
   size_t len = 0;  // cap + kTail
   size_t count = 0;
-  uint64_t bytes = 0;  // sum of the entries' sizes
+  uint64_t bytes = 0;                // sum of the entries' sizes
+  size_t expiring = 0;               // entries with an expiry
+  unsigned __int128 expiry_sum = 0;  // sum of their expiry times (ms)
+
+  static uint64_t ExpiryOf(const Slot& s) { return s.meta & ((uint64_t{1} << 48) - 1); }
+  // Counts a slot into (Add) or out of (Sub) the shard's totals.
+  void Add(const Slot& s) {
+    ++count;
+    bytes += s.size;
+    if (uint64_t exp = ExpiryOf(s)) {
+      ++expiring;
+      expiry_sum += exp;
+    }
+  }
+  void Sub(const Slot& s) {
+    --count;
+    bytes -= s.size;
+    if (uint64_t exp = ExpiryOf(s)) {
+      --expiring;
+      expiry_sum -= exp;
+    }
+  }
+  // Overwrites an occupied slot, keeping the totals.
+  void Set(size_t pos, const Slot& s) {
+    Sub(slots[pos]);
+    Add(s);
+    slots[pos] = s;
+  }
 
   size_t Home(uint64_t hash) const {
     return static_cast<size_t>((static_cast<unsigned __int128>(hash << kShardBits) * cap) >> 64);
@@ -119,19 +146,17 @@ struct KeyIndex::Shard {
       }
       std::memmove(&slots[pos + 1], &slots[pos], (end - pos) * sizeof(Slot));
       slots[pos] = s;
-      ++count;
-      bytes += s.size;
+      Add(s);
       return;
     }
   }
   void EraseAt(size_t pos) {
-    bytes -= slots[pos].size;
+    Sub(slots[pos]);
     size_t j = pos + 1;
     for (; j < len && slots[j].hash != 0 && Home(slots[j].hash) < j; ++j) {
       slots[j - 1] = slots[j];
     }
     slots[j - 1] = Slot{};
-    --count;
   }
 };
 
@@ -176,8 +201,7 @@ bool KeyIndex::Replace(const Entry& old, const Entry& now) {
   std::lock_guard lock(s.mu);
   size_t pos = s.FindVersion(old);
   if (pos == s.len) return false;
-  s.bytes += uint64_t{now.size} - s.slots[pos].size;
-  s.slots[pos] = Slot::Pack(now);
+  s.Set(pos, Slot::Pack(now));
   return true;
 }
 
@@ -197,7 +221,7 @@ bool KeyIndex::Update(const Entry& e, const std::function<void(Entry&)>& fn) {
   if (pos == s.len) return false;
   Entry x = s.slots[pos].Unpack();
   fn(x);
-  s.slots[pos] = Slot::Pack(x);
+  s.Set(pos, Slot::Pack(x));
   return true;
 }
 
@@ -219,7 +243,7 @@ void KeyIndex::ForEachInShards(size_t first, size_t n, const std::function<bool(
         s.EraseAt(i);  // the next entry may have moved into slot i: look at it again
         continue;
       }
-      s.slots[i++] = Slot::Pack(x);
+      s.Set(i++, Slot::Pack(x));
     }
   }
 }
@@ -250,8 +274,9 @@ void KeyIndex::Clear() {
     Shard& s = shards_[sh];
     std::lock_guard lock(s.mu);
     s.slots.reset();
-    s.cap = s.len = s.count = 0;
+    s.cap = s.len = s.count = s.expiring = 0;
     s.bytes = 0;
+    s.expiry_sum = 0;
   }
 }
 
@@ -285,6 +310,16 @@ size_t KeyIndex::size() const {
 
 uint64_t KeyIndex::ValueBytes() const {
   return SumOverShards([](const Shard& s) { return s.bytes; });
+}
+
+KeyIndex::ExpiryTotals KeyIndex::Expiries() const {
+  ExpiryTotals t;
+  for (size_t sh = 0; sh < kShards; ++sh) {
+    std::lock_guard lock(shards_[sh].mu);
+    t.count += shards_[sh].expiring;
+    t.sum_ms += shards_[sh].expiry_sum;
+  }
+  return t;
 }
 
 uint64_t KeyIndex::MemoryBytes() const {

@@ -98,6 +98,12 @@ class KeyIndex {
   size_t size() const;
   // Sum of the entries' value sizes.
   uint64_t ValueBytes() const;
+  // The entries that have an expiry: how many, and the sum of their expiry times.
+  struct ExpiryTotals {
+    uint64_t count = 0;
+    unsigned __int128 sum_ms = 0;
+  };
+  ExpiryTotals Expiries() const;
   // Bytes of memory the slots occupy.
   uint64_t MemoryBytes() const;
 

@@ -169,6 +169,12 @@ Stats StoreImpl::GetStats() {
   if (closed_) return st;
   st.keys = index_.size();
   st.live_bytes = index_.ValueBytes();
+  const KeyIndex::ExpiryTotals expiries = index_.Expiries();
+  st.expiring_keys = expiries.count;
+  if (expiries.count > 0) {
+    const auto mean_ms = static_cast<int64_t>(expiries.sum_ms / expiries.count);
+    st.avg_ttl = static_cast<uint64_t>(std::max<int64_t>(0, mean_ms - Now()));
+  }
   st.value_file_bytes = gens_->FileBytes();
   uint64_t wal = 0;
   rocksdb::VectorLogPtr logs;

@@ -119,7 +119,10 @@ void WriteReplication(const InfoInput&, std::string* out) {
 
 void WriteKeyspace(const InfoInput& in, std::string* out) {
   if (in.engine.keys == 0) return;
-  Field(out, "db0", "keys=" + std::to_string(in.engine.keys) + ",expires=0,avg_ttl=0");
+  Field(out, "db0",
+        "keys=" + std::to_string(in.engine.keys) +
+            ",expires=" + std::to_string(in.engine.expiring_keys) +
+            ",avg_ttl=" + std::to_string(in.engine.avg_ttl));
 }
 
 // Per command: calls, time and outcomes, as Redis's cmdstat_<name> lines.

@@ -156,6 +156,44 @@ TEST_F(StoreTest, ConditionalPutsAndKeepTtl) {
   EXPECT_EQ(store_->Ttl("k"), kTtlNoExpiry);
 }
 
+// INFO keyspace's expires and avg_ttl: the index counts the entries with a TTL through every
+// change (put, overwrite, expiry set or removed, delete, expiry, reopen).
+TEST_F(StoreTest, StatsCountTheEntriesWithATtl) {
+  auto expiring = [&] { return store_->GetStats().expiring_keys; };
+  auto avg_ttl = [&] { return store_->GetStats().avg_ttl; };
+  EXPECT_EQ(expiring(), 0u);
+  EXPECT_EQ(avg_ttl(), 0u);
+  PutOptions po;
+  po.expire_at_ms = clock_->NowMs() + 1000;
+  ASSERT_TRUE(store_->Put("a", "v", po).ok());
+  po.expire_at_ms = clock_->NowMs() + 3000;
+  ASSERT_TRUE(store_->Put("b", "v", po).ok());
+  ASSERT_TRUE(store_->Put("c", "v").ok());
+  EXPECT_EQ(expiring(), 2u);
+  EXPECT_EQ(avg_ttl(), 2000u);
+  clock_->Advance(500);
+  EXPECT_EQ(avg_ttl(), 1500u);
+  ASSERT_TRUE(store_->SetExpiry("c", clock_->NowMs() + 4500).ok());
+  EXPECT_EQ(expiring(), 3u);
+  EXPECT_EQ(avg_ttl(), 2500u);  // (500 + 2500 + 4500) / 3
+  ASSERT_TRUE(store_->Persist("b").ok());
+  ASSERT_TRUE(store_->Put("a", "w").ok());  // an overwrite without KEEPTTL drops the TTL
+  EXPECT_EQ(expiring(), 1u);
+  EXPECT_EQ(avg_ttl(), 4500u);
+  Reopen();
+  EXPECT_EQ(expiring(), 1u);
+  EXPECT_EQ(avg_ttl(), 4500u);
+  ASSERT_TRUE(store_->Delete("c").ok());
+  EXPECT_EQ(expiring(), 0u);
+  EXPECT_EQ(avg_ttl(), 0u);
+  po.expire_at_ms = clock_->NowMs() + 10;
+  ASSERT_TRUE(store_->Put("d", "v", po).ok());
+  clock_->Advance(10);
+  store_->Maintain();
+  EXPECT_EQ(expiring(), 0u);
+  EXPECT_EQ(store_->GetStats().keys, 2u);
+}
+
 TEST_F(StoreTest, ExistsPrefixDeleteTouch) {
   for (auto k : {"c0", "c1", "c2", "c4"}) ASSERT_TRUE(store_->Put(k, "v").ok());
   EXPECT_EQ(store_->Exists({"c0", "c0", "c3", "c4"}), 3u);

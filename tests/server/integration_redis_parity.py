@@ -258,6 +258,27 @@ class RedisParityTest(unittest.TestCase):
                     self.assertEqual(dst.call("RESTORE", key, "0", payload, "REPLACE"), b"+OK\r\n")
                     self.assertEqual(dst.call("GET", key), src.call("GET", key))
 
+    def test_info_keyspace_counts_keys_with_a_ttl_as_redis(self):
+        def keyspace(conn):
+            reply = conn.call("INFO", "keyspace").decode()
+            line = next(l for l in reply.split("\r\n") if l.startswith("db0:"))
+            return dict(f.split("=") for f in line[len("db0:"):].split(","))
+
+        for c in self.conns:
+            c.call("FLUSHALL")
+            c.call("SET", "ks:a", "v", "EX", "100")
+            c.call("SET", "ks:b", "v", "PX", "300000")
+            c.call("SET", "ks:c", "v")
+            c.call("SET", "ks:d", "v", "EX", "50")
+            c.call("PERSIST", "ks:d")
+            c.call("SET", "ks:e", "v", "EX", "50")
+            c.call("SET", "ks:e", "w")  # an overwrite drops the TTL
+        larder, redis = (keyspace(c) for c in self.conns)
+        self.assertEqual((larder["keys"], larder["expires"]), (redis["keys"], redis["expires"]))
+        self.assertEqual(larder["expires"], "2")
+        # Larder's avg_ttl is exact (Redis's is a running estimate from expiry sampling).
+        self.assertTrue(190000 <= int(larder["avg_ttl"]) <= 200000, larder)
+
     def test_restore_of_another_type_is_refused_with_an_actionable_error(self):
         self.conns[1].call("DEL", "alist")
         self.conns[1].call("RPUSH", "alist", "a", "b")

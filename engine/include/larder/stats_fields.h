@@ -10,6 +10,8 @@
 #define LARDER_STAT_GAUGES(X)                                                           \
   X(keys, "entries (an expired one counts until maintenance removes it, as in DBSIZE)") \
   X(live_bytes, "sum of the entries' value sizes")                                      \
+  X(expiring_keys, "entries with a TTL (INFO keyspace's expires)")                      \
+  X(avg_ttl, "mean ms left of the entries with a TTL (Redis's avg_ttl; 0: none)")       \
   X(disk_bytes, "bytes of the data directory's files (values, index, WAL)")             \
   X(value_file_bytes, "bytes of the blob files (padding and replaced values included)") \
   X(index_file_bytes, "bytes of the index's SST and WAL files")                         \
@@ -28,7 +30,7 @@
   X(reinserted_bytes, "value bytes re-written by eviction")                            \
   X(expired_keys, "entries removed because their TTL passed")                          \
   X(corruptions, "values that failed verification (served as misses)")                 \
-  X(failed_writes, "acknowledged values whose background write failed (key removed)")   \
+  X(failed_writes, "acknowledged values whose background write failed (key removed)")  \
   X(bytes_read, "value bytes returned to callers")                                     \
   X(bytes_written, "value bytes accepted by Put (reinsertions not included)")
 
