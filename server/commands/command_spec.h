@@ -112,6 +112,8 @@ struct SubcommandRow {
   Handler handler;
   std::string_view usage;  // "SETNAME <name>": the HELP line naming it
   std::string_view help;   // what it does, one line
+  uint32_t flags = 0;      // CommandFlag bits of its own (kAdmin: hidden from MONITOR, as
+                           // Redis hides CLIENT LIST but shows CLIENT SETNAME)
 };
 
 }  // namespace larder::server

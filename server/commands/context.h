@@ -18,6 +18,7 @@ struct Ctx {
   std::vector<std::string>& argv;
   resp::ReplyWriter& w;
   const CommandSpec& spec;
+  uint32_t subcommand_flags = 0;  // the flags of the subcommand row that ran (RunSubcommand)
 
   Store& store() { return core.store; }
   size_t argc() const { return argv.size(); }

@@ -96,7 +96,8 @@ void Observe(Ctx& ctx, uint64_t usec, bool failed, const ArgsBefore& before) {
   const bool slow = cfg->slowlog_log_slower_than >= 0 &&
                     usec >= static_cast<uint64_t>(cfg->slowlog_log_slower_than) &&
                     !ctx.spec.Has(kSkipSlowlog);
-  const bool monitored = !core.monitors.Idle() && !ctx.spec.Has(kAdmin);
+  const bool admin = ctx.spec.Has(kAdmin) || (ctx.subcommand_flags & kAdmin) != 0;
+  const bool monitored = !core.monitors.Idle() && !admin;
   if (!slow && !monitored && cfg->latency_monitor_threshold == 0) return;
   // MONITOR's stamps have microseconds: the wall clock itself (Core's clock is the same one).
   const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(

@@ -30,6 +30,7 @@ void RunSubcommand(Ctx& ctx, std::span<const SubcommandRow> table) {
   for (const SubcommandRow& row : table) {
     if (!EqualsNoCase(sub, row.name)) continue;
     if (!ArityOk(row.arity, ctx.argc())) return ReplyArity(ctx, full);
+    ctx.subcommand_flags = row.flags;
     return row.handler(ctx);
   }
   ReplyUnknownSub(ctx, sub, ctx.spec.name);
