@@ -93,6 +93,14 @@ void WriteStats(const InfoInput& in, std::string* out) {
   Field(out, "evicted_keys", in.engine.evicted_keys);
   Field(out, "keyspace_hits", in.engine.hits);
   Field(out, "keyspace_misses", in.engine.misses);
+  Field(out, "unexpected_error_replies", uint64_t{0});  // Redis's count of replication errors
+}
+
+// Error replies by code, as Redis's errorstat_<CODE> lines.
+void WriteErrorStats(const InfoInput& in, std::string* out) {
+  for (const auto& [code, count] : in.core.errors.Snapshot()) {
+    Field(out, "errorstat_" + code, "count=" + std::to_string(count));
+  }
 }
 
 // CPU seconds of the process and of its waited-for children, as Redis prints them.
@@ -185,6 +193,7 @@ constexpr Section kSections[] = {
     {"cpu", WriteCpu, true},
     {"commandstats", WriteCommandStats, false},
     {"latencystats", WriteLatencyStats, false},
+    {"errorstats", WriteErrorStats, true},
     {"keyspace", WriteKeyspace, true},
     {"larder", WriteLarder, true},
 };

@@ -41,6 +41,7 @@ void ConfigResetStat(Ctx& ctx) {
   ctx.store().ResetCounters();
   ctx.core.stats.Reset();
   ctx.core.commands.Reset();
+  ctx.core.errors.Reset();
   ctx.w.SimpleString("OK");
 }
 

@@ -11,6 +11,7 @@
 #include "core/client_registry.h"
 #include "core/command_metrics.h"
 #include "core/config_holder.h"
+#include "core/error_stats.h"
 #include "core/fair_shared_mutex.h"
 #include "core/keyspace_events.h"
 #include "core/latency_monitor.h"
@@ -50,6 +51,8 @@ struct Core {
   KeyspaceEvents events{config, pubsub};
   // Per-command calls, time and latency histograms; sized by main from the command table.
   CommandStatsTable commands;
+  // Error replies by code (INFO errorstats); every connection's reply writers report here.
+  ErrorStats errors{stats};
   SlowLog slowlog;
   LatencyMonitor latency;
   Monitors monitors;

@@ -37,6 +37,19 @@ std::string EscapeHelp(std::string_view text) {
   return out;
 }
 
+// A label value with the format's escapes (backslash, double quote, newline).
+std::string EscapeLabel(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"') {
+      out += "\\\"";
+    } else {
+      out += EscapeHelp(std::string_view(&c, 1));
+    }
+  }
+  return out;
+}
+
 class Page {
  public:
   void Family(std::string_view name, std::string_view type, std::string_view help) {
@@ -102,6 +115,10 @@ void WriteServer(Core& core, Page& page) {
   page.Family("larder_cpu_seconds_total", "counter", "CPU time of the server process");
   page.Sample("larder_cpu_seconds_total", "mode=\"user\"", Number(CpuTime::Seconds(cpu.user)));
   page.Sample("larder_cpu_seconds_total", "mode=\"system\"", Number(CpuTime::Seconds(cpu.system)));
+  page.Family("larder_errors_total", "counter", "error replies by code (INFO errorstats)");
+  for (const auto& [code, count] : core.errors.Snapshot()) {
+    page.Sample("larder_errors_total", "code=\"" + EscapeLabel(code) + "\"", Number(count));
+  }
   page.Family("larder_build_info", "gauge", "the server's version, as a label; always 1");
   page.Sample("larder_build_info", "version=\"" LARDER_VERSION "\"", "1");
 }

@@ -8,14 +8,15 @@
 #include <atomic>
 #include <cstdint>
 
-#define LARDER_SERVER_STATS(X)                                                               \
-  X(total_connections_received, "connections accepted")                                      \
-  X(total_commands_processed, "requests executed, failed and queued ones included")          \
-  X(total_net_input_bytes, "bytes read from clients")                                        \
-  X(total_net_output_bytes, "bytes written to clients")                                      \
-  X(rejected_connections, "connections refused: maxclients reached or protected mode")       \
-  X(client_query_buffer_limit_disconnections, "clients closed at client-query-buffer-limit") \
-  X(client_output_buffer_limit_disconnections, "clients closed at client-output-buffer-limit")
+#define LARDER_SERVER_STATS(X)                                                                 \
+  X(total_connections_received, "connections accepted")                                        \
+  X(total_commands_processed, "requests executed, failed and queued ones included")            \
+  X(total_net_input_bytes, "bytes read from clients")                                          \
+  X(total_net_output_bytes, "bytes written to clients")                                        \
+  X(rejected_connections, "connections refused: maxclients reached or protected mode")         \
+  X(client_query_buffer_limit_disconnections, "clients closed at client-query-buffer-limit")   \
+  X(client_output_buffer_limit_disconnections, "clients closed at client-output-buffer-limit") \
+  X(total_error_replies, "error replies sent (INFO errorstats counts them by code)")
 
 namespace larder::server {
 

@@ -20,6 +20,7 @@ Connection::Connection(Server& server, Socket socket, std::shared_ptr<ClientStat
       inbuf_(kReadBufferBytes),
       hold_timer_(socket_.get_executor()) {
   bufs_.reserve(kMaxIov);
+  w_.set_error_listener(&server_.core().errors);
   // Non-blocking at the descriptor, for the writes made outside Asio (sendmsg, sendfile).
   asio::error_code ignored;
   socket_.native_non_blocking(true, ignored);
@@ -177,6 +178,7 @@ void Connection::Execute() {
   asio::post(pool, [self = shared_from_this(), rpos = rpos_, wpos = wpos_, direct_fd, hard_limit] {
     resp::ReplyWriter w;
     w.set_protocol(self->state_->resp);
+    w.set_error_listener(&self->server_.core().errors);
     bool close = false, held = false;
     size_t new_rpos = self->RunBatch(w, rpos, wpos, &close, &held);
     if (direct_fd >= 0 && (hard_limit == 0 || w.queue().bytes() <= hard_limit)) {

@@ -190,6 +190,7 @@ void ReplyWriter::SimpleString(std::string_view text) {
 
 void ReplyWriter::Error(std::string_view text) {
   ++errors_;
+  if (error_listener_ != nullptr) error_listener_->OnErrorReply(text);
   Line('-', text);
 }
 

@@ -85,6 +85,16 @@ class OutputQueue {
   std::unique_ptr<char[]> spare_;  // one finished kBlockSize block, reused by NewBlock()
 };
 
+// Told of every error reply a ReplyWriter writes (the server counts them by code).
+class ErrorReplyListener {
+ public:
+  // `text` excludes the '-' and CRLF.
+  virtual void OnErrorReply(std::string_view text) = 0;
+
+ protected:
+  ~ErrorReplyListener() = default;
+};
+
 // Encodes replies in the connection's protocol version (RESP2 unless set_protocol(3)).
 // Text arguments of Error/SimpleString have any CR or LF replaced by a space, so a reply can
 // never break framing. Each call appends exactly one complete element (or header).
@@ -106,6 +116,8 @@ class ReplyWriter {
   void Error(std::string_view text);         // -text; `text` excludes the '-' and CRLF
   // Error replies written so far (command statistics tell failed calls by it).
   uint64_t errors() const { return errors_; }
+  // Tells `listener` (may be null; must outlive the writer) of every later error reply.
+  void set_error_listener(ErrorReplyListener* listener) { error_listener_ = listener; }
   void Integer(int64_t value);  // :value
   // RESP3 ",<repr>"; RESP2 a bulk string. <repr> is printf("%.17g"), or inf, -inf, nan.
   void Double(double value);
@@ -142,6 +154,7 @@ class ReplyWriter {
   OutputQueue queue_;
   bool resp3_ = false;
   uint64_t errors_ = 0;
+  ErrorReplyListener* error_listener_ = nullptr;
 };
 
 // `items` as a RESP2 array of bulk strings, in one string: a Pub/Sub message frame, encoded

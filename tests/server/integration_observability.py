@@ -159,6 +159,37 @@ class CommandStatsTest(BothServers):
         everything = larder.execute_command("INFO", "everything")
         self.assertIn("cmdstat_get", str(everything))
 
+    def test_error_replies_count_by_code_as_in_redis(self):
+        conns = [s.raw() for s in self.servers]
+        for c in conns:
+            self.addCleanup(c.close)
+            c.call("CONFIG", "RESETSTAT")
+            c.call("SET", "es", "abc")
+            c.call("INCR", "es")  # ERR not an integer
+            c.call("NOSUCHCOMMAND")  # ERR unknown command
+            c.call("GET")  # ERR wrong number of arguments
+            c.call("EXEC")  # ERR EXEC without MULTI
+            c.call("MULTI")
+            c.call("GET")  # queued with an error: EXECABORT at EXEC
+            c.call("EXEC")
+            c.call("CONFIG", "SET", "requirepass", "pw")
+            c.call("CLIENT", "SETNAME", "x y")  # ERR Client names cannot contain spaces...
+            anon = self.servers[conns.index(c)].raw()
+            anon.call("GET", "es")  # NOAUTH
+            anon.close()
+            c.call("AUTH", "pw")
+            c.call("CONFIG", "SET", "requirepass", "")
+        larder, redis = (c.call("INFO", "errorstats") for c in conns)
+        self.assertEqual(larder, redis)
+        self.assertIn(b"errorstat_NOAUTH:count=1", larder)
+        self.assertIn(b"errorstat_EXECABORT:count=1", larder)
+        totals = [int(re.search(rb"total_error_replies:(\d+)", c.call("INFO", "stats")).group(1))
+                  for c in conns]
+        self.assertEqual(totals[0], totals[1])
+        self.assertIn(b"# Errorstats", conns[0].call("INFO"))
+        conns[0].call("CONFIG", "RESETSTAT")
+        self.assertNotIn(b"errorstat_", conns[0].call("INFO", "errorstats"))
+
 
 class MonitorTest(BothServers):
     SCRIPT = [["SET", "m:k", b'a"b\x01\n'], ["SET", "m:big", b"y" * 70000], ["GET", "m:k"],
@@ -284,6 +315,12 @@ class MetricsEndpointTest(unittest.TestCase):
                      "larder_bytes_read_total", "larder_bytes_written_total"):
             self.assertIsNotNone(self.sample(page, name), name)
         self.assertIn('larder_command_duration_seconds_bucket{cmd="get",le="+Inf"}', page)
+        c.execute_command("CONFIG", "RESETSTAT")
+        with self.assertRaises(Exception):
+            c.execute_command("NOSUCHCOMMAND")
+        page = self.scrape()
+        self.assertEqual(self.sample(page, 'larder_errors_total{code="ERR"}'), 1)
+        self.assertEqual(self.sample(page, "larder_error_replies_total"), 1)
 
     def test_figures_follow_the_traffic_and_agree_with_info(self):
         c = self.larder.client()
