@@ -28,12 +28,19 @@ void ReplyMiss(Ctx& ctx, std::string_view key) {
   ctx.w.Null();
 }
 
+// Whether GET sends from the value's file (option `sendfile`; docs/architecture.md has the
+// measurements behind its default).
+bool UseSendfile(const Ctx& ctx) {
+  const std::string& mode = ctx.core.config.snapshot()->sendfile;
+  return mode == "always" || (mode == "remote" && !ctx.client.same_host);
+}
+
 // Replies the value of `key` (nil on a miss; the engine's error, or nil if `errors_as_nil`):
-// sent from its file where it is in one (sendfile: no copy in user space), through a buffer
-// otherwise.
+// sent from its file where it is in one and UseSendfile (no copy in user space), through a
+// buffer otherwise.
 void ReplyStored(Ctx& ctx, std::string_view key, bool errors_as_nil = false) {
   auto fail = [&](const Status& s) { errors_as_nil ? ctx.w.Null() : ReplyStatus(ctx, s); };
-  if (ctx.client.sendfile_ok) {
+  if (UseSendfile(ctx)) {
     auto range = ctx.store().GetFileRange(key);
     if (range.ok()) {
       return ctx.w.BulkFile(range->fd, range->offset, range->size, std::move(range->keepalive));

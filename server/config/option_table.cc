@@ -378,6 +378,9 @@ std::vector<Option> NetworkRows() {
           "threads running blocking engine calls"),
       Int("pipeline-nice", &S::pipeline_nice, kStartup, 0, 19,
           "CPU nice value of the threads running pipelined batches; 0 = no separate threads"),
+      Enum("sendfile", &S::sendfile, kRuntime, {"remote", "always", "never"},
+           "send GET's values from their files with sendfile: to clients on other hosts, to "
+           "every client, or to none"),
   };
 }
 

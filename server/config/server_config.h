@@ -67,6 +67,7 @@ struct ServerConfig {
   int64_t io_threads = 2;                      // [1, 64] threads serving connections
   int64_t engine_threads = 8;                  // [1, 256] threads running blocking engine calls
   int64_t pipeline_nice = 10;                  // [0, 19] CPU nice of the pipelined-batch threads
+  std::string sendfile = "remote";             // remote | always | never: GET's sendfile use
 
   // --- security ---
   std::string requirepass;  // "" = no AUTH required; <= 512 bytes, no control characters

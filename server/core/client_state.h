@@ -42,9 +42,9 @@ struct ClientState {
   std::string laddr;  // local address
   int fd = -1;
   bool unix_socket = false;
-  // Replies may send values straight from their files (sendfile); false where the transport
-  // cannot (e.g. TLS, which encrypts in user space).
-  bool sendfile_ok = true;
+  // The client runs on this host (Unix socket, loopback, or one of the server's own addresses):
+  // with `sendfile remote`, GET copies values to it rather than using sendfile.
+  bool same_host = true;
   int64_t created_ms = 0;
   std::shared_ptr<PushSink> push;  // never null once the client is registered
 

@@ -171,45 +171,46 @@ asio::io_context& Server::NextIo() {
 }
 
 void Server::AcceptTcp(size_t i) {
-  tcp_[i]->async_accept(
-      NextIo(), [this, i](const asio::error_code& ec, asio::ip::tcp::socket socket) {
-        if (stopping()) return;
-        if (!ec) {
-          asio::error_code e2;
-          socket.set_option(asio::ip::tcp::no_delay(true), e2);
-          int64_t keepalive = core_.config.snapshot()->tcp_keepalive;
-          if (keepalive > 0) {
-            socket.set_option(asio::socket_base::keep_alive(true), e2);
-            int secs = static_cast<int>(keepalive);
-            ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof(secs));
-            int intvl = std::max(1, secs / 3);
-            ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-          }
-          auto remote = socket.remote_endpoint(e2);
-          auto local = socket.local_endpoint(e2);
-          auto cfg = core_.config.snapshot();
-          bool denied = !e2 && cfg->protected_mode && cfg->requirepass.empty() &&
-                        !IsLoopback(remote.address());
-          asio::generic::stream_protocol::socket gs(std::move(socket));
-          if (e2) {
-            asio::error_code ignored;
-            gs.close(ignored);
-          } else if (denied) {
-            ServerStats::Count(core_.stats.rejected_connections);
-            Log(LogLevel::kWarning,
-                "refused connection from " + EndpointText(remote) + " (protected mode)");
-            Refuse(gs, kDenied);
-          } else {
-            Admit(std::move(gs), false, EndpointText(remote), EndpointText(local));
-          }
-        } else if (ec == asio::error::operation_aborted) {
-          return;
-        } else {
-          AcceptLater(ec, [this, i] { AcceptTcp(i); });
-          return;
-        }
-        AcceptTcp(i);
-      });
+  tcp_[i]->async_accept(NextIo(), [this, i](const asio::error_code& ec,
+                                            asio::ip::tcp::socket socket) {
+    if (stopping()) return;
+    if (!ec) {
+      asio::error_code e2;
+      socket.set_option(asio::ip::tcp::no_delay(true), e2);
+      int64_t keepalive = core_.config.snapshot()->tcp_keepalive;
+      if (keepalive > 0) {
+        socket.set_option(asio::socket_base::keep_alive(true), e2);
+        int secs = static_cast<int>(keepalive);
+        ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof(secs));
+        int intvl = std::max(1, secs / 3);
+        ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+      }
+      auto remote = socket.remote_endpoint(e2);
+      auto local = socket.local_endpoint(e2);
+      auto cfg = core_.config.snapshot();
+      bool denied =
+          !e2 && cfg->protected_mode && cfg->requirepass.empty() && !IsLoopback(remote.address());
+      asio::generic::stream_protocol::socket gs(std::move(socket));
+      if (e2) {
+        asio::error_code ignored;
+        gs.close(ignored);
+      } else if (denied) {
+        ServerStats::Count(core_.stats.rejected_connections);
+        Log(LogLevel::kWarning,
+            "refused connection from " + EndpointText(remote) + " (protected mode)");
+        Refuse(gs, kDenied);
+      } else {
+        const bool same_host = IsLoopback(remote.address()) || remote.address() == local.address();
+        Admit(std::move(gs), false, same_host, EndpointText(remote), EndpointText(local));
+      }
+    } else if (ec == asio::error::operation_aborted) {
+      return;
+    } else {
+      AcceptLater(ec, [this, i] { AcceptTcp(i); });
+      return;
+    }
+    AcceptTcp(i);
+  });
 }
 
 void Server::AcceptUnix() {
@@ -218,7 +219,7 @@ void Server::AcceptUnix() {
         if (stopping()) return;
         if (!ec) {
           asio::generic::stream_protocol::socket gs(std::move(socket));
-          Admit(std::move(gs), true, boot_cfg_.unixsocket + ":0", boot_cfg_.unixsocket);
+          Admit(std::move(gs), true, true, boot_cfg_.unixsocket + ":0", boot_cfg_.unixsocket);
         } else if (ec == asio::error::operation_aborted) {
           return;
         } else {
@@ -243,8 +244,8 @@ void Server::AcceptLater(const asio::error_code& ec, std::function<void()> again
   });
 }
 
-void Server::Admit(asio::generic::stream_protocol::socket socket, bool is_unix, std::string addr,
-                   std::string laddr) {
+void Server::Admit(asio::generic::stream_protocol::socket socket, bool is_unix, bool same_host,
+                   std::string addr, std::string laddr) {
   auto cfg = core_.config.snapshot();
   if (Count() >= static_cast<size_t>(cfg->maxclients)) {
     ServerStats::Count(core_.stats.rejected_connections);
@@ -258,6 +259,7 @@ void Server::Admit(asio::generic::stream_protocol::socket socket, bool is_unix, 
   state->laddr = std::move(laddr);
   state->fd = socket.native_handle();
   state->unix_socket = is_unix;
+  state->same_host = same_host;
   state->created_ms = core_.NowMs();
   state->last_active_ms = state->created_ms;
   state->authenticated = cfg->requirepass.empty();

@@ -64,9 +64,10 @@ class Server : public ClientRegistry {
   // After a failed accept (EMFILE, ENFILE, ENOBUFS, ...) the connection stays queued, so an
   // immediate retry would spin: retries `again` in 100 ms, warning at most once a second.
   void AcceptLater(const asio::error_code& ec, std::function<void()> again);
-  // Admission checks, then registers and starts the connection.
-  void Admit(asio::generic::stream_protocol::socket socket, bool is_unix, std::string addr,
-             std::string laddr);
+  // Admission checks, then registers and starts the connection. `same_host`: the peer runs on
+  // this machine (a Unix socket, loopback, or one of our own addresses).
+  void Admit(asio::generic::stream_protocol::socket socket, bool is_unix, bool same_host,
+             std::string addr, std::string laddr);
   void ScheduleCron();
   asio::io_context& NextIo();
 

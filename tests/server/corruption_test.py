@@ -121,15 +121,16 @@ class CorruptionTest(unittest.TestCase):
             flip_bytes(os.path.join(data, name), rng, flips_per_file, 4096 if kind == "blob" else 0)
         return tmp, data, files
 
-    def check(self, kind, flips_per_file, round_=0):
+    def check(self, kind, flips_per_file, round_=0, sendfile="remote"):
         tmp, data, files = self.corrupt(kind, flips_per_file, round_)
-        ctx = "%s round %d, LARDER_CORRUPT_SEED=%d" % (kind, round_, self.seed)
+        ctx = "%s round %d, sendfile %s, LARDER_CORRUPT_SEED=%d" % (kind, round_, sendfile,
+                                                                    self.seed)
         vrc, vout, verr = verify(data)
         # Every block of SST files and every blob record is checksummed: verify finds the
         # flipped bytes whether or not they touch a value the server would serve.
         self.assertEqual(vrc, 1, "%s: verify: %s %s" % (ctx, vout, verr))
 
-        srv = ServerProcess(["--unixsocket", ""], tmp=tmp)
+        srv = ServerProcess(["--unixsocket", "", "--sendfile", sendfile], tmp=tmp)
         self.addCleanup(srv.stop)
         try:
             srv.start()
@@ -167,8 +168,11 @@ class CorruptionTest(unittest.TestCase):
         return missed, vrc
 
     def test_blob_files(self):
-        missed, vrc = self.check("blob", 16)
-        self.assertGreater(len(missed), 0)
+        # GET verifies a value before sending it, whether it copies it (to a client on this
+        # host) or sends it from its file (sendfile, to other hosts).
+        for round_, sendfile in enumerate(("remote", "always")):
+            missed, vrc = self.check("blob", 16, round_, sendfile)
+            self.assertGreater(len(missed), 0)
 
     def test_index_sst_files(self):
         # Several rounds: a flip in a data block the server parsed unverified would crash it

@@ -395,6 +395,26 @@ class CommandsTest(unittest.TestCase):
             self.assertTrue(got == data, "value of %d MiB differs" % mib)
             self.r.delete("big:%d" % mib)
 
+    def test_every_sendfile_mode_sends_exact_bytes(self):
+        values = {"sf:%d" % i: os.urandom(n) for i, n in enumerate((300 << 10, 4 << 20, 9 << 20))}
+        for k, v in values.items():
+            self.r.set(k, v)
+        self.r.save()  # in their blob files now: GET may send them from there
+        try:
+            for mode in ("remote", "always", "never"):
+                self.assertTrue(self.r.config_set("sendfile", mode))
+                self.assertEqual(self.r.config_get("sendfile"), {"sendfile": mode})
+                for k, v in values.items():
+                    self.assertTrue(self.r.get(k) == v, "%s, sendfile %s" % (k, mode))
+                self.assertTrue(self.r.mget(list(values)) == list(values.values()), mode)
+            with self.assertRaises(redis.ResponseError) as bad:
+                self.r.config_set("sendfile", "sometimes")
+            self.assertIn("sendfile", str(bad.exception))
+            self.assertEqual(self.r.config_get("sendfile"), {"sendfile": "never"})
+        finally:
+            self.r.config_set("sendfile", "remote")
+            self.r.delete(*values)
+
     def test_native_client_bytes(self):
         """LMCache's native RESP client: exact +OK, :1/:0 and $<N> replies."""
         rc = self.srv.raw()

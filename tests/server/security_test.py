@@ -20,6 +20,7 @@ RUNTIME_MUTABLE = {
     "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit", "loglevel",
     "notify-keyspace-events", "slowlog-log-slower-than", "slowlog-max-len",
     "latency-monitor-threshold", "latency-tracking", "latency-tracking-info-percentiles",
+    "sendfile",
 }
 IMMUTABLE_ERR = b"-ERR CONFIG SET failed (possibly related to argument '%s') - can't set " \
                 b"immutable config\r\n"
