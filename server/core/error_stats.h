@@ -1,5 +1,5 @@
 // Error replies counted by their code, as Redis's INFO errorstats (`errorstat_<CODE>:count=N`)
-// and the metrics page's larder_error_replies_total{code} report them. Every ReplyWriter of a
+// and the metrics page's larder_errors_total{code} report them. Every ReplyWriter of a
 // connection tells this table of each error it writes, so protocol errors, refused commands
 // and handler errors all count, once each.
 //
