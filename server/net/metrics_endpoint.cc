@@ -1,5 +1,7 @@
 #include "net/metrics_endpoint.h"
 
+#include "net/tcp_listener.h"
+
 namespace larder::server {
 
 namespace {
@@ -100,21 +102,13 @@ std::string MetricsEndpoint::Respond(std::string_view head) const {
 
 std::optional<std::string> MetricsEndpoint::Listen(const std::vector<std::string>& bind, int port) {
   for (const std::string& host : bind) {
-    asio::error_code ec;
-    asio::ip::address addr = asio::ip::make_address(host, ec);
-    if (ec) return "metrics-port: invalid bind address '" + host + "'";
-    asio::ip::tcp::endpoint ep(addr, static_cast<uint16_t>(port));
-    auto acc = std::make_unique<asio::ip::tcp::acceptor>(io_);
-    acc->open(ep.protocol(), ec);
-    if (!ec) acc->set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec && addr.is_v6()) acc->set_option(asio::ip::v6_only(true), ec);
-    if (!ec) acc->bind(ep, ec);
-    if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) {
+    TcpListener l = ListenTcp(io_, host, port, asio::socket_base::max_listen_connections);
+    if (l.bad_address) return "metrics-port: invalid bind address '" + host + "'";
+    if (!l.acceptor) {
       return "could not listen for metrics on " + host + ":" + std::to_string(port) + ": " +
-             ec.message();
+             l.error;
     }
-    acceptors_.push_back(std::move(acc));
+    acceptors_.push_back(std::move(l.acceptor));
   }
   return std::nullopt;
 }

@@ -14,6 +14,7 @@
 
 #include "log.h"
 #include "net/connection.h"
+#include "net/tcp_listener.h"
 
 namespace larder::server {
 
@@ -109,21 +110,14 @@ std::optional<std::string> Server::Listen() {
   asio::io_context& io = *ios_[0];
   if (boot_cfg_.port != 0) {
     for (const std::string& host : boot_cfg_.bind) {
-      asio::error_code ec;
-      asio::ip::address addr = asio::ip::make_address(host, ec);
-      if (ec) return "bind: invalid address '" + host + "'";
-      asio::ip::tcp::endpoint ep(addr, static_cast<uint16_t>(boot_cfg_.port));
-      auto acc = std::make_unique<asio::ip::tcp::acceptor>(io);
-      acc->open(ep.protocol(), ec);
-      if (!ec) acc->set_option(asio::socket_base::reuse_address(true), ec);
-      if (!ec && addr.is_v6()) acc->set_option(asio::ip::v6_only(true), ec);
-      if (!ec) acc->bind(ep, ec);
-      if (!ec) acc->listen(static_cast<int>(boot_cfg_.tcp_backlog), ec);
-      if (ec) {
+      TcpListener l = ListenTcp(io, host, static_cast<int>(boot_cfg_.port),
+                                static_cast<int>(boot_cfg_.tcp_backlog));
+      if (l.bad_address) return "bind: invalid address '" + host + "'";
+      if (!l.acceptor) {
         return "could not listen on " + host + ":" + std::to_string(boot_cfg_.port) + ": " +
-               ec.message();
+               l.error;
       }
-      tcp_.push_back(std::move(acc));
+      tcp_.push_back(std::move(l.acceptor));
     }
   }
   if (!boot_cfg_.unixsocket.empty()) {
