@@ -22,29 +22,18 @@ std::string Number(uint64_t v) {
   return std::to_string(v);
 }
 
-// A HELP text with the format's escapes (backslash, newline).
-std::string EscapeHelp(std::string_view text) {
+// `text` with the format's escapes: backslash and newline, and in a label value (`quotes`) the
+// double quote too.
+std::string Escaped(std::string_view text, bool quotes) {
   std::string out;
   for (char c : text) {
-    if (c == '\\') {
-      out += "\\\\";
+    if (c == '\\' || (quotes && c == '"')) {
+      out += '\\';
+      out += c;
     } else if (c == '\n') {
       out += "\\n";
     } else {
       out += c;
-    }
-  }
-  return out;
-}
-
-// A label value with the format's escapes (backslash, double quote, newline).
-std::string EscapeLabel(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '"') {
-      out += "\\\"";
-    } else {
-      out += EscapeHelp(std::string_view(&c, 1));
     }
   }
   return out;
@@ -56,7 +45,7 @@ class Page {
     out_ += "# HELP ";
     out_.append(name);
     out_ += ' ';
-    out_ += EscapeHelp(help);
+    out_ += Escaped(help, /*quotes=*/false);
     out_ += "\n# TYPE ";
     out_.append(name);
     out_ += ' ';
@@ -117,7 +106,8 @@ void WriteServer(Core& core, Page& page) {
   page.Sample("larder_cpu_seconds_total", "mode=\"system\"", Number(CpuTime::Seconds(cpu.system)));
   page.Family("larder_errors_total", "counter", "error replies by code (INFO errorstats)");
   for (const auto& [code, count] : core.errors.Snapshot()) {
-    page.Sample("larder_errors_total", "code=\"" + EscapeLabel(code) + "\"", Number(count));
+    page.Sample("larder_errors_total", "code=\"" + Escaped(code, /*quotes=*/true) + "\"",
+                Number(count));
   }
   page.Family("larder_build_info", "gauge", "the server's version, as a label; always 1");
   page.Sample("larder_build_info", "version=\"" LARDER_VERSION "\"", "1");
