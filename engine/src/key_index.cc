@@ -295,13 +295,13 @@ void KeyIndex::ShrinkToFit() {
 }
 
 template <typename Fn>
-uint64_t KeyIndex::SumOverShards(Fn of_shard) const {
-  uint64_t n = 0;
+auto KeyIndex::SumOverShards(Fn of_shard) const {
+  decltype(of_shard(shards_[0])) sum{};
   for (size_t sh = 0; sh < kShards; ++sh) {
     std::lock_guard lock(shards_[sh].mu);
-    n += of_shard(shards_[sh]);
+    sum += of_shard(shards_[sh]);
   }
-  return n;
+  return sum;
 }
 
 size_t KeyIndex::size() const {
@@ -313,18 +313,12 @@ uint64_t KeyIndex::ValueBytes() const {
 }
 
 KeyIndex::ExpiryTotals KeyIndex::Expiries() const {
-  ExpiryTotals t;
-  for (size_t sh = 0; sh < kShards; ++sh) {
-    std::lock_guard lock(shards_[sh].mu);
-    t.count += shards_[sh].expiring;
-    t.sum_ms += shards_[sh].expiry_sum;
-  }
-  return t;
+  return SumOverShards([](const Shard& s) { return ExpiryTotals{s.expiring, s.expiry_sum}; });
 }
 
 uint64_t KeyIndex::MemoryBytes() const {
   return sizeof(Shard) * kShards +
-         SumOverShards([](const Shard& s) { return s.len * sizeof(Slot); });
+         SumOverShards([](const Shard& s) { return uint64_t{s.len * sizeof(Slot)}; });
 }
 
 }  // namespace larder

@@ -102,6 +102,11 @@ class KeyIndex {
   struct ExpiryTotals {
     uint64_t count = 0;
     unsigned __int128 sum_ms = 0;
+    ExpiryTotals& operator+=(const ExpiryTotals& o) {
+      count += o.count;
+      sum_ms += o.sum_ms;
+      return *this;
+    }
   };
   ExpiryTotals Expiries() const;
   // Bytes of memory the slots occupy.
@@ -110,9 +115,9 @@ class KeyIndex {
  private:
   struct Slot;
   struct Shard;
-  // The sum of of_shard(shard) over every shard, each read under its lock.
+  // The sum (operator+=) of of_shard(shard) over every shard, each read under its lock.
   template <typename Fn>
-  uint64_t SumOverShards(Fn of_shard) const;
+  auto SumOverShards(Fn of_shard) const;
   static size_t ShardOf(uint64_t hash) { return hash >> (64 - kShardBits); }
 
   std::unique_ptr<Shard[]> shards_;
