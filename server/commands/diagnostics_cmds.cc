@@ -13,6 +13,7 @@ namespace {
 // --- SLOWLOG ---
 
 void SlowlogGet(Ctx& ctx) {
+  if (ctx.argc() > 3) return ReplySubcommandSyntax(ctx);
   int64_t count = 10;
   if (ctx.argc() == 3 && (!ParseInt64(ctx.argv[2], &count) || count < -1)) {
     return ctx.w.Error("ERR count should be greater than or equal to -1");
@@ -48,9 +49,6 @@ constexpr SubcommandRow kSlowlogSubcommands[] = {
 };
 
 void Slowlog(Ctx& ctx) {
-  if (ctx.argc() > 3 && EqualsNoCase(ctx.argv[1], "get")) {
-    return ReplySubcommandSyntax(ctx);
-  }
   RunSubcommand(ctx, kSlowlogSubcommands);
 }
 
