@@ -157,6 +157,12 @@ int Serve(larder::Store& store, Config* config, const ServerConfig& cfg, const l
   std::vector<std::string_view> command_names;
   for (const auto& spec : larder::server::CommandTable()) command_names.push_back(spec.name);
   core.commands.Init(command_names);
+  if (cfg.cluster_enabled) {
+    if (auto err = core.cluster.Enable(cfg.dir)) {
+      Log(LogLevel::kWarning, "can't load the cluster topology: " + *err);
+      return kExitError;
+    }
+  }
   larder::server::Dispatcher dispatcher(core);
   larder::server::Server server(core, dispatcher, cfg);
   core.clients = &server;

@@ -85,12 +85,8 @@ void GetKeys(Ctx& ctx) {
   }
   const KeySpec& k = spec->keys;
   if (k.first == 0) return ctx.w.Error("ERR The command has no key arguments");
-  const size_t last = k.last < 0 ? argc - 1 : static_cast<size_t>(k.last);
   std::vector<std::string_view> keys;
-  for (size_t i = static_cast<size_t>(k.first); i <= last && i < argc;
-       i += static_cast<size_t>(k.step)) {
-    keys.push_back(ctx.argv[i + 2]);
-  }
+  ForEachKeyPosition(k, argc, [&](size_t i) { keys.push_back(ctx.argv[i + 2]); });
   ctx.w.ArrayHeader(keys.size());
   for (std::string_view key : keys) ctx.w.BulkString(key);
 }

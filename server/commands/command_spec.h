@@ -78,6 +78,19 @@ inline constexpr KeySpec kOneKey{1, 1, 1};
 inline constexpr KeySpec kEveryArgKey{1, -1, 1};    // every argument after the name
 inline constexpr KeySpec kKeyValuePairs{1, -1, 2};  // key value [key value ...]
 
+// Calls visit(i) for the position i of each key argument of a call with `argc` arguments (the
+// name at 0) under key positions `k`: COMMAND GETKEYS and the cluster's slot check both read
+// keys this way.
+template <typename Visit>
+void ForEachKeyPosition(const KeySpec& k, size_t argc, Visit visit) {
+  if (k.first == 0) return;
+  const size_t last = k.last < 0 ? argc - 1 : static_cast<size_t>(k.last);
+  for (size_t i = static_cast<size_t>(k.first); i <= last && i < argc;
+       i += static_cast<size_t>(k.step)) {
+    visit(i);
+  }
+}
+
 // One command as its family declares it.
 struct CommandRow {
   std::string_view name;   // lowercase

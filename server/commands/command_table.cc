@@ -10,9 +10,10 @@ namespace larder::server {
 namespace {
 
 constexpr CommandFamily (*kFamilies[])() = {
-    ConnectionCommands, ClientCommands, StringCommands,        KeyCommands,
-    ServerCommands,     InfoCommands,   IntrospectionCommands, TransactionCommands,
-    LarderCommands,     PubSubCommands, DiagnosticsCommands,   MigrationCommands,
+    ConnectionCommands, ClientCommands,   StringCommands,        KeyCommands,
+    ServerCommands,     InfoCommands,     IntrospectionCommands, TransactionCommands,
+    LarderCommands,     PubSubCommands,   DiagnosticsCommands,   MigrationCommands,
+    ClusterCommands,    ClusterXCommands,
 };
 
 std::optional<std::string> CheckRow(const CommandRow& row) {

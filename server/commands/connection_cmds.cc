@@ -125,6 +125,9 @@ void Reset(Ctx& ctx) {
   ctx.client.multi_error = false;
   ctx.client.queued.clear();
   ctx.core.Forget(ctx.client);
+  ctx.client.cluster_readonly = false;  // Redis's RESET also ends READONLY and ASKING
+  ctx.client.asking = false;
+  ctx.client.importing = false;
   ctx.client.resp = 2;
   ctx.w.set_protocol(2);
   {

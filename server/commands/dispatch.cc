@@ -5,6 +5,7 @@
 #include <optional>
 #include <shared_mutex>
 
+#include "cluster/key_slot.h"
 #include "commands/command_table.h"
 #include "commands/util.h"
 
@@ -20,6 +21,26 @@ std::string UnknownCommandError(const std::vector<std::string>& argv) {
     args += "'" + argv[i].substr(0, room) + "' ";
   }
   return "ERR unknown command '" + argv[0].substr(0, 128) + "', with args beginning with: " + args;
+}
+
+// The cluster's answer for a command's keys (Redis's CROSSSLOT when they hash to different
+// slots, else ClusterState::Route's MOVED, TRYAGAIN or CLUSTERDOWN), or nullopt when this
+// node serves it: always outside cluster mode and for commands without keys.
+std::optional<std::string> ClusterRedirect(const Core& core, const CommandSpec& spec,
+                                           const ClientState& client,
+                                           const std::vector<std::string>& argv) {
+  if (!core.cluster.enabled()) return std::nullopt;
+  int slot = -1;
+  bool cross = false;
+  ForEachKeyPosition(spec.keys, argv.size(), [&](size_t i) {
+    const int s = cluster::KeySlot(argv[i]);
+    cross = cross || (slot >= 0 && s != slot);
+    slot = s;
+  });
+  if (slot < 0) return std::nullopt;
+  if (cross) return "CROSSSLOT Keys in request don't hash to the same slot";
+  return core.cluster.Route(
+      {slot, spec.Has(kWrite), client.asking, client.cluster_readonly, client.importing});
 }
 
 bool QueuedByMulti(const ClientState& client, const CommandSpec& spec) {
@@ -168,6 +189,8 @@ bool Dispatcher::Admit(const CommandSpec* spec, ClientState& client,
     error = "ERR Can't execute '" + std::string(spec->name) +
             "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
             "this context";
+  } else if (auto redirect = ClusterRedirect(core_, *spec, client, argv)) {
+    error = std::move(*redirect);
   } else {
     return true;
   }
@@ -179,7 +202,12 @@ bool Dispatcher::Admit(const CommandSpec* spec, ClientState& client,
 void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::string>& argv,
                      resp::ReplyWriter& w) {
   ServerStats::Count(core_.stats.total_commands_processed);
-  if (!Admit(plan.spec, client, argv, w)) {
+  const bool admitted = Admit(plan.spec, client, argv, w);
+  // ASKING holds for the one command after it (the commands of a transaction too), as in Redis.
+  if (!client.in_multi && (plan.spec == nullptr || plan.spec->name != "asking")) {
+    client.asking = false;
+  }
+  if (!admitted) {
     if (plan.spec != nullptr) ServerStats::Count(core_.commands.at(plan.spec->id).rejected_calls);
     return;
   }

@@ -21,5 +21,7 @@ std::span<const CommandRow> LarderCommands();         // larder_cmds.cc
 std::span<const CommandRow> PubSubCommands();         // pubsub_cmds.cc
 std::span<const CommandRow> DiagnosticsCommands();    // diagnostics_cmds.cc
 std::span<const CommandRow> MigrationCommands();      // migration_cmds.cc
+std::span<const CommandRow> ClusterCommands();        // cluster_cmds.cc
+std::span<const CommandRow> ClusterXCommands();       // clusterx_cmds.cc
 
 }  // namespace larder::server

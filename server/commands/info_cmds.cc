@@ -45,7 +45,7 @@ void WriteServer(const InfoInput& in, std::string* out) {
   const uint64_t uptime_ms = static_cast<uint64_t>(in.now_ms - in.core.process.start_ms);
   Field(out, "redis_version", "7.2.0");
   Field(out, "larder_version", LARDER_VERSION);
-  Field(out, "redis_mode", "standalone");
+  Field(out, "redis_mode", in.core.cluster.enabled() ? "cluster" : "standalone");
   Field(out, "os", "Linux");
   Field(out, "arch_bits", uint64_t{64});
   Field(out, "process_id", static_cast<uint64_t>(getpid()));
@@ -176,6 +176,10 @@ void WriteLarder(const InfoInput& in, std::string* out) {
   Field(out, "eviction_policy", in.cfg.eviction_policy);
 }
 
+void WriteCluster(const InfoInput& in, std::string* out) {
+  Field(out, "cluster_enabled", in.core.cluster.enabled() ? "1" : "0");
+}
+
 struct Section {
   std::string_view name;  // lowercase; printed capitalised ("# Server")
   void (*write)(const InfoInput& in, std::string* out);
@@ -194,6 +198,7 @@ constexpr Section kSections[] = {
     {"commandstats", WriteCommandStats, false},
     {"latencystats", WriteLatencyStats, false},
     {"errorstats", WriteErrorStats, true},
+    {"cluster", WriteCluster, true},
     {"keyspace", WriteKeyspace, true},
     {"larder", WriteLarder, true},
 };

@@ -381,6 +381,8 @@ std::vector<Option> NetworkRows() {
       Enum("sendfile", &S::sendfile, kRuntime, {"remote", "always", "never"},
            "send GET's values from their files with sendfile: to clients on other hosts, to "
            "every client, or to none"),
+      Bool("cluster-enabled", &S::cluster_enabled, kStartup,
+           "serve the Redis Cluster protocol, with the topology kvrocks-controller pushes"),
   };
 }
 

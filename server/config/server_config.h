@@ -69,6 +69,9 @@ struct ServerConfig {
   int64_t pipeline_nice = 10;                  // [0, 19] CPU nice of the pipelined-batch threads
   std::string sendfile = "remote";             // remote | always | never: GET's sendfile use
 
+  // --- cluster ---
+  bool cluster_enabled = false;  // Redis Cluster protocol, topology from kvrocks-controller
+
   // --- security ---
   std::string requirepass;  // "" = no AUTH required; <= 512 bytes, no control characters
 

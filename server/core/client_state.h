@@ -55,6 +55,11 @@ struct ClientState {
   bool multi_error = false;  // a command failed to queue: EXEC aborts
   std::vector<QueuedRequest> queued;
   bool close_after_reply = false;  // QUIT, SHUTDOWN, CLIENT KILL of oneself
+  // Cluster mode: READONLY (reads served by a replica), ASKING (the next command may use a
+  // slot being imported), and the link a migration source imports a slot range through.
+  bool cluster_readonly = false;
+  bool asking = false;
+  bool importing = false;
 
   // Read by other clients; the strings are guarded by mu.
   mutable std::mutex mu;

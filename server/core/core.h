@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "cluster/cluster_state.h"
 #include "core/client_pause.h"
 #include "core/client_registry.h"
 #include "core/command_metrics.h"
@@ -57,6 +58,8 @@ struct Core {
   LatencyMonitor latency;
   Monitors monitors;
   ClientPause pause;
+  // Cluster mode's node id, topology, migrations and routing (`cluster-enabled`).
+  cluster::ClusterState cluster;
   // Taken shared by every command, exclusively by read-modify-write commands and by EXEC
   // (commands/command_spec.h: `exclusive`, `locks_itself`).
   FairSharedMutex exec_lock;
@@ -68,6 +71,7 @@ struct Core {
   void Forget(ClientState& client) {
     pubsub.Forget(client);
     monitors.Remove(client);
+    if (client.importing) cluster.ImportLinkClosed();
   }
 };
 

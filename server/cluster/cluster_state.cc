@@ -1,0 +1,303 @@
+#include "cluster/cluster_state.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace larder::server::cluster {
+
+namespace {
+
+constexpr char kNodesFileName[] = "nodes.conf";
+
+std::string ErrnoText(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
+
+// Writes `text` to `path` durably: a temporary file beside it, fsync, rename, fsync of the
+// directory. The reason on failure, else nullopt.
+std::optional<std::string> WriteFileDurably(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoText("cannot create " + tmp);
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      std::string err = ErrnoText("cannot write " + tmp);
+      ::close(fd);
+      return err;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    std::string err = ErrnoText("cannot fsync " + tmp);
+    ::close(fd);
+    return err;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoText("cannot rename " + tmp);
+  const std::string dir = path.substr(0, path.find_last_of('/') + 1);
+  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return std::nullopt;
+}
+
+bool Overlaps(const std::optional<SlotRange>& a, int slot) {
+  return a && a->Contains(slot);
+}
+
+}  // namespace
+
+const char* MigrationStateName(MigrationState s) {
+  switch (s) {
+    case MigrationState::kStart:
+      return "start";
+    case MigrationState::kSuccess:
+      return "success";
+    case MigrationState::kFail:
+      return "fail";
+    case MigrationState::kNone:
+      break;
+  }
+  return "none";
+}
+
+const char* ImportStateName(ImportState s) {
+  switch (s) {
+    case ImportState::kStart:
+      return "start";
+    case ImportState::kSuccess:
+      return "success";
+    case ImportState::kError:
+      return "error";
+    case ImportState::kNone:
+      break;
+  }
+  return "none";
+}
+
+std::optional<std::string> ClusterState::Enable(const std::string& dir) {
+  enabled_ = true;
+  nodes_file_ = dir + "/" + kNodesFileName;
+  std::ifstream in(nodes_file_);
+  if (!in) return std::nullopt;  // a node that never had a topology
+  int64_t version = -1;
+  std::string id, nodes, line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    std::istringstream words(line);
+    std::string key;
+    if (!(words >> key)) continue;
+    std::string rest;
+    std::getline(words >> std::ws, rest);
+    if (key == "version") {
+      try {
+        version = std::stoll(rest);
+      } catch (...) {
+        return nodes_file_ + ":" + std::to_string(number) + ": version '" + rest +
+               "' is not an integer";
+      }
+    } else if (key == "id") {
+      id = rest;
+    } else if (key == "node") {
+      nodes += rest + "\n";
+    } else {
+      return nodes_file_ + ":" + std::to_string(number) + ": unknown key '" + key + "'";
+    }
+  }
+  std::unique_lock lock(mu_);
+  my_id_ = id;
+  if (version < 0 || nodes.empty()) return std::nullopt;
+  std::string error;
+  std::optional<Topology> t = Topology::Parse(nodes, version, &error);
+  if (!t) return nodes_file_ + ": " + error;
+  topology_ = std::make_shared<const Topology>(std::move(*t));
+  return std::nullopt;
+}
+
+std::string ClusterState::MyId() const {
+  std::shared_lock lock(mu_);
+  return my_id_;
+}
+
+int64_t ClusterState::Version() const {
+  std::shared_lock lock(mu_);
+  return topology_ ? topology_->version() : -1;
+}
+
+std::shared_ptr<const Topology> ClusterState::Current() const {
+  std::shared_lock lock(mu_);
+  return topology_;
+}
+
+std::optional<std::string> ClusterState::Save(const std::string& id,
+                                              const std::shared_ptr<const Topology>& t) const {
+  std::string text = "version " + std::to_string(t ? t->version() : -1) + "\nid " + id + "\n";
+  if (t) {
+    std::istringstream lines(t->ToNodesText());
+    for (std::string line; std::getline(lines, line);) text += "node " + line + "\n";
+  }
+  std::optional<std::string> error = WriteFileDurably(nodes_file_, text);
+  if (error) return "ERR cannot save the cluster topology (" + *error + ")";
+  return std::nullopt;
+}
+
+std::optional<std::string> ClusterState::SetNodeId(const std::string& id) {
+  std::unique_lock lock(mu_);
+  if (auto error = Save(id, topology_)) return error;
+  my_id_ = id;
+  return std::nullopt;
+}
+
+std::optional<std::string> ClusterState::SetNodes(std::string_view text, int64_t version,
+                                                  bool force) {
+  if (version < 0) return "ERR Invalid cluster version";
+  std::unique_lock lock(mu_);
+  const int64_t current = topology_ ? topology_->version() : -1;
+  if (!force && version < current) return "ERR Invalid cluster version";
+  if (!force && version == current) return std::nullopt;
+  std::string error;
+  std::optional<Topology> t = Topology::Parse(text, version, &error);
+  if (!t) return "ERR " + error;
+  auto next = std::make_shared<const Topology>(std::move(*t));
+  if (auto save_error = Save(my_id_, next)) return save_error;
+  topology_ = std::move(next);
+  ForgetGivenAwayRange();
+  return std::nullopt;
+}
+
+std::optional<std::string> ClusterState::SetSlot(SlotRange range, std::string_view node_id,
+                                                 int64_t version) {
+  std::unique_lock lock(mu_);
+  const int64_t current = topology_ ? topology_->version() : -1;
+  if (!topology_ || version != current + 1) return "ERR Invalid cluster version";
+  std::string error;
+  std::optional<Topology> t = topology_->WithSlotsMovedTo(range, node_id, version, &error);
+  if (!t) return "ERR " + error;
+  auto next = std::make_shared<const Topology>(std::move(*t));
+  if (auto save_error = Save(my_id_, next)) return save_error;
+  topology_ = std::move(next);
+  ForgetGivenAwayRange();
+  return std::nullopt;
+}
+
+std::optional<std::string> ClusterState::Reset() {
+  std::unique_lock lock(mu_);
+  if (migration_.state == MigrationState::kStart) {
+    return "ERR Can't reset cluster while migrating slot";
+  }
+  if (import_.state == ImportState::kStart) return "ERR Can't reset cluster while importing slot";
+  if (auto error = Save("", nullptr)) return error;
+  my_id_.clear();
+  topology_.reset();
+  migration_ = {};
+  import_ = {};
+  forbidden_.reset();
+  migrated_to_.clear();
+  return std::nullopt;
+}
+
+void ClusterState::ForgetGivenAwayRange() {
+  if (forbidden_ && topology_->OwnerOf(forbidden_->first) != Myself()) {
+    forbidden_.reset();
+    migrated_to_.clear();
+  }
+}
+
+const ClusterNode* ClusterState::Myself() const {
+  return topology_ ? topology_->Find(my_id_) : nullptr;
+}
+
+std::optional<std::string> ClusterState::Route(const RouteQuery& q) const {
+  std::shared_lock lock(mu_);
+  if (!topology_) return "CLUSTERDOWN Hash slot not served";
+  const ClusterNode* owner = topology_->OwnerOf(q.slot);
+  const ClusterNode* myself = Myself();
+  if (owner != nullptr && owner == myself) {
+    if (Overlaps(forbidden_, q.slot) && migration_.state == MigrationState::kSuccess) {
+      return "MOVED " + std::to_string(q.slot) + " " + migrated_to_;
+    }
+    if (q.write && Overlaps(forbidden_, q.slot)) {
+      return "TRYAGAIN Can't write to slot being migrated which is in write forbidden phase";
+    }
+    return std::nullopt;
+  }
+  if (Overlaps(import_.range, q.slot)) {
+    if (import_.state == ImportState::kSuccess) return std::nullopt;
+    if (import_.state == ImportState::kStart && (q.asking || q.importing)) return std::nullopt;
+  }
+  if (owner != nullptr && myself != nullptr && !myself->master && myself->master_id == owner->id &&
+      q.readonly && !q.write) {
+    return std::nullopt;
+  }
+  if (owner == nullptr) return "CLUSTERDOWN Hash slot not served";
+  return "MOVED " + std::to_string(q.slot) + " " + owner->host + ":" + std::to_string(owner->port);
+}
+
+void ClusterState::BeginMigration(SlotRange range, const std::string& destination_id) {
+  std::unique_lock lock(mu_);
+  migration_ = {MigrationState::kStart, range, destination_id};
+  forbidden_.reset();
+  migrated_to_.clear();
+}
+
+void ClusterState::ForbidWrites(SlotRange range) {
+  std::unique_lock lock(mu_);
+  forbidden_ = range;
+}
+
+void ClusterState::FinishMigration(bool success) {
+  std::unique_lock lock(mu_);
+  migration_.state = success ? MigrationState::kSuccess : MigrationState::kFail;
+  if (!success) {
+    forbidden_.reset();
+    return;
+  }
+  const ClusterNode* dst = topology_ ? topology_->Find(migration_.destination_id) : nullptr;
+  forbidden_ = migration_.range;
+  migrated_to_ = dst ? dst->host + ":" + std::to_string(dst->port) : "";
+}
+
+MigrationInfo ClusterState::Migration() const {
+  std::shared_lock lock(mu_);
+  return migration_;
+}
+
+std::optional<std::string> ClusterState::SetImport(SlotRange range, ImportState state) {
+  std::unique_lock lock(mu_);
+  if (state == ImportState::kStart) {
+    if (import_.state == ImportState::kStart && import_.range != range) {
+      return "ERR only one importing job is allowed, current importing: " +
+             import_.range->ToString();
+    }
+    import_ = {ImportState::kStart, range};
+    return std::nullopt;
+  }
+  if (import_.state != ImportState::kStart || import_.range != range) {
+    return "ERR mismatch slot, importing slot(s): " +
+           (import_.range ? import_.range->ToString() : std::string("-1")) +
+           ", but got: " + range.ToString();
+  }
+  import_.state = state;
+  return std::nullopt;
+}
+
+void ClusterState::ImportLinkClosed() {
+  std::unique_lock lock(mu_);
+  if (import_.state == ImportState::kStart) import_.state = ImportState::kError;
+}
+
+ImportInfo ClusterState::Import() const {
+  std::shared_lock lock(mu_);
+  return import_;
+}
+
+}  // namespace larder::server::cluster

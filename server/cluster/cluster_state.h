@@ -1,0 +1,117 @@
+// ClusterState: this node's view of the cluster (`cluster-enabled yes`): its node id, the
+// topology kvrocks-controller pushed, the slot migrations under way, and the routing decision
+// every keyed command passes (MOVED, CROSSSLOT, TRYAGAIN, CLUSTERDOWN).
+//
+// The node id and topology survive a restart in `<dir>/nodes.conf`, in Kvrocks's format:
+//
+//   version <n>
+//   id <node id>
+//   node <id> <host> <port> master - <slots...>
+//   node <id> <host> <port> slave <master id>
+//
+// A change is written to the file (a temporary file, fsync, rename) before it is applied, so
+// a change that could not be saved changes nothing. Migration state is not saved: a restart
+// ends a migration, and the controller sees the migration fail.
+//
+// Thread-safe: every member takes the state's own lock.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "cluster/topology.h"
+
+namespace larder::server::cluster {
+
+// What a keyed command asks of the routing check.
+struct RouteQuery {
+  int slot = 0;            // the slot of every key of the command
+  bool write = false;      // the command writes
+  bool asking = false;     // the client sent ASKING just before
+  bool readonly = false;   // the client sent READONLY (reads from a replica)
+  bool importing = false;  // the client is the link a migration source imports through
+};
+
+// A migration out of this node (CLUSTERX MIGRATE), as CLUSTER INFO reports it.
+enum class MigrationState { kNone, kStart, kSuccess, kFail };
+const char* MigrationStateName(MigrationState s);
+
+// An import into this node (CLUSTER IMPORT), as CLUSTER INFO reports it.
+enum class ImportState { kNone, kStart, kSuccess, kError };
+const char* ImportStateName(ImportState s);
+
+struct MigrationInfo {
+  MigrationState state = MigrationState::kNone;
+  std::optional<SlotRange> range;
+  std::string destination_id;
+};
+
+struct ImportInfo {
+  ImportState state = ImportState::kNone;
+  std::optional<SlotRange> range;
+};
+
+class ClusterState {
+ public:
+  // Turns cluster mode on and loads `<dir>/nodes.conf` if it exists. Returns the reason the
+  // file could not be read (file, line, what is wrong), or nullopt.
+  std::optional<std::string> Enable(const std::string& dir);
+  bool enabled() const { return enabled_; }
+
+  std::string MyId() const;
+  int64_t Version() const;
+  // The current topology, or nullptr before the first SETNODES.
+  std::shared_ptr<const Topology> Current() const;
+
+  // CLUSTERX SETNODEID / SETNODES / SETSLOT and CLUSTER RESET. Each returns the error reply's
+  // text (with its code), or nullopt once the change is saved and applied.
+  std::optional<std::string> SetNodeId(const std::string& id);
+  std::optional<std::string> SetNodes(std::string_view text, int64_t version, bool force);
+  std::optional<std::string> SetSlot(SlotRange range, std::string_view node_id, int64_t version);
+  std::optional<std::string> Reset();
+
+  // The error reply for a command whose keys all hash to `q.slot`, or nullopt if this node
+  // serves it.
+  std::optional<std::string> Route(const RouteQuery& q) const;
+
+  // Migration out of this node: Begin marks the range as migrating to `destination_id`;
+  // Forbid makes writes to it answer TRYAGAIN; Finish records the outcome (on success the
+  // range answers MOVED to the destination until the topology moves it).
+  void BeginMigration(SlotRange range, const std::string& destination_id);
+  void ForbidWrites(SlotRange range);
+  void FinishMigration(bool success);
+  MigrationInfo Migration() const;
+
+  // Import into this node (CLUSTER IMPORT): the imported range is served to the importing
+  // link (and to ASKING clients) while it runs, and to everyone once it succeeded, until the
+  // topology assigns it.
+  std::optional<std::string> SetImport(SlotRange range, ImportState state);
+  ImportInfo Import() const;
+  // The link an import ran through closed: an import still running failed.
+  void ImportLinkClosed();
+
+ private:
+  std::optional<std::string> Save(const std::string& id,
+                                  const std::shared_ptr<const Topology>& t) const;
+  const ClusterNode* Myself() const;  // with mu_ held
+  // With mu_ held, after a topology change: a migrated range the topology gave away needs no
+  // redirect or write ban of its own any more.
+  void ForgetGivenAwayRange();
+
+  bool enabled_ = false;
+  std::string nodes_file_;
+  mutable std::shared_mutex mu_;
+  std::string my_id_;
+  std::shared_ptr<const Topology> topology_;
+  MigrationInfo migration_;
+  std::optional<SlotRange> forbidden_;
+  std::string migrated_to_;  // "host:port" a migrated range answers MOVED with
+  ImportInfo import_;
+};
+
+}  // namespace larder::server::cluster
