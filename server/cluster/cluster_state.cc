@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace larder::server::cluster {
 
@@ -202,11 +203,13 @@ std::optional<std::string> ClusterState::Reset() {
   import_ = {};
   forbidden_.reset();
   migrated_to_.clear();
+  given_away_.reset();
   return std::nullopt;
 }
 
 void ClusterState::ForgetGivenAwayRange() {
   if (forbidden_ && topology_->OwnerOf(forbidden_->first) != Myself()) {
+    if (migration_.state == MigrationState::kSuccess) given_away_ = forbidden_;
     forbidden_.reset();
     migrated_to_.clear();
   }
@@ -288,6 +291,11 @@ std::optional<std::string> ClusterState::SetImport(SlotRange range, ImportState 
   }
   import_.state = state;
   return std::nullopt;
+}
+
+std::optional<SlotRange> ClusterState::TakeGivenAwayRange() {
+  std::unique_lock lock(mu_);
+  return std::exchange(given_away_, std::nullopt);
 }
 
 void ClusterState::ImportLinkClosed() {

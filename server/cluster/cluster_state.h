@@ -92,6 +92,9 @@ class ClusterState {
   // topology assigns it.
   std::optional<std::string> SetImport(SlotRange range, ImportState state);
   ImportInfo Import() const;
+  // The range a successful migration moved out, once a topology change gave it away (its keys
+  // are this node's to delete), once; nullopt otherwise.
+  std::optional<SlotRange> TakeGivenAwayRange();
   // The link an import ran through closed: an import still running failed.
   void ImportLinkClosed();
 
@@ -100,7 +103,7 @@ class ClusterState {
                                   const std::shared_ptr<const Topology>& t) const;
   const ClusterNode* Myself() const;  // with mu_ held
   // With mu_ held, after a topology change: a migrated range the topology gave away needs no
-  // redirect or write ban of its own any more.
+  // redirect or write ban of its own any more; it is kept in given_away_ for deletion.
   void ForgetGivenAwayRange();
 
   bool enabled_ = false;
@@ -111,6 +114,7 @@ class ClusterState {
   MigrationInfo migration_;
   std::optional<SlotRange> forbidden_;
   std::string migrated_to_;  // "host:port" a migrated range answers MOVED with
+  std::optional<SlotRange> given_away_;
   ImportInfo import_;
 };
 

@@ -47,16 +47,26 @@ bool QueuedByMulti(const ClientState& client, const CommandSpec& spec) {
   return client.in_multi && !spec.Has(kNoMulti);
 }
 
+// Runs the handler; while a slot migration runs, tells it the keys a write command wrote.
+// Called with the server lock held (but for `locks_itself` commands, which write no keys), so
+// the migrator's drain, which takes the lock exclusively, waits for the noting too.
+void RunHandler(Ctx& ctx) {
+  ctx.spec.handler(ctx);
+  if (!ctx.spec.Has(kWrite) || !ctx.core.migrator.active()) return;
+  ForEachKeyPosition(ctx.spec.keys, ctx.argc(),
+                     [&](size_t i) { ctx.core.migrator.NoteWrite(ctx.argv[i]); });
+}
+
 // Runs the handler under the server lock its flags ask for.
 void Execute(Ctx& ctx) {
   if (ctx.spec.Has(kLocksItself)) {
     ctx.spec.handler(ctx);
   } else if (ctx.spec.Has(kExclusive)) {
     std::unique_lock<FairSharedMutex> lock(ctx.core.exec_lock);
-    ctx.spec.handler(ctx);
+    RunHandler(ctx);
   } else {
     std::shared_lock<FairSharedMutex> lock(ctx.core.exec_lock);
-    ctx.spec.handler(ctx);
+    RunHandler(ctx);
   }
 }
 
@@ -227,7 +237,7 @@ void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::str
 
 void RunQueued(Core& core, ClientState& client, QueuedRequest& request, resp::ReplyWriter& w) {
   Ctx ctx{core, client, request.argv, w, *request.spec};
-  RunObserved(ctx, ctx.spec.handler);
+  RunObserved(ctx, RunHandler);
 }
 
 }  // namespace larder::server

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "cluster/cluster_state.h"
+#include "cluster/migrator.h"
 #include "core/client_pause.h"
 #include "core/client_registry.h"
 #include "core/command_metrics.h"
@@ -63,6 +64,11 @@ struct Core {
   // Taken shared by every command, exclusively by read-modify-write commands and by EXEC
   // (commands/command_spec.h: `exclusive`, `locks_itself`).
   FairSharedMutex exec_lock;
+  // Slot migrations out of this node (CLUSTERX MIGRATE). Its drain waits for the commands in
+  // flight by taking the server lock exclusively once.
+  cluster::SlotMigrator migrator{store, cluster,
+                                 [this] { std::unique_lock<FairSharedMutex> drained(exec_lock); },
+                                 [this] { return config.snapshot()->requirepass; }};
 
   int64_t NowMs() const { return clock.NowMs(); }
 

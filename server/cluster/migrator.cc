@@ -1,0 +1,168 @@
+#include "cluster/migrator.h"
+
+#include "cluster/peer_link.h"
+#include "cluster/slot_keys.h"
+#include "log.h"
+
+namespace larder::server::cluster {
+
+namespace {
+
+constexpr auto kLinkTimeout = std::chrono::seconds(30);
+constexpr size_t kPipelineDepth = 16;      // commands sent before their replies are read
+constexpr int kCatchUpRounds = 10;         // rounds of re-sending keys written meanwhile
+constexpr size_t kFewEnoughToFreeze = 64;  // noted keys small enough to ban writes for
+
+bool Overlap(SlotRange a, SlotRange b) {
+  return a.first <= b.last && b.first <= a.last;
+}
+
+}  // namespace
+
+SlotMigrator::~SlotMigrator() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+std::optional<std::string> SlotMigrator::Start(SlotRange range, const std::string& destination_id) {
+  auto t = state_.Current();
+  const ClusterNode* dst = t ? t->Find(destination_id) : nullptr;
+  if (dst == nullptr) return "ERR Can't find the destination node id";
+  const ClusterNode* myself = t->Find(state_.MyId());
+  const MigrationInfo last = state_.Migration();
+  if (last.state == MigrationState::kSuccess && Overlap(*last.range, range) &&
+      t->OwnerOf(last.range->first) == myself) {
+    return "ERR Can't migrate slot which has been migrated";  // the switch is still pending
+  }
+  for (int s = range.first; s <= range.last; ++s) {
+    if (myself == nullptr || t->OwnerOf(s) != myself) {
+      return "ERR Can't migrate slot which doesn't belong to me";
+    }
+  }
+  if (!myself->master) return "ERR Slave can't migrate slot";
+  if (!dst->master) return "ERR Can't migrate slot to a slave";
+  if (dst == myself) return "ERR Can't migrate slot to myself";
+  std::unique_lock lock(mu_);
+  if (!done_) return "ERR There is already a migrating job";
+  if (thread_.joinable()) thread_.join();  // the last one, finished
+  done_ = false;
+  error_.clear();
+  range_ = range;
+  noted_.clear();
+  state_.BeginMigration(range, destination_id);
+  active_.store(true, std::memory_order_release);  // writes are noted from here on
+  thread_ = std::thread([this, range, d = *dst] { Run(range, d); });
+  return std::nullopt;
+}
+
+std::optional<std::string> SlotMigrator::Wait(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  auto finished = [this] { return done_; };
+  if (timeout.count() == 0) {
+    done_cv_.wait(lock, finished);
+  } else if (!done_cv_.wait_for(lock, timeout, finished)) {
+    return std::nullopt;
+  }
+  return error_;
+}
+
+void SlotMigrator::NoteWrite(std::string_view key) {
+  std::lock_guard lock(mu_);
+  if (range_ && range_->Contains(KeySlot(key))) noted_.emplace(key);
+}
+
+std::vector<std::string> SlotMigrator::TakeNoted() {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> keys(noted_.begin(), noted_.end());
+  noted_.clear();
+  return keys;
+}
+
+void SlotMigrator::Run(SlotRange range, const ClusterNode& destination) {
+  PeerLink link;
+  std::optional<std::string> error = Migrate(range, destination, link);
+  active_.store(false, std::memory_order_release);
+  if (error) {
+    // Best effort: the destination drops what it received (it also does when the link closes).
+    (void)link.Call({"CLUSTER", "IMPORT", range.ToString(), "2"});
+    Log(LogLevel::kWarning, "migrating slots " + range.ToString() + " to " + destination.host +
+                                ":" + std::to_string(destination.port) + " failed: " + *error);
+  } else {
+    Log(LogLevel::kNotice, "migrated slots " + range.ToString() + " to " + destination.host + ":" +
+                               std::to_string(destination.port));
+  }
+  state_.FinishMigration(!error);
+  std::lock_guard lock(mu_);
+  done_ = true;
+  error_ = error ? "ERR " + *error : "";
+  range_.reset();
+  noted_.clear();
+  done_cv_.notify_all();
+}
+
+std::optional<std::string> SlotMigrator::Migrate(SlotRange range, const ClusterNode& destination,
+                                                 PeerLink& link) {
+  if (auto e = link.Connect(destination.host, destination.port, kLinkTimeout)) return e;
+  const std::string password = password_();
+  if (!password.empty()) {
+    if (auto e = link.Call({"AUTH", password})) return e;
+  }
+  if (auto e = link.Call({"CLUSTER", "IMPORT", range.ToString(), "0"})) return e;
+  std::vector<std::string> keys;
+  ForEachKeyInRange(store_, range, [&](const std::string& key) {
+    keys.push_back(key);
+    return true;
+  });
+  if (auto e = SendKeys(keys, link)) return e;
+  for (int round = 0; round < kCatchUpRounds; ++round) {
+    keys = TakeNoted();
+    if (keys.size() < kFewEnoughToFreeze) break;
+    if (auto e = SendKeys(keys, link)) return e;
+    keys.clear();
+  }
+  state_.ForbidWrites(range);
+  drain_();  // every write that passed the routing check before the ban has finished
+  std::vector<std::string> last = TakeNoted();
+  keys.insert(keys.end(), last.begin(), last.end());
+  if (auto e = SendKeys(keys, link)) return e;
+  return link.Call({"CLUSTER", "IMPORT", range.ToString(), "1"});
+}
+
+std::optional<std::string> SlotMigrator::SendKeys(const std::vector<std::string>& keys,
+                                                  PeerLink& link) {
+  size_t in_flight = 0;
+  auto read_replies = [&](size_t down_to) -> std::optional<std::string> {
+    for (; in_flight > down_to; --in_flight) {
+      std::string line;
+      if (auto e = link.ReadLine(&line)) return e;
+      if (line.front() == '-') return "the migration target replied " + line.substr(1);
+    }
+    return std::nullopt;
+  };
+  for (const std::string& key : keys) {
+    if (stopping_) return "the server is shutting down";
+    // A key written after this read was noted, and is read and sent again in a later round.
+    auto value = store_.Get(key);
+    if (!value.ok() && !value.status().IsNotFound()) return value.status().ToString();
+    int64_t expire_at_ms = -1;  // -1: gone
+    if (value.ok()) {
+      auto info = store_.Info(key);
+      if (info.ok()) expire_at_ms = info->expire_at_ms;
+    }
+    std::optional<std::string> e;
+    if (expire_at_ms < 0) {
+      e = link.Send({"DEL", key});
+    } else if (expire_at_ms > 0) {
+      e = link.Send({"SET", key, value->view(), "PXAT", std::to_string(expire_at_ms)});
+    } else {
+      e = link.Send({"SET", key, value->view()});
+    }
+    if (e) return e;
+    if (++in_flight >= kPipelineDepth) {
+      if (auto r = read_replies(kPipelineDepth / 2)) return r;
+    }
+  }
+  return read_replies(0);
+}
+
+}  // namespace larder::server::cluster
