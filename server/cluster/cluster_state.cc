@@ -59,31 +59,13 @@ bool Overlaps(const std::optional<SlotRange>& a, int slot) {
 }  // namespace
 
 const char* MigrationStateName(MigrationState s) {
-  switch (s) {
-    case MigrationState::kStart:
-      return "start";
-    case MigrationState::kSuccess:
-      return "success";
-    case MigrationState::kFail:
-      return "fail";
-    case MigrationState::kNone:
-      break;
-  }
-  return "none";
+  static constexpr const char* kNames[] = {"none", "start", "success", "fail"};
+  return kNames[static_cast<int>(s)];
 }
 
 const char* ImportStateName(ImportState s) {
-  switch (s) {
-    case ImportState::kStart:
-      return "start";
-    case ImportState::kSuccess:
-      return "success";
-    case ImportState::kError:
-      return "error";
-    case ImportState::kNone:
-      break;
-  }
-  return "none";
+  static constexpr const char* kNames[] = {"none", "start", "success", "error"};
+  return kNames[static_cast<int>(s)];
 }
 
 std::optional<std::string> ClusterState::Enable(const std::string& dir) {

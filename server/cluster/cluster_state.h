@@ -38,11 +38,11 @@ struct RouteQuery {
 };
 
 // A migration out of this node (CLUSTERX MIGRATE), as CLUSTER INFO reports it.
-enum class MigrationState { kNone, kStart, kSuccess, kFail };
+enum class MigrationState { kNone, kStart, kSuccess, kFail };  // MigrationStateName indexes
 const char* MigrationStateName(MigrationState s);
 
 // An import into this node (CLUSTER IMPORT), as CLUSTER INFO reports it.
-enum class ImportState { kNone, kStart, kSuccess, kError };
+enum class ImportState { kNone, kStart, kSuccess, kError };  // ImportStateName indexes
 const char* ImportStateName(ImportState s);
 
 struct MigrationInfo {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "cluster/topology.h"
 #include "larder/store.h"
@@ -22,6 +23,18 @@ void ForEachKeyInRange(Store& store, SlotRange range, Visit visit) {
     }
     cursor = page.next_cursor;
   } while (cursor != 0);
+}
+
+// Deletes every key of `range` (an import's clean start, a failed import, a range a
+// migration gave away). Deletion errors are left to the engine's own reporting: a key that
+// stays is one this node no longer serves, and eviction reclaims it.
+inline void DeleteKeysInRange(Store& store, SlotRange range) {
+  std::vector<std::string> keys;
+  ForEachKeyInRange(store, range, [&](const std::string& key) {
+    keys.push_back(key);
+    return true;
+  });
+  for (const std::string& key : keys) (void)store.Delete(key);
 }
 
 }  // namespace larder::server::cluster

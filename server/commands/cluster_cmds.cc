@@ -212,16 +212,6 @@ void Reset(Ctx& ctx) {
   ctx.w.SimpleString("OK");
 }
 
-// Deletes the keys of `range` (what an import starts from, and what a failed one leaves).
-void DeleteKeysInRange(Ctx& ctx, SlotRange range) {
-  std::vector<std::string> keys;
-  cluster::ForEachKeyInRange(ctx.store(), range, [&](const std::string& key) {
-    keys.push_back(key);
-    return true;
-  });
-  for (const std::string& key : keys) (void)ctx.store().Delete(key);
-}
-
 // CLUSTER IMPORT <slot|first-last> <state>, sent by a migration source over the link it then
 // writes the range's keys through (Kvrocks's protocol): 0 starts an import (the range's old
 // keys are deleted and this link may write the range), 1 ends it successfully (the range is
@@ -245,7 +235,7 @@ void Import(Ctx& ctx) {
   static constexpr cluster::ImportState kStates[] = {
       cluster::ImportState::kStart, cluster::ImportState::kSuccess, cluster::ImportState::kError};
   if (auto error = ctx.core.cluster.SetImport(*range, kStates[state])) return ctx.w.Error(*error);
-  if (state != 1) DeleteKeysInRange(ctx, *range);
+  if (state != 1) cluster::DeleteKeysInRange(ctx.store(), *range);
   ctx.client.importing = state == 0;
   ctx.w.SimpleString("OK");
 }

@@ -29,12 +29,7 @@ void ReplyResult(Ctx& ctx, const std::optional<std::string>& error) {
   if (error) return ctx.w.Error(*error);
   if (std::optional<SlotRange> gone = ctx.core.cluster.TakeGivenAwayRange()) {
     std::shared_lock<FairSharedMutex> lock(ctx.core.exec_lock);
-    std::vector<std::string> keys;
-    cluster::ForEachKeyInRange(ctx.store(), *gone, [&](const std::string& key) {
-      keys.push_back(key);
-      return true;
-    });
-    for (const std::string& key : keys) (void)ctx.store().Delete(key);
+    cluster::DeleteKeysInRange(ctx.store(), *gone);
   }
   ctx.w.SimpleString("OK");
 }
