@@ -16,7 +16,7 @@ import redis
 from redis.exceptions import RedisClusterException, ResponseError
 
 from cluster_harness import Cluster, range_text
-from server_harness import MiB, RawClient, RedisProcess, ServerProcess, wait_for
+from server_harness import MiB, RawClient, RedisProcess, ServerProcess, free_port, wait_for
 
 
 def cluster_info(node):
@@ -206,7 +206,9 @@ class ClusterBesideRedisTest(unittest.TestCase):
     cluster owning every slot; standalone servers refusing cluster commands."""
 
     def test_one_node_cluster_answers_as_redis(self):
-        redis_node = RedisProcess(["--cluster-enabled", "yes"]).start()
+        # Its bus port is given: the default (port + 10000) fails for ports above 55535.
+        redis_node = RedisProcess(["--cluster-enabled", "yes",
+                                   "--cluster-port", str(free_port())]).start()
         larder = Cluster(1).start()
         try:
             r = redis_node.client()
