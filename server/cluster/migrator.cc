@@ -1,6 +1,5 @@
 #include "cluster/migrator.h"
 
-#include "cluster/peer_link.h"
 #include "cluster/slot_keys.h"
 #include "log.h"
 
@@ -8,13 +7,34 @@ namespace larder::server::cluster {
 
 namespace {
 
-constexpr auto kLinkTimeout = std::chrono::seconds(30);
+constexpr int kLinkTimeoutMs = 30000;      // per wait on the destination's socket
 constexpr size_t kPipelineDepth = 16;      // commands sent before their replies are read
 constexpr int kCatchUpRounds = 10;         // rounds of re-sending keys written meanwhile
 constexpr size_t kFewEnoughToFreeze = 64;  // noted keys small enough to ban writes for
 
 bool Overlap(SlotRange a, SlotRange b) {
   return a.first <= b.last && b.first <= a.last;
+}
+
+using common::ReplyHeader;
+using common::RespConnection;
+
+// Reads one reply of a migration command (+OK, :n or an error): the reason it is not a
+// success, or nullopt.
+std::optional<std::string> ReadReply(RespConnection& link) {
+  ReplyHeader h;
+  if (!link.ReadHeader(&h)) return link.error();
+  if (h.type == '-') return "the migration target replied " + h.line;
+  if (h.type == '$') {
+    link.Abandon("unexpected bulk reply from the migration target");
+    return link.error();
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> Call(RespConnection& link, const std::vector<std::string_view>& args) {
+  if (!link.SendCommand(args)) return link.error();
+  return ReadReply(link);
 }
 
 }  // namespace
@@ -79,17 +99,19 @@ std::vector<std::string> SlotMigrator::TakeNoted() {
 }
 
 void SlotMigrator::Run(SlotRange range, const ClusterNode& destination) {
-  PeerLink link;
-  std::optional<std::string> error = Migrate(range, destination, link);
+  RespConnection link({"", destination.host, std::to_string(destination.port)}, kLinkTimeoutMs);
+  std::optional<std::string> error;
+  if (!link.Connect("", password_())) error = link.error();  // AUTH with this node's password
+  if (!error) error = Migrate(range, link);
   active_.store(false, std::memory_order_release);
+  const std::string where = destination.host + ":" + std::to_string(destination.port);
   if (error) {
     // Best effort: the destination drops what it received (it also does when the link closes).
-    (void)link.Call({"CLUSTER", "IMPORT", range.ToString(), "2"});
-    Log(LogLevel::kWarning, "migrating slots " + range.ToString() + " to " + destination.host +
-                                ":" + std::to_string(destination.port) + " failed: " + *error);
+    if (!link.broken()) (void)Call(link, {"CLUSTER", "IMPORT", range.ToString(), "2"});
+    Log(LogLevel::kWarning,
+        "migrating slots " + range.ToString() + " to " + where + " failed: " + *error);
   } else {
-    Log(LogLevel::kNotice, "migrated slots " + range.ToString() + " to " + destination.host + ":" +
-                               std::to_string(destination.port));
+    Log(LogLevel::kNotice, "migrated slots " + range.ToString() + " to " + where);
   }
   state_.FinishMigration(!error);
   std::lock_guard lock(mu_);
@@ -100,14 +122,8 @@ void SlotMigrator::Run(SlotRange range, const ClusterNode& destination) {
   done_cv_.notify_all();
 }
 
-std::optional<std::string> SlotMigrator::Migrate(SlotRange range, const ClusterNode& destination,
-                                                 PeerLink& link) {
-  if (auto e = link.Connect(destination.host, destination.port, kLinkTimeout)) return e;
-  const std::string password = password_();
-  if (!password.empty()) {
-    if (auto e = link.Call({"AUTH", password})) return e;
-  }
-  if (auto e = link.Call({"CLUSTER", "IMPORT", range.ToString(), "0"})) return e;
+std::optional<std::string> SlotMigrator::Migrate(SlotRange range, RespConnection& link) {
+  if (auto e = Call(link, {"CLUSTER", "IMPORT", range.ToString(), "0"})) return e;
   std::vector<std::string> keys;
   ForEachKeyInRange(store_, range, [&](const std::string& key) {
     keys.push_back(key);
@@ -125,17 +141,15 @@ std::optional<std::string> SlotMigrator::Migrate(SlotRange range, const ClusterN
   std::vector<std::string> last = TakeNoted();
   keys.insert(keys.end(), last.begin(), last.end());
   if (auto e = SendKeys(keys, link)) return e;
-  return link.Call({"CLUSTER", "IMPORT", range.ToString(), "1"});
+  return Call(link, {"CLUSTER", "IMPORT", range.ToString(), "1"});
 }
 
 std::optional<std::string> SlotMigrator::SendKeys(const std::vector<std::string>& keys,
-                                                  PeerLink& link) {
+                                                  RespConnection& link) {
   size_t in_flight = 0;
   auto read_replies = [&](size_t down_to) -> std::optional<std::string> {
     for (; in_flight > down_to; --in_flight) {
-      std::string line;
-      if (auto e = link.ReadLine(&line)) return e;
-      if (line.front() == '-') return "the migration target replied " + line.substr(1);
+      if (auto e = ReadReply(link)) return e;
     }
     return std::nullopt;
   };
@@ -149,15 +163,15 @@ std::optional<std::string> SlotMigrator::SendKeys(const std::vector<std::string>
       auto info = store_.Info(key);
       if (info.ok()) expire_at_ms = info->expire_at_ms;
     }
-    std::optional<std::string> e;
+    bool sent;
     if (expire_at_ms < 0) {
-      e = link.Send({"DEL", key});
+      sent = link.SendCommand({"DEL", key});
     } else if (expire_at_ms > 0) {
-      e = link.Send({"SET", key, value->view(), "PXAT", std::to_string(expire_at_ms)});
+      sent = link.SendCommand({"SET", key, value->view(), "PXAT", std::to_string(expire_at_ms)});
     } else {
-      e = link.Send({"SET", key, value->view()});
+      sent = link.SendCommand({"SET", key, value->view()});
     }
-    if (e) return e;
+    if (!sent) return link.error();
     if (++in_flight >= kPipelineDepth) {
       if (auto r = read_replies(kPipelineDepth / 2)) return r;
     }

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "cluster/cluster_state.h"
+#include "common/resp_connection.h"
 #include "larder/store.h"
 
 namespace larder::server::cluster {
@@ -58,10 +59,10 @@ class SlotMigrator {
 
  private:
   void Run(SlotRange range, const ClusterNode& destination);
-  std::optional<std::string> Migrate(SlotRange range, const ClusterNode& destination,
-                                     class PeerLink& link);
+  std::optional<std::string> Migrate(SlotRange range, common::RespConnection& link);
   // Sends the current value (or a DEL) of each key, pipelined.
-  std::optional<std::string> SendKeys(const std::vector<std::string>& keys, PeerLink& link);
+  std::optional<std::string> SendKeys(const std::vector<std::string>& keys,
+                                      common::RespConnection& link);
   std::vector<std::string> TakeNoted();
 
   Store& store_;

@@ -24,10 +24,14 @@
 #include <string_view>
 #include <vector>
 
+#include "common/resp_connection.h"
 #include "lmcache_plugin.h"
-#include "resp_connection.h"
 
 namespace lmcache_plugin {
+
+using larder::common::ReplyHeader;
+using larder::common::RespConnection;
+using larder::common::ServerAddress;
 
 struct ServerOptions {
   ServerAddress address;

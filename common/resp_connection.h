@@ -1,5 +1,8 @@
 // RespConnection: one RESP2 client connection to larder-server (or any Redis-protocol store)
-// over a unix socket or TCP, for the native plugin's server mode (server_backend.h).
+// over a unix socket or TCP: the native LMCache plugin's server mode
+// (connectors/python/native/server_backend.h) and a slot migration's link from one cluster
+// node to another (server/cluster/migrator.cc). Header-only, so the Python module needs no
+// library of Larder's beyond the engine.
 //
 // Contract:
 // - Every wait on the socket (connect, each send, each receive) is bounded by `timeout_ms`; a
@@ -20,14 +23,16 @@
 #include <unistd.h>
 
 #include <fcntl.h>
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace lmcache_plugin {
+namespace larder::common {
 
 // Where the server listens: a unix socket path (anything with a '/'), or host:port.
 struct ServerAddress {
@@ -99,6 +104,23 @@ class RespConnection {
     }
     if (tail_len >= 0) out += "$" + std::to_string(tail_len) + "\r\n";
     return out;
+  }
+
+  // Sends `args` as one RESP array; the arguments go out from the caller's memory (a value of
+  // many MiB is not copied), only their headers are built.
+  bool SendCommand(const std::vector<std::string_view>& args) {
+    std::vector<std::string> heads;
+    heads.reserve(args.size() + 1);
+    heads.push_back("*" + std::to_string(args.size()) + "\r\n");
+    for (std::string_view a : args) heads.push_back("$" + std::to_string(a.size()) + "\r\n");
+    static constexpr char kCrlf[] = "\r\n";
+    std::vector<iovec> parts{{heads[0].data(), heads[0].size()}};
+    for (size_t i = 0; i < args.size(); ++i) {
+      parts.push_back({heads[i + 1].data(), heads[i + 1].size()});
+      if (!args[i].empty()) parts.push_back({const_cast<char*>(args[i].data()), args[i].size()});
+      parts.push_back({const_cast<char*>(kCrlf), 2});
+    }
+    return SendAll(std::move(parts));
   }
 
   // Sends every byte of `parts` (one sendmsg per round, no SIGPIPE).
@@ -289,4 +311,4 @@ class RespConnection {
   std::string error_;
 };
 
-}  // namespace lmcache_plugin
+}  // namespace larder::common
