@@ -56,6 +56,11 @@ bool Overlaps(const std::optional<SlotRange>& a, int slot) {
   return a && a->Contains(slot);
 }
 
+// Redis's redirect: "MOVED <slot> <host>:<port>".
+std::string Moved(int slot, const ClusterNode& node) {
+  return "MOVED " + std::to_string(slot) + " " + node.host + ":" + std::to_string(node.port);
+}
+
 }  // namespace
 
 const char* MigrationStateName(MigrationState s) {
@@ -113,7 +118,19 @@ std::string ClusterState::MyId() const {
 
 int64_t ClusterState::Version() const {
   std::shared_lock lock(mu_);
+  return VersionLocked();
+}
+
+int64_t ClusterState::VersionLocked() const {
   return topology_ ? topology_->version() : -1;
+}
+
+std::optional<std::string> ClusterState::Install(Topology t) {
+  auto next = std::make_shared<const Topology>(std::move(t));
+  if (auto error = Save(my_id_, next)) return error;
+  topology_ = std::move(next);
+  ForgetGivenAwayRange();
+  return std::nullopt;
 }
 
 std::shared_ptr<const Topology> ClusterState::Current() const {
@@ -144,32 +161,23 @@ std::optional<std::string> ClusterState::SetNodes(std::string_view text, int64_t
                                                   bool force) {
   if (version < 0) return "ERR Invalid cluster version";
   std::unique_lock lock(mu_);
-  const int64_t current = topology_ ? topology_->version() : -1;
+  const int64_t current = VersionLocked();
   if (!force && version < current) return "ERR Invalid cluster version";
   if (!force && version == current) return std::nullopt;
   std::string error;
   std::optional<Topology> t = Topology::Parse(text, version, &error);
   if (!t) return "ERR " + error;
-  auto next = std::make_shared<const Topology>(std::move(*t));
-  if (auto save_error = Save(my_id_, next)) return save_error;
-  topology_ = std::move(next);
-  ForgetGivenAwayRange();
-  return std::nullopt;
+  return Install(std::move(*t));
 }
 
 std::optional<std::string> ClusterState::SetSlot(SlotRange range, std::string_view node_id,
                                                  int64_t version) {
   std::unique_lock lock(mu_);
-  const int64_t current = topology_ ? topology_->version() : -1;
-  if (!topology_ || version != current + 1) return "ERR Invalid cluster version";
+  if (!topology_ || version != VersionLocked() + 1) return "ERR Invalid cluster version";
   std::string error;
   std::optional<Topology> t = topology_->WithSlotsMovedTo(range, node_id, version, &error);
   if (!t) return "ERR " + error;
-  auto next = std::make_shared<const Topology>(std::move(*t));
-  if (auto save_error = Save(my_id_, next)) return save_error;
-  topology_ = std::move(next);
-  ForgetGivenAwayRange();
-  return std::nullopt;
+  return Install(std::move(*t));
 }
 
 std::optional<std::string> ClusterState::Reset() {
@@ -184,7 +192,6 @@ std::optional<std::string> ClusterState::Reset() {
   migration_ = {};
   import_ = {};
   forbidden_.reset();
-  migrated_to_.clear();
   given_away_.reset();
   return std::nullopt;
 }
@@ -193,7 +200,6 @@ void ClusterState::ForgetGivenAwayRange() {
   if (forbidden_ && topology_->OwnerOf(forbidden_->first) != Myself()) {
     if (migration_.state == MigrationState::kSuccess) given_away_ = forbidden_;
     forbidden_.reset();
-    migrated_to_.clear();
   }
 }
 
@@ -207,9 +213,10 @@ std::optional<std::string> ClusterState::Route(const RouteQuery& q) const {
   const ClusterNode* owner = topology_->OwnerOf(q.slot);
   const ClusterNode* myself = Myself();
   if (owner != nullptr && owner == myself) {
-    if (Overlaps(forbidden_, q.slot) && migration_.state == MigrationState::kSuccess) {
-      return "MOVED " + std::to_string(q.slot) + " " + migrated_to_;
-    }
+    const ClusterNode* migrated_to = migration_.state == MigrationState::kSuccess
+                                         ? topology_->Find(migration_.destination_id)
+                                         : nullptr;
+    if (Overlaps(forbidden_, q.slot) && migrated_to != nullptr) return Moved(q.slot, *migrated_to);
     if (q.write && Overlaps(forbidden_, q.slot)) {
       return "TRYAGAIN Can't write to slot being migrated which is in write forbidden phase";
     }
@@ -224,14 +231,13 @@ std::optional<std::string> ClusterState::Route(const RouteQuery& q) const {
     return std::nullopt;
   }
   if (owner == nullptr) return "CLUSTERDOWN Hash slot not served";
-  return "MOVED " + std::to_string(q.slot) + " " + owner->host + ":" + std::to_string(owner->port);
+  return Moved(q.slot, *owner);
 }
 
 void ClusterState::BeginMigration(SlotRange range, const std::string& destination_id) {
   std::unique_lock lock(mu_);
   migration_ = {MigrationState::kStart, range, destination_id};
   forbidden_.reset();
-  migrated_to_.clear();
 }
 
 void ClusterState::ForbidWrites(SlotRange range) {
@@ -246,9 +252,7 @@ void ClusterState::FinishMigration(bool success) {
     forbidden_.reset();
     return;
   }
-  const ClusterNode* dst = topology_ ? topology_->Find(migration_.destination_id) : nullptr;
   forbidden_ = migration_.range;
-  migrated_to_ = dst ? dst->host + ":" + std::to_string(dst->port) : "";
 }
 
 MigrationInfo ClusterState::Migration() const {

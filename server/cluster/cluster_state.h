@@ -102,6 +102,10 @@ class ClusterState {
   std::optional<std::string> Save(const std::string& id,
                                   const std::shared_ptr<const Topology>& t) const;
   const ClusterNode* Myself() const;  // with mu_ held
+  int64_t VersionLocked() const;      // with mu_ held: the topology's version, -1 if none
+  // With mu_ held: saves `t` and makes it current (then ForgetGivenAwayRange); the save's
+  // error reply, with nothing changed, if it fails.
+  std::optional<std::string> Install(Topology t);
   // With mu_ held, after a topology change: a migrated range the topology gave away needs no
   // redirect or write ban of its own any more; it is kept in given_away_ for deletion.
   void ForgetGivenAwayRange();
@@ -113,7 +117,6 @@ class ClusterState {
   std::shared_ptr<const Topology> topology_;
   MigrationInfo migration_;
   std::optional<SlotRange> forbidden_;
-  std::string migrated_to_;  // "host:port" a migrated range answers MOVED with
   std::optional<SlotRange> given_away_;
   ImportInfo import_;
 };
