@@ -140,6 +140,29 @@ void RegisterApplyHooks(Config* config) {
   });
 }
 
+// With a tls-port: gives `server` its TLS context, and makes CONFIG SET of any tls-* option but
+// the port rebuild it for new connections (a change OpenSSL refuses is refused, naming why).
+// Returns the error that stops the start.
+std::optional<std::string> SetUpTls(Config* config, const ServerConfig& cfg,
+                                    larder::server::Server& server) {
+  if (cfg.tls_port == 0) return std::nullopt;
+  auto ctx = larder::server::BuildTlsContext(cfg);
+  if (!ctx.ok()) return ctx.status().message();
+  server.SetTlsContext(std::move(ctx).value());
+  for (const larder::config::Option& opt : larder::config::OptionTable()) {
+    if (!opt.name.starts_with("tls-") || !opt.runtime_mutable) continue;
+    auto rebuild = [&server](const ServerConfig& c) -> std::optional<std::string> {
+      auto rebuilt = larder::server::BuildTlsContext(c);
+      if (!rebuilt.ok()) return rebuilt.status().message();
+      server.SetTlsContext(std::move(rebuilt).value());
+      Log(LogLevel::kNotice, "TLS configuration reloaded; new connections use it");
+      return std::nullopt;
+    };
+    if (auto err = config->SetApplyFn(opt.name, rebuild)) return err;
+  }
+  return std::nullopt;
+}
+
 // Serves clients until SIGTERM/SIGINT or SHUTDOWN; returns the exit status.
 int Serve(larder::Store& store, Config* config, const ServerConfig& cfg, const larder::Clock& clock,
           larder::server::EngineEventForwarder& engine_events) {
@@ -167,6 +190,10 @@ int Serve(larder::Store& store, Config* config, const ServerConfig& cfg, const l
   larder::server::Server server(core, dispatcher, cfg);
   core.clients = &server;
   core.request_shutdown = [&server] { server.RequestStop(); };
+  if (auto err = SetUpTls(config, cfg, server)) {
+    Log(LogLevel::kWarning, "can't set up TLS: " + *err);
+    return kExitError;
+  }
   if (auto err = server.Listen()) {
     Log(LogLevel::kWarning, *err);
     return kExitError;
@@ -182,6 +209,7 @@ int Serve(larder::Store& store, Config* config, const ServerConfig& cfg, const l
   if (!cfg.pidfile.empty()) std::ofstream(cfg.pidfile) << getpid() << "\n";
   server.Start();
   std::string listeners_note = cfg.unixsocket.empty() ? "" : " and unix socket " + cfg.unixsocket;
+  if (cfg.tls_port != 0) listeners_note += ", TLS on port " + std::to_string(cfg.tls_port);
   if (cfg.metrics_port != 0)
     listeners_note += ", metrics on port " + std::to_string(cfg.metrics_port);
   Log(LogLevel::kNotice,

@@ -91,7 +91,7 @@ def server_tables(raw):
         if r["phase"] == "exists":
             out.append("| %s | %s | %.0f | %.0f |" % (r["label"], human(r["size"]),
                                                       r["p50_ms"] * 1000, r["p99_ms"] * 1000))
-    return out + redis_benchmark_table(raw)
+    return out + redis_benchmark_table(raw) + tls_table(raw)
 
 
 def redis_benchmark_table(raw):
@@ -116,6 +116,31 @@ def redis_benchmark_table(raw):
                     n if n is not None else "—", f2(a), f2(b), f2(ratio(a, b)),
                     f2(a and a * size / 1e9)))
     return out + budget_lines(raw)
+
+
+def tls_table(raw):
+    """redis-benchmark on the plain port and the TLS port of the same server, in GB/s."""
+    rows = raw.get("tls", [])
+    if not rows:
+        return []
+    out = ["", "TLS beside plain text: each server with both ports at once, the same "
+           "certificates (client certificates required), `redis-benchmark -c 4 -t set,get "
+           "-d SIZE` (one key) on each port, `--tls --cacert --cert --key` on the TLS one. "
+           "GB/s = requests/s × value size.", "",
+           "| value | op | larder plain GB/s | larder TLS GB/s | larder TLS ×plain "
+           "| redis plain GB/s | redis TLS GB/s | larder TLS ×Redis TLS |",
+           "|---|---|---|---|---|---|---|---|"]
+    for size in sorted({r["size"] for r in rows}):
+        for op in ("SET", "GET"):
+            def gbps(server, transport):
+                rps = val(rows, "rps", server=server, transport=transport, size=size, op=op)
+                return rps and rps * size / 1e9
+            lp, lt = gbps("larder", "plain"), gbps("larder", "tls")
+            rp, rt = gbps("redis", "plain"), gbps("redis", "tls")
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                human(size), op, f2(lp), f2(lt), f2(ratio(lt, lp)), f2(rp), f2(rt),
+                f2(ratio(lt, rt))))
+    return out
 
 
 def budget_lines(raw):

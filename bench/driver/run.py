@@ -3,6 +3,7 @@ one run and writes bench/results/raw.json, then report.md and the plots (report.
 
 Peers: larder-server (default config: WAL off, budget 80% of the free space) and with
 --wal yes, Redis 7 (--save '' --appendonly no) through resp-load and redis-benchmark (-c 4);
+both again with a TLS port beside the plain one (redis-benchmark --tls);
 liblarder, RocksDB and one-file-per-chunk in-process (larder-peers, liblarder once more with
 direct reads); LMCache's MP-mode reads (bench/lmcache_plugin.py: native_plugin in-process and
 over the server, the resp adapter's wire pattern, files, the engine's batched read); fio direct reads (sequential and random, psync; random at queue depths 4 and 8
@@ -24,6 +25,7 @@ import report
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
 import server_harness  # noqa: E402
+import tls_certs  # noqa: E402
 KiB, MiB = 1 << 10, 1 << 20
 
 # Value sizes are in bytes; every tool gets them as plain integers.
@@ -184,19 +186,23 @@ def resp_load_cases(bins, srv, name, cfg, errors):
     return rows
 
 
-def redis_benchmark_cases(srv, name, cfg, errors):
-    """redis-benchmark -c 4 at each of cfg["bench_sizes"]: plain `-t set,get` (its one key:
-    every SET overwrites it, every GET reads it), then `-t set -r 100000000` (a fresh random
-    key per SET). -n moves cfg["bench_bytes"] of values per case (at least bench_min_n
-    requests); FLUSHALL before each case."""
+def redis_benchmark_cases(srv, name, cfg, errors, connect=None,
+                          keyspaces=("one", "random")):
+    """redis-benchmark -c 4 at each of cfg["bench_sizes"]: plain `-t set,get` (keyspace
+    "one": every SET overwrites its one key, every GET reads it), then `-t set -r 100000000`
+    ("random": a fresh random key per SET). -n moves cfg["bench_bytes"] of values per case (at
+    least bench_min_n requests); FLUSHALL before each case. `connect`: redis-benchmark's
+    connection options (default: -p of the server's port)."""
+    tests_of = {"one": ["-t", "set,get"], "random": ["-t", "set", "-r", "100000000"]}
+    connect = connect or ["-p", str(srv.port)]
     rows = []
     for s in cfg["bench_sizes"]:
         size = s
         n = max(cfg["bench_min_n"], cfg["bench_bytes"] // size)
-        for keyspace, tests in (("one", ["-t", "set,get"]),
-                                ("random", ["-t", "set", "-r", "100000000"])):
+        for keyspace in keyspaces:
+            tests = tests_of[keyspace]
             srv.command("FLUSHALL")
-            p = subprocess.run(["redis-benchmark", "-p", str(srv.port), "-d", str(size), "-n",
+            p = subprocess.run(["redis-benchmark"] + connect + ["-d", str(size), "-n",
                                 str(n), "-c", "4", "--csv"] + tests,
                                capture_output=True, text=True)
             got = []
@@ -243,6 +249,33 @@ def server_runs(bins, work, cfg, errors):
     return rows, bench_rows, infos
 
 
+def tls_runs(bins, work, cfg, errors):
+    """larder-server and Redis 7, each with a plain port and a TLS port at once (the same
+    certificates, client certificates required): redis-benchmark `-t set,get` on each port.
+    Rows carry server "larder" / "redis" and transport "plain" / "tls"."""
+    pki = tls_certs.TestPki()
+    rows = []
+    try:
+        for name in ("larder", "redis"):
+            tls_port = server_harness.free_port()
+            log("TLS beside plain:", name)
+            srv = Server(name + "-tls", lambda port, d, name=name, tls_port=tls_port:
+                         SERVERS[name](bins, port, d) + pki.server_options(tls_port),
+                         os.path.join(work, name + "-tls", "data"))
+            try:
+                for transport, connect in (
+                        ("plain", ["-p", str(srv.port)]),
+                        ("tls", ["-p", str(tls_port)] + pki.client_options())):
+                    got = redis_benchmark_cases(srv, name, cfg, errors, connect, ("one",))
+                    rows += [dict(r, transport=transport) for r in got]
+            finally:
+                srv.stop()
+                shutil.rmtree(os.path.join(work, name + "-tls"), ignore_errors=True)
+    finally:
+        pki.cleanup()
+    return rows
+
+
 def larder_bench(bins, work, part, args, errors):
     """larder-bench --parts `part` --json (scratch data under `work`, removed by the tool)."""
     out = run_checked([bins["larder-bench"], "--parts", part, "--json", "--dir", work] + args,
@@ -285,6 +318,10 @@ def part_fio(raw, bins, work, cfg):
 def part_servers(raw, bins, work, cfg):
     raw["servers"], raw["redis_benchmark"], raw["server_info"] = server_runs(
         bins, work, cfg, raw["errors"])
+
+
+def part_tls(raw, bins, work, cfg):
+    raw["tls"] = tls_runs(bins, work, cfg, raw["errors"])
 
 
 def part_inproc(raw, bins, work, cfg):
@@ -338,8 +375,8 @@ def part_lmcache(raw, bins, work, cfg):
          "--chunks", str(cfg["plugin_chunks"])], "lmcache_plugin.py", raw["errors"])
 
 
-PARTS = {"fio": part_fio, "servers": part_servers, "inproc": part_inproc, "ram": part_ram,
-         "wa": part_wa, "trace": part_trace, "lmcache": part_lmcache}
+PARTS = {"fio": part_fio, "servers": part_servers, "tls": part_tls, "inproc": part_inproc,
+         "ram": part_ram, "wa": part_wa, "trace": part_trace, "lmcache": part_lmcache}
 
 
 def main():

@@ -355,6 +355,23 @@ Error CheckPassword(const ServerConfig& c) {
   return std::nullopt;
 }
 
+// tls-protocols: words from TLSv1.2 and TLSv1.3 (older versions are refused outright, as their
+// ciphers are broken; Redis accepts and warns).
+Error CheckTlsProtocols(const ServerConfig& c) {
+  std::string_view rest = c.tls_protocols;
+  while (!rest.empty()) {
+    size_t start = rest.find_first_not_of(' ');
+    if (start == std::string_view::npos) break;
+    rest.remove_prefix(start);
+    std::string_view word = rest.substr(0, rest.find(' '));
+    rest.remove_prefix(word.size());
+    if (!EqualsNoCase(word, "TLSv1.2") && !EqualsNoCase(word, "TLSv1.3")) {
+      return QuoteForMessage(word) + " is not TLSv1.2 or TLSv1.3";
+    }
+  }
+  return std::nullopt;
+}
+
 using S = ServerConfig;
 
 std::vector<Option> NetworkRows() {
@@ -391,6 +408,25 @@ std::vector<Option> SecurityAndLimitRows() {
       // security
       WithCheck(String("requirepass", &S::requirepass, kRuntime, "password for AUTH; empty = none"),
                 CheckPassword),
+      // TLS: every option but the port rebuilds the TLS context when set at runtime
+      Int("tls-port", &S::tls_port, kStartup, 0, 65535, "TLS port; 0 = no TLS listener"),
+      String("tls-cert-file", &S::tls_cert_file, kRuntime, "server certificate chain (PEM)"),
+      String("tls-key-file", &S::tls_key_file, kRuntime, "server private key (PEM)"),
+      String("tls-ca-cert-file", &S::tls_ca_cert_file, kRuntime,
+             "CA certificates that sign client certificates (PEM)"),
+      String("tls-ca-cert-dir", &S::tls_ca_cert_dir, kRuntime,
+             "directory of hashed CA certificates that sign client certificates"),
+      Enum("tls-auth-clients", &S::tls_auth_clients, kRuntime, {"yes", "no", "optional"},
+           "client certificates: required, not asked for, or checked when sent"),
+      WithCheck(String("tls-protocols", &S::tls_protocols, kRuntime,
+                       "TLS versions accepted; empty = TLSv1.2 TLSv1.3"),
+                CheckTlsProtocols),
+      String("tls-ciphers", &S::tls_ciphers, kRuntime,
+             "TLSv1.2 ciphers, OpenSSL syntax; empty = OpenSSL's default"),
+      String("tls-ciphersuites", &S::tls_ciphersuites, kRuntime,
+             "TLSv1.3 ciphersuites, OpenSSL syntax; empty = OpenSSL's default"),
+      Bool("tls-prefer-server-ciphers", &S::tls_prefer_server_ciphers, kRuntime,
+           "the server's cipher order wins over the client's"),
       // --- limits ---
       // limits
       Bytes("proto-max-bulk-len", &S::proto_max_bulk_len, kRuntime, kMiB,

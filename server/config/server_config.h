@@ -75,6 +75,18 @@ struct ServerConfig {
   // --- security ---
   std::string requirepass;  // "" = no AUTH required; <= 512 bytes, no control characters
 
+  // --- TLS (redis.conf's names and meanings; net/tls_context.h builds the context) ---
+  int64_t tls_port = 0;                  // [0, 65535]; 0 = no TLS listener
+  std::string tls_cert_file;             // PEM certificate chain the server presents
+  std::string tls_key_file;              // PEM private key of that certificate
+  std::string tls_ca_cert_file;          // PEM CA bundle client certificates are checked against
+  std::string tls_ca_cert_dir;           // or a directory of hashed CA certificates
+  std::string tls_auth_clients = "yes";  // yes | no | optional: client certificates
+  std::string tls_protocols;     // space-separated TLSv1.2 / TLSv1.3; "" = "TLSv1.2 TLSv1.3"
+  std::string tls_ciphers;       // TLSv1.2 cipher list (OpenSSL syntax); "" = OpenSSL's default
+  std::string tls_ciphersuites;  // TLSv1.3 ciphersuites (OpenSSL syntax); "" = OpenSSL's default
+  bool tls_prefer_server_ciphers = false;  // the server's cipher order wins
+
   // --- limits ---
   uint64_t proto_max_bulk_len = 512ull << 20;          // >= 1 MiB
   uint64_t client_query_buffer_limit = 1ull << 30;     // >= 1 MiB

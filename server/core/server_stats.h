@@ -16,7 +16,8 @@
   X(rejected_connections, "connections refused: maxclients reached or protected mode")         \
   X(client_query_buffer_limit_disconnections, "clients closed at client-query-buffer-limit")   \
   X(client_output_buffer_limit_disconnections, "clients closed at client-output-buffer-limit") \
-  X(total_error_replies, "error replies sent (INFO errorstats counts them by code)")
+  X(total_error_replies, "error replies sent (INFO errorstats counts them by code)")           \
+  X(tls_handshake_failures, "TLS connections closed in their handshake (plain text, no cert)")
 
 namespace larder::server {
 

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "log.h"
 #include "net/server.h"
@@ -12,14 +13,16 @@
 namespace larder::server {
 
 Connection::Connection(Server& server, Socket socket, std::shared_ptr<ClientState> state,
-                       resp::Limits limits)
+                       resp::Limits limits, std::shared_ptr<TlsContext> tls)
     : server_(server),
       socket_(std::move(socket)),
+      tls_ctx_(std::move(tls)),
       state_(std::move(state)),
       parser_(limits),
       inbuf_(kReadBufferBytes),
       hold_timer_(socket_.get_executor()) {
   bufs_.reserve(kMaxIov);
+  if (tls_ctx_) tls_ = std::make_unique<asio::ssl::stream<Socket&>>(socket_, *tls_ctx_);
   w_.set_error_listener(&server_.core().errors);
   // Non-blocking at the descriptor, for the writes made outside Asio (sendmsg, sendfile).
   asio::error_code ignored;
@@ -70,7 +73,29 @@ void Connection::AppendPushed() {
 }
 
 void Connection::Start() {
-  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->Process(); });
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    if (self->tls_) {
+      self->Handshake();
+    } else {
+      self->Process();
+    }
+  });
+}
+
+void Connection::Handshake() {
+  tls_->async_handshake(
+      asio::ssl::stream_base::server, [self = shared_from_this()](const asio::error_code& ec) {
+        if (self->closed_) return;
+        if (ec) {
+          // A plain-text client, no or a bad certificate, no common version.
+          Log(LogLevel::kVerbose,
+              "TLS handshake with " + self->state_->addr + " failed: " + ec.message());
+          ServerStats::Count(self->server_.core().stats.tls_handshake_failures);
+          self->CloseNow();
+          return;
+        }
+        self->Process();
+      });
 }
 
 void Connection::Kill() {
@@ -170,7 +195,7 @@ void Connection::Execute() {
   // completion runs here (nothing appends output while busy_), so the job may write its own
   // replies: they reach the client without waiting for this io thread's turn.
   // Not past the hard output limit, though: as in Redis, a reply over it closes the client.
-  int direct_fd = pending_out_ == 0 && !writing_ ? socket_.native_handle() : -1;
+  int direct_fd = pending_out_ == 0 && !writing_ && !tls_ ? socket_.native_handle() : -1;
   uint64_t hard_limit = OutputLimit().hard_bytes;
   // Bytes buffered behind this request mean the client pipelines: throughput work.
   asio::thread_pool& pool = rpos_ < wpos_ ? server_.pipeline_pool() : server_.pool();
@@ -329,20 +354,27 @@ void Connection::AppendOutput(resp::OutputQueue& q) {
   state_->output_bytes = pending_out_;
 }
 
+template <typename Handler>
+void Connection::ReadSome(asio::mutable_buffer buf, Handler&& handler) {
+  if (tls_) {
+    tls_->async_read_some(buf, std::forward<Handler>(handler));
+  } else {
+    socket_.async_read_some(buf, std::forward<Handler>(handler));
+  }
+}
+
 void Connection::StartRead() {
   reading_ = true;
   auto self = shared_from_this();
   std::span<char> direct = parser_.DirectBuffer();
   if (!direct.empty()) {
-    socket_.async_read_some(
-        asio::buffer(direct.data(), direct.size()),
-        [self](const asio::error_code& ec, size_t n) { self->OnRead(ec, n, true); });
+    ReadSome(asio::buffer(direct.data(), direct.size()),
+             [self](const asio::error_code& ec, size_t n) { self->OnRead(ec, n, true); });
     return;
   }
   rpos_ = wpos_ = 0;
-  socket_.async_read_some(
-      asio::buffer(inbuf_.data(), inbuf_.size()),
-      [self](const asio::error_code& ec, size_t n) { self->OnRead(ec, n, false); });
+  ReadSome(asio::buffer(inbuf_.data(), inbuf_.size()),
+           [self](const asio::error_code& ec, size_t n) { self->OnRead(ec, n, false); });
 }
 
 void Connection::OnRead(const asio::error_code& ec, size_t n, bool direct) {
@@ -380,6 +412,7 @@ void Connection::StartWrite() {
     return;
   }
   while (!out_.empty() && out_.front().empty() && out_.size() > 1) out_.pop_front();
+  if (tls_) return StartTlsWrite();
   if (out_.front().has_files()) {
     // sendfile when the socket can take more; file segments mixed with memory ones are sent in
     // order by SendSome.
@@ -412,6 +445,28 @@ void Connection::StartWrite() {
                            });
 }
 
+void Connection::StartTlsWrite() {
+  if (!tls_stage_) tls_stage_ = std::make_unique<char[]>(kTlsStageBytes);
+  size_t staged = 0;
+  for (const resp::OutputQueue& q : out_) {
+    if (staged == kTlsStageBytes) break;
+    ssize_t n = q.CopyOut(tls_stage_.get() + staged, kTlsStageBytes - staged);
+    if (n < 0) {
+      // The value passed its checksum, but its file cannot be read again: send nothing more.
+      Log(LogLevel::kWarning, "closing client id=" + std::to_string(state_->id) +
+                                  ": reading a reply's value file failed: " + std::strerror(errno));
+      CloseNow();
+      return;
+    }
+    staged += static_cast<size_t>(n);
+  }
+  writing_ = true;
+  asio::async_write(*tls_, asio::buffer(tls_stage_.get(), staged),
+                    [self = shared_from_this()](const asio::error_code& ec, size_t written) {
+                      self->OnWrite(ec, written);
+                    });
+}
+
 void Connection::OnWrite(const asio::error_code& ec, size_t n) {
   writing_ = false;
   if (closed_) return;
@@ -428,7 +483,10 @@ void Connection::OnWrite(const asio::error_code& ec, size_t n) {
     n -= take;
     if (out_.front().empty() && out_.size() > 1) out_.pop_front();
   }
-  if (out_.size() == 1 && out_.front().empty()) out_.front().ReleaseSpare();
+  if (out_.size() == 1 && out_.front().empty()) {
+    out_.front().ReleaseSpare();
+    tls_stage_.reset();
+  }
   Process();
 }
 

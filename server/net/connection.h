@@ -1,8 +1,12 @@
-// Connection: one client socket (TCP or unix). Reads requests into the RequestParser (large
-// bulks straight into the argument's storage), executes them one at a time in order —
-// cheap ones on this io thread, engine-bound ones on the engine pool (the pipeline pool when
-// more requests are buffered behind them), which writes the replies itself when nothing is
-// pending before them and posts the rest back — and writes replies with scatter/gather I/O.
+// Connection: one client socket (TCP, TLS over TCP, or unix). Reads requests into the RequestParser
+// (large bulks straight into the argument's storage), executes them one at a time in order — cheap
+// ones on this io thread, engine-bound ones on the engine pool (the pipeline pool when more
+// requests are buffered behind them), which writes the replies itself when nothing is pending
+// before them and posts the rest back — and writes replies with scatter/gather I/O.
+//
+// A TLS connection handshakes before its first read, and sends every reply through the TLS
+// stream from a staging buffer on the io thread (file segments are read into it with pread):
+// neither the pool's direct writes nor sendfile can go through OpenSSL.
 //
 // Threading: every member function except Start() and Kill() runs on the connection's
 // io_context thread. While a command runs on the pool (busy_), the io thread touches neither
@@ -19,6 +23,7 @@
 #include "config/server_config.h"
 #include "core/client_state.h"
 #include "core/request_executor.h"
+#include "net/tls_context.h"
 #include "resp/pipeline_peek.h"
 #include "resp/reply_writer.h"
 #include "resp/request_parser.h"
@@ -31,8 +36,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
  public:
   using Socket = asio::generic::stream_protocol::socket;
 
-  Connection(Server& server, Socket socket, std::shared_ptr<ClientState> state,
-             resp::Limits limits);
+  // `tls`: the context to handshake with, or null for a plain-text connection.
+  Connection(Server& server, Socket socket, std::shared_ptr<ClientState> state, resp::Limits limits,
+             std::shared_ptr<TlsContext> tls);
   ~Connection();
 
   // The PushSink of this connection, for its ClientState (it holds the connection weakly).
@@ -63,6 +69,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   static constexpr size_t kCopyReplyBytes = 64 * 1024;
   static constexpr size_t kMaxIov = 64;
   static constexpr size_t kMaxSendfileBytes = 8ull << 20;  // per sendfile call
+  // Plain text handed to OpenSSL per write on a TLS connection (16 TLS records).
+  static constexpr size_t kTlsStageBytes = 256 * 1024;
   // A pool job also runs the pipelined requests already buffered behind its own, up to
   // these bounds, saving two thread hops per request.
   static constexpr size_t kMaxBatchCommands = 256;
@@ -100,7 +108,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Moves q's bytes to the end of out_ (small replies are copied, so q keeps its block for
   // reuse); leaves q empty.
   void AppendOutput(resp::OutputQueue& q);
+  // TLS: the server side of the handshake, then Process(); a failed one closes.
+  void Handshake();
   void StartRead();
+  // Reads into `buf` through the TLS stream or straight from the socket.
+  template <typename Handler>
+  void ReadSome(asio::mutable_buffer buf, Handler&& handler);
+  // TLS: stages the first pending bytes (up to kTlsStageBytes) and writes them.
+  void StartTlsWrite();
   void OnRead(const asio::error_code& ec, size_t n, bool direct);
   bool QueryLimitExceeded();
   void StartWrite();
@@ -109,6 +124,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   Server& server_;
   Socket socket_;
+  std::shared_ptr<TlsContext> tls_ctx_;              // null for plain text
+  std::unique_ptr<asio::ssl::stream<Socket&>> tls_;  // over socket_, if tls_ctx_
+  std::unique_ptr<char[]> tls_stage_;                // while TLS output is pending
   std::shared_ptr<ClientState> state_;
   resp::RequestParser parser_;
   resp::ReplyWriter w_;  // replies of inline commands, moved to out_ after each

@@ -49,10 +49,10 @@ bool IsLoopback(const asio::ip::address& a) {
   return false;
 }
 
-// Writes a final error line and closes (admission refusals).
+// Writes a final error line (unless empty) and closes (admission refusals).
 void Refuse(asio::generic::stream_protocol::socket& socket, std::string_view line) {
   asio::error_code ignored;
-  asio::write(socket, asio::buffer(line.data(), line.size()), ignored);
+  if (!line.empty()) asio::write(socket, asio::buffer(line.data(), line.size()), ignored);
   socket.close(ignored);
 }
 
@@ -106,19 +106,39 @@ Server::~Server() {
   if (!threads_.empty()) Stop();
 }
 
+std::optional<std::string> Server::ListenTcpPort(int64_t port, bool tls) {
+  for (const std::string& host : boot_cfg_.bind) {
+    TcpListener l =
+        ListenTcp(*ios_[0], host, static_cast<int>(port), static_cast<int>(boot_cfg_.tcp_backlog));
+    if (l.bad_address) return "bind: invalid address '" + host + "'";
+    if (!l.acceptor) {
+      return "could not listen on " + host + ":" + std::to_string(port) + (tls ? " (TLS)" : "") +
+             ": " + l.error;
+    }
+    tcp_.push_back({std::move(l.acceptor), tls});
+  }
+  return std::nullopt;
+}
+
+void Server::SetTlsContext(std::shared_ptr<TlsContext> ctx) {
+  std::lock_guard<std::mutex> lock(tls_mu_);
+  tls_ctx_ = std::move(ctx);
+}
+
+std::shared_ptr<TlsContext> Server::TlsContextNow() const {
+  std::lock_guard<std::mutex> lock(tls_mu_);
+  return tls_ctx_;
+}
+
 std::optional<std::string> Server::Listen() {
   asio::io_context& io = *ios_[0];
   if (boot_cfg_.port != 0) {
-    for (const std::string& host : boot_cfg_.bind) {
-      TcpListener l = ListenTcp(io, host, static_cast<int>(boot_cfg_.port),
-                                static_cast<int>(boot_cfg_.tcp_backlog));
-      if (l.bad_address) return "bind: invalid address '" + host + "'";
-      if (!l.acceptor) {
-        return "could not listen on " + host + ":" + std::to_string(boot_cfg_.port) + ": " +
-               l.error;
-      }
-      tcp_.push_back(std::move(l.acceptor));
-    }
+    if (auto err = ListenTcpPort(boot_cfg_.port, false)) return err;
+  }
+  if (boot_cfg_.tls_port != 0) {
+    if (!TlsContextNow())
+      return "tls-port " + std::to_string(boot_cfg_.tls_port) + ": no TLS context";
+    if (auto err = ListenTcpPort(boot_cfg_.tls_port, true)) return err;
   }
   if (!boot_cfg_.unixsocket.empty()) {
     const std::string& path = boot_cfg_.unixsocket;
@@ -136,7 +156,9 @@ std::optional<std::string> Server::Listen() {
     }
     unix_ = std::move(acc);
   }
-  if (tcp_.empty() && !unix_) return "nothing to listen on: port is 0 and no unixsocket";
+  if (tcp_.empty() && !unix_) {
+    return "nothing to listen on: port and tls-port are 0 and no unixsocket";
+  }
   return std::nullopt;
 }
 
@@ -165,8 +187,8 @@ asio::io_context& Server::NextIo() {
 }
 
 void Server::AcceptTcp(size_t i) {
-  tcp_[i]->async_accept(NextIo(), [this, i](const asio::error_code& ec,
-                                            asio::ip::tcp::socket socket) {
+  tcp_[i].acceptor->async_accept(NextIo(), [this, i](const asio::error_code& ec,
+                                                     asio::ip::tcp::socket socket) {
     if (stopping()) return;
     if (!ec) {
       asio::error_code e2;
@@ -185,6 +207,7 @@ void Server::AcceptTcp(size_t i) {
       bool denied =
           !e2 && cfg->protected_mode && cfg->requirepass.empty() && !IsLoopback(remote.address());
       asio::generic::stream_protocol::socket gs(std::move(socket));
+      const bool tls = tcp_[i].tls;
       if (e2) {
         asio::error_code ignored;
         gs.close(ignored);
@@ -192,10 +215,10 @@ void Server::AcceptTcp(size_t i) {
         ServerStats::Count(core_.stats.rejected_connections);
         Log(LogLevel::kWarning,
             "refused connection from " + EndpointText(remote) + " (protected mode)");
-        Refuse(gs, kDenied);
+        Refuse(gs, tls ? "" : kDenied);
       } else {
         const bool same_host = IsLoopback(remote.address()) || remote.address() == local.address();
-        Admit(std::move(gs), false, same_host, EndpointText(remote), EndpointText(local));
+        Admit(std::move(gs), false, same_host, tls, EndpointText(remote), EndpointText(local));
       }
     } else if (ec == asio::error::operation_aborted) {
       return;
@@ -208,20 +231,20 @@ void Server::AcceptTcp(size_t i) {
 }
 
 void Server::AcceptUnix() {
-  unix_->async_accept(
-      NextIo(), [this](const asio::error_code& ec, asio::local::stream_protocol::socket socket) {
-        if (stopping()) return;
-        if (!ec) {
-          asio::generic::stream_protocol::socket gs(std::move(socket));
-          Admit(std::move(gs), true, true, boot_cfg_.unixsocket + ":0", boot_cfg_.unixsocket);
-        } else if (ec == asio::error::operation_aborted) {
-          return;
-        } else {
-          AcceptLater(ec, [this] { AcceptUnix(); });
-          return;
-        }
-        AcceptUnix();
-      });
+  unix_->async_accept(NextIo(), [this](const asio::error_code& ec,
+                                       asio::local::stream_protocol::socket socket) {
+    if (stopping()) return;
+    if (!ec) {
+      asio::generic::stream_protocol::socket gs(std::move(socket));
+      Admit(std::move(gs), true, true, false, boot_cfg_.unixsocket + ":0", boot_cfg_.unixsocket);
+    } else if (ec == asio::error::operation_aborted) {
+      return;
+    } else {
+      AcceptLater(ec, [this] { AcceptUnix(); });
+      return;
+    }
+    AcceptUnix();
+  });
 }
 
 void Server::AcceptLater(const asio::error_code& ec, std::function<void()> again) {
@@ -239,11 +262,11 @@ void Server::AcceptLater(const asio::error_code& ec, std::function<void()> again
 }
 
 void Server::Admit(asio::generic::stream_protocol::socket socket, bool is_unix, bool same_host,
-                   std::string addr, std::string laddr) {
+                   bool tls, std::string addr, std::string laddr) {
   auto cfg = core_.config.snapshot();
   if (Count() >= static_cast<size_t>(cfg->maxclients)) {
     ServerStats::Count(core_.stats.rejected_connections);
-    Refuse(socket, "-ERR max number of clients reached\r\n");
+    Refuse(socket, tls ? "" : "-ERR max number of clients reached\r\n");
     return;
   }
   ServerStats::Count(core_.stats.total_connections_received);
@@ -259,7 +282,8 @@ void Server::Admit(asio::generic::stream_protocol::socket socket, bool is_unix, 
   state->authenticated = cfg->requirepass.empty();
   resp::Limits limits;
   limits.max_bulk_len = cfg->proto_max_bulk_len;
-  auto conn = std::make_shared<Connection>(*this, std::move(socket), state, limits);
+  auto conn = std::make_shared<Connection>(*this, std::move(socket), state, limits,
+                                           tls ? TlsContextNow() : nullptr);
   state->push = Connection::PushSinkOf(conn);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -303,7 +327,7 @@ void Server::Stop() {
   std::promise<void> closed;
   asio::post(*ios_[0], [this, &closed] {
     asio::error_code ignored;
-    for (auto& acc : tcp_) acc->close(ignored);
+    for (auto& l : tcp_) l.acceptor->close(ignored);
     if (unix_) unix_->close(ignored);
     if (cron_) cron_->cancel();
     if (signals_) signals_->cancel(ignored);

@@ -1,4 +1,5 @@
-// Server: listeners (TCP on every `bind` address, optional unix socket), `io-threads`
+// Server: listeners (TCP on every `bind` address, TLS on `tls-port` at the same addresses,
+// optional unix socket), `io-threads`
 // io_contexts serving connections round-robin, the `engine-threads` pool for blocking engine
 // calls, the client registry (maxclients, CLIENT LIST/KILL, idle timeout) and graceful stop.
 #pragma once
@@ -19,6 +20,7 @@
 #include "core/client_registry.h"
 #include "core/core.h"
 #include "core/request_executor.h"
+#include "net/tls_context.h"
 
 namespace larder::server {
 
@@ -31,8 +33,11 @@ class Server : public ClientRegistry {
   Server(Core& core, RequestExecutor& executor, const config::ServerConfig& cfg);
   ~Server() override;
 
-  // Binds every listener; returns the error text (naming the address) on failure.
+  // Binds every listener; returns the error text (naming the address) on failure. With a
+  // tls-port, SetTlsContext must have been called first.
   std::optional<std::string> Listen();
+  // The context TLS connections accepted from now on handshake with (from any thread).
+  void SetTlsContext(std::shared_ptr<TlsContext> ctx);
   // Starts the io threads and accepting; handles SIGINT/SIGTERM by requesting a stop.
   void Start();
   // Blocks until a stop is requested (signal or SHUTDOWN).
@@ -60,13 +65,18 @@ class Server : public ClientRegistry {
 
  private:
   void AcceptTcp(size_t i);
+  // Opens a listener on `port` at every bind address (tls: the TLS port).
+  std::optional<std::string> ListenTcpPort(int64_t port, bool tls);
+  std::shared_ptr<TlsContext> TlsContextNow() const;
   void AcceptUnix();
   // After a failed accept (EMFILE, ENFILE, ENOBUFS, ...) the connection stays queued, so an
   // immediate retry would spin: retries `again` in 100 ms, warning at most once a second.
   void AcceptLater(const asio::error_code& ec, std::function<void()> again);
   // Admission checks, then registers and starts the connection. `same_host`: the peer runs on
   // this machine (a Unix socket, loopback, or one of our own addresses).
-  void Admit(asio::generic::stream_protocol::socket socket, bool is_unix, bool same_host,
+  // `tls`: accepted on the TLS port (refusals then close without a reply, which a TLS client
+  // could not read).
+  void Admit(asio::generic::stream_protocol::socket socket, bool is_unix, bool same_host, bool tls,
              std::string addr, std::string laddr);
   void ScheduleCron();
   asio::io_context& NextIo();
@@ -80,7 +90,13 @@ class Server : public ClientRegistry {
   std::vector<std::thread> threads_;
   asio::thread_pool pool_;
   std::unique_ptr<asio::thread_pool> pipeline_pool_;  // null when pipeline-nice is 0
-  std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> tcp_;
+  struct TcpPort {
+    std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
+    bool tls = false;
+  };
+  std::vector<TcpPort> tcp_;
+  mutable std::mutex tls_mu_;
+  std::shared_ptr<TlsContext> tls_ctx_;  // null without a tls-port
   std::unique_ptr<asio::local::stream_protocol::acceptor> unix_;
   std::unique_ptr<asio::steady_timer> cron_;
   std::unique_ptr<asio::signal_set> signals_;

@@ -1,7 +1,10 @@
 #include "resp/reply_writer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cassert>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -102,6 +105,32 @@ size_t OutputQueue::FillIov(struct iovec* iov, size_t max) const {
     skip = 0;
   }
   return used;
+}
+
+ssize_t OutputQueue::CopyOut(char* dst, size_t max) const {
+  size_t copied = 0;
+  size_t skip = front_offset_;
+  for (const Segment& s : segments_) {
+    if (copied == max) break;
+    const size_t n = std::min(s.size - skip, max - copied);
+    if (s.fd < 0) {
+      std::memcpy(dst + copied, s.data + skip, n);
+    } else {
+      for (size_t done = 0; done < n;) {
+        ssize_t r = ::pread(s.fd, dst + copied + done, n - done,
+                            static_cast<off_t>(s.file_offset + skip + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+          if (r == 0) errno = EIO;  // the file is shorter than its segment: never send less
+          return -1;
+        }
+        done += static_cast<size_t>(r);
+      }
+    }
+    copied += n;
+    skip = 0;
+  }
+  return static_cast<ssize_t>(copied);
 }
 
 void OutputQueue::Consume(size_t n) {

@@ -46,6 +46,10 @@ class OutputQueue {
   // Entries stay valid until the next Consume() or Clear(); appending meanwhile is allowed
   // (it only adds bytes after them).
   size_t FillIov(struct iovec* iov, size_t max) const;
+  // Copies the first min(max, bytes()) pending bytes to dst without consuming them, reading
+  // file segments with pread (for a transport that cannot send from files, such as TLS).
+  // Returns the count copied, or -1 with errno set if a file read fails.
+  ssize_t CopyOut(char* dst, size_t max) const;
   // If a file segment comes first, its remaining range; otherwise false.
   bool FrontFile(int* fd, uint64_t* offset, size_t* n) const;
   // Whether any file segment is pending.

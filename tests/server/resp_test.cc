@@ -2,9 +2,12 @@
 // allocation) and ReplyWriter/OutputQueue (byte-exact RESP2/RESP3 encodings, iovec draining).
 #include <gtest/gtest.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -592,6 +595,39 @@ TEST(OutputQueueTest, CoalescesAndDrainsInPieces) {
   EXPECT_EQ(q.segments(), 0u);
   q.Append("x");
   EXPECT_EQ(Pending(q), "x");
+}
+
+// CopyOut (what a TLS connection sends): memory and file segments in order, from the consumed
+// point, up to the room given; a file shorter than its segment is an error, never fewer bytes.
+TEST(OutputQueueTest, CopyOutReadsMemoryAndFileSegmentsInOrder) {
+  char path[] = "/tmp/larder_copyout_XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::unlink(path);
+  const std::string file_bytes = "0123456789abcdefghij";
+  ASSERT_EQ(::pwrite(fd, file_bytes.data(), file_bytes.size(), 0), 20);
+  ReplyWriter w;
+  w.SimpleString("OK");
+  w.BulkFile(fd, 5, 10, nullptr);
+  w.SimpleString("end");
+  const std::string expected = "+OK\r\n$10\r\n" + file_bytes.substr(5, 10) + "\r\n+end\r\n";
+  OutputQueue& q = w.queue();
+  std::string out(64, '\0');
+  ASSERT_EQ(q.CopyOut(out.data(), out.size()), static_cast<ssize_t>(expected.size()));
+  EXPECT_EQ(out.substr(0, expected.size()), expected);
+  for (size_t consumed = 0; consumed < expected.size(); ++consumed) {
+    const size_t room = 7;
+    std::string part(room, '\0');
+    const ssize_t n = q.CopyOut(part.data(), room);
+    ASSERT_EQ(n, static_cast<ssize_t>(std::min(room, expected.size() - consumed)));
+    EXPECT_EQ(part.substr(0, static_cast<size_t>(n)), expected.substr(consumed, room));
+    q.Consume(1);
+  }
+  EXPECT_TRUE(q.empty());
+  w.BulkFile(fd, 15, 10, nullptr);  // 5 bytes past the end of the file
+  EXPECT_EQ(q.CopyOut(out.data(), out.size()), -1);
+  EXPECT_EQ(errno, EIO);
+  ::close(fd);
 }
 
 }  // namespace

@@ -20,7 +20,9 @@ RUNTIME_MUTABLE = {
     "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit", "loglevel",
     "notify-keyspace-events", "slowlog-log-slower-than", "slowlog-max-len",
     "latency-monitor-threshold", "latency-tracking", "latency-tracking-info-percentiles",
-    "sendfile",
+    "sendfile", "tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-ca-cert-dir",
+    "tls-auth-clients", "tls-protocols", "tls-ciphers", "tls-ciphersuites",
+    "tls-prefer-server-ciphers",
 }
 IMMUTABLE_ERR = b"-ERR CONFIG SET failed (possibly related to argument '%s') - can't set " \
                 b"immutable config\r\n"
