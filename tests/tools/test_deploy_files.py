@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Checks of the deployment files: conf/k8s/*.yaml, conf/larder.service, docs/deploy.md.
+"""Checks of the deployment files: conf/k8s/*.yaml, conf/k8s/cluster/*.yaml (kvrocks-controller
+and the DaemonSet's cluster patch), conf/larder.service, docs/deploy.md.
 
 Run: /usr/bin/python3 -m unittest -v test_deploy_files   (from tests/tools; CTest sets
 LARDER_SOURCE_DIR to the repo root; without it the root is found relative to this file).
@@ -29,12 +30,12 @@ PING = "redis-cli -p 6379 ping"
 NO_YAML = "python3-yaml is not installed (apt-get install -y python3-yaml)"
 
 
-def load_k8s():
-    """{kind: [documents]} over every *.yaml / *.yml in conf/k8s."""
+def load_k8s(directory=K8S_DIR):
+    """{kind: [documents]} over every *.yaml / *.yml in `directory` (not its subfolders)."""
     docs = {}
-    for name in sorted(os.listdir(K8S_DIR)):
+    for name in sorted(os.listdir(directory)):
         if name.endswith((".yaml", ".yml")):
-            with open(os.path.join(K8S_DIR, name), encoding="utf-8") as f:
+            with open(os.path.join(directory, name), encoding="utf-8") as f:
                 for doc in yaml.safe_load_all(f):
                     if doc is not None:
                         docs.setdefault(doc["kind"], []).append(doc)
@@ -146,6 +147,60 @@ class KubernetesManifests(unittest.TestCase):
         self.assertEqual(port["port"], 6379)
         named = {p["name"]: p["containerPort"] for p in self.main["ports"]}
         self.assertEqual(named[port["targetPort"]], 6379)
+
+
+@unittest.skipIf(yaml is None, NO_YAML)
+class ClusterManifests(unittest.TestCase):
+    """conf/k8s/cluster: kvrocks-controller with its etcd, and the patch that makes the
+    DaemonSet's pods cluster nodes."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.docs = load_k8s(os.path.join(K8S_DIR, "cluster"))
+        cls.base = load_k8s()["DaemonSet"][0]
+
+    def by_name(self, kind, name):
+        return next(d for d in self.docs[kind] if d["metadata"]["name"] == name)
+
+    def test_kinds(self):
+        self.assertEqual(sorted(self.docs), ["ConfigMap", "DaemonSet", "Deployment", "Service",
+                                             "StatefulSet"])
+
+    def test_controller_config_points_at_the_etcd_service(self):
+        config = yaml.safe_load(self.by_name("ConfigMap", "kvrocks-controller")["data"][
+            "config.yaml"])
+        host, port = config["etcd"]["addrs"][0].split(":")
+        etcd = self.by_name("Service", host)
+        self.assertEqual(etcd["spec"]["ports"][0]["port"], int(port))
+        sts = self.by_name("StatefulSet", host)
+        self.assertEqual(sts["spec"]["template"]["metadata"]["labels"], etcd["spec"]["selector"])
+        # The controller's Service exposes the port its config listens on.
+        api = self.by_name("Service", "kvrocks-controller")
+        self.assertEqual(api["spec"]["ports"][0]["port"], int(config["addr"].split(":")[1]))
+
+    def test_controller_reads_the_configmap_where_its_image_looks(self):
+        dep = self.by_name("Deployment", "kvrocks-controller")
+        pod = dep["spec"]["template"]["spec"]
+        mount = pod["containers"][0]["volumeMounts"][0]
+        self.assertEqual(mount["mountPath"], "/var/lib/kvctl/config.yaml")  # image ENTRYPOINT
+        self.assertEqual(mount["subPath"], "config.yaml")
+        volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+        self.assertEqual(volume["configMap"]["name"], "kvrocks-controller")
+        api = self.by_name("Service", "kvrocks-controller")
+        self.assertEqual(api["spec"]["selector"], dep["spec"]["template"]["metadata"]["labels"])
+
+    def test_patch_enables_cluster_mode_on_the_host_network(self):
+        patch = self.docs["DaemonSet"][0]
+        self.assertEqual(patch["metadata"]["name"], self.base["metadata"]["name"])
+        spec = patch["spec"]["template"]["spec"]
+        self.assertTrue(spec["hostNetwork"])
+        self.assertEqual(spec["dnsPolicy"], "ClusterFirstWithHostNet")
+        base_main = next(c for c in self.base["spec"]["template"]["spec"]["containers"]
+                         if c["name"] == "larder")
+        patched = spec["containers"][0]
+        self.assertEqual(patched["name"], "larder")
+        # The base's command (its config path) plus the one option.
+        self.assertEqual(patched["command"], base_main["command"] + ["--cluster-enabled", "yes"])
 
 
 class SystemdUnit(unittest.TestCase):
