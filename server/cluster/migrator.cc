@@ -40,8 +40,21 @@ std::optional<std::string> Call(RespConnection& link, const std::vector<std::str
 }  // namespace
 
 SlotMigrator::~SlotMigrator() {
-  stopping_ = true;
+  Abort("the server is shutting down");
   if (thread_.joinable()) thread_.join();
+}
+
+void SlotMigrator::Abort(std::string why) {
+  std::lock_guard lock(mu_);
+  if (done_) return;
+  abort_reason_ = std::move(why);
+  aborting_.store(true, std::memory_order_release);
+}
+
+std::optional<std::string> SlotMigrator::AbortReason() {
+  if (!aborting_.load(std::memory_order_acquire)) return std::nullopt;
+  std::lock_guard lock(mu_);
+  return abort_reason_;
 }
 
 std::optional<std::string> SlotMigrator::Start(SlotRange range, const std::string& destination_id) {
@@ -67,6 +80,8 @@ std::optional<std::string> SlotMigrator::Start(SlotRange range, const std::strin
   if (thread_.joinable()) thread_.join();  // the last one, finished
   done_ = false;
   error_.clear();
+  abort_reason_.clear();
+  aborting_.store(false, std::memory_order_release);
   range_ = range;
   noted_.clear();
   state_.BeginMigration(range, destination_id);
@@ -136,11 +151,15 @@ std::optional<std::string> SlotMigrator::Migrate(SlotRange range, RespConnection
     if (auto e = SendKeys(keys, link)) return e;
     keys.clear();
   }
+  if (auto why = AbortReason()) return why;
   state_.ForbidWrites(range);
   drain_();  // every write that passed the routing check before the ban has finished
   std::vector<std::string> last = TakeNoted();
   keys.insert(keys.end(), last.begin(), last.end());
   if (auto e = SendKeys(keys, link)) return e;
+  // FLUSHALL is not routed by slot, so the ban does not hold it off: look once more, after
+  // the drain, before the range is handed over.
+  if (auto why = AbortReason()) return why;
   return Call(link, {"CLUSTER", "IMPORT", range.ToString(), "1"});
 }
 
@@ -154,7 +173,7 @@ std::optional<std::string> SlotMigrator::SendKeys(const std::vector<std::string>
     return std::nullopt;
   };
   for (const std::string& key : keys) {
-    if (stopping_) return "the server is shutting down";
+    if (auto why = AbortReason()) return why;
     // A key written after this read was noted, and is read and sent again in a later round.
     auto value = store_.Get(key);
     if (!value.ok() && !value.status().IsNotFound()) return value.status().ToString();

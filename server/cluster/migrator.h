@@ -55,6 +55,10 @@ class SlotMigrator {
   // Tells the migrator a command wrote `key`; called, under the server's command lock, after
   // every write of a keyed command while a migration runs.
   void NoteWrite(std::string_view key);
+  // Makes the running migration (if any) fail with `why` at its next step, before it would
+  // hand the range over: FLUSHALL calls it, as in Kvrocks, since the values being sent are
+  // gone. The destination is told to drop what it received (CLUSTER IMPORT ... 2).
+  void Abort(std::string why);
   bool active() const { return active_.load(std::memory_order_acquire); }
 
  private:
@@ -64,6 +68,8 @@ class SlotMigrator {
   std::optional<std::string> SendKeys(const std::vector<std::string>& keys,
                                       common::RespConnection& link);
   std::vector<std::string> TakeNoted();
+  // Why the migration must stop (Abort or shutdown), or nullopt.
+  std::optional<std::string> AbortReason();
 
   Store& store_;
   ClusterState& state_;
@@ -71,12 +77,13 @@ class SlotMigrator {
   std::function<std::string()> password_;
   std::thread thread_;
   std::atomic<bool> active_{false};
-  std::atomic<bool> stopping_{false};
+  std::atomic<bool> aborting_{false};  // AbortReason() has a reason
 
   std::mutex mu_;  // guards the fields below
   std::condition_variable done_cv_;
   bool done_ = true;
   std::string error_;
+  std::string abort_reason_;
   std::optional<SlotRange> range_;
   std::unordered_set<std::string> noted_;
 };

@@ -74,6 +74,8 @@ void FlushAll(Ctx& ctx) {
                          !EqualsNoCase(ctx.argv[1], "sync"))) {
     return ctx.w.Error(kErrSyntax);
   }
+  // A migration from this node would go on sending values that are gone: it fails instead.
+  ctx.core.migrator.Abort("FLUSHALL ran on the source");
   Status s = ctx.store().Clear();
   if (!s.ok()) return ReplyStatus(ctx, s);
   ctx.w.SimpleString("OK");

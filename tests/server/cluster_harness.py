@@ -27,10 +27,14 @@ def range_text(first, last):
 
 
 class Cluster:
-    """`n` larder-server nodes; `owned[i]` is node i's list of (first, last) slot ranges."""
+    """`n` larder-server nodes; `owned[i]` is node i's list of (first, last) slot ranges.
+    `password`: every node's requirepass, which push() and client() authenticate with."""
 
-    def __init__(self, n=3, args=()):
-        self.nodes = [ServerProcess(["--cluster-enabled", "yes"] + list(args)) for _ in range(n)]
+    def __init__(self, n=3, args=(), password=None):
+        self.password = password
+        auth = ["--requirepass", password] if password else []
+        self.nodes = [ServerProcess(["--cluster-enabled", "yes"] + auth + list(args))
+                      for _ in range(n)]
         self.ids = [node_id() for _ in range(n)]
         self.owned = [[r] for r in even_ranges(n)]
         self.version = 0
@@ -66,6 +70,8 @@ class Cluster:
                 continue
             raw = RawClient(node.port)
             try:
+                if self.password:
+                    assert raw.call("AUTH", self.password) == b"+OK\r\n"
                 assert raw.call("CLUSTERX", "SETNODEID", nid) == b"+OK\r\n"
                 assert raw.call("CLUSTERX", "SETNODES", text, str(self.version)) == b"+OK\r\n"
             finally:
@@ -99,4 +105,6 @@ class Cluster:
 
     def client(self, **kw):
         from redis.cluster import RedisCluster
+        if self.password:
+            kw.setdefault("password", self.password)
         return RedisCluster(startup_nodes=self.startup_nodes(), **kw)

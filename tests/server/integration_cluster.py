@@ -19,8 +19,8 @@ from cluster_harness import Cluster, range_text
 from server_harness import MiB, RawClient, RedisProcess, ServerProcess, free_port, wait_for
 
 
-def cluster_info(node):
-    raw = node.client().execute_command("CLUSTER", "INFO")
+def cluster_info(node, password=None):
+    raw = node.client(password=password).execute_command("CLUSTER", "INFO")
     text = raw.decode() if isinstance(raw, bytes) else raw
     # Kvrocks's migration lines put a space after the colon; the controller trims it.
     return {k: v.strip() for k, v in (line.split(":", 1) for line in text.split("\r\n")
@@ -376,6 +376,51 @@ class MigrationAndFailureTest(unittest.TestCase):
             rc = cluster.client()
             for key, value in values.items():
                 self.assertEqual(rc.get(key), value, key)
+            rc.close()
+
+    def test_with_a_password_and_a_flushall_during_a_migration(self):
+        """The source authenticates to its destination with requirepass; a FLUSHALL on the
+        source while a migration runs makes it fail, and the destination drops the range."""
+        with Cluster(2, password="cluster-secret").start() as cluster:
+            cluster.push()
+            rc = cluster.client()
+            keys = [k for k in (f"p:{i}" for i in range(20000))
+                    if rc.keyslot(k) <= 999][:120]
+            for key in keys:
+                rc.set(key, os.urandom(128 << 10))
+            source = cluster.nodes[0].client(password="cluster-secret")
+            dest = cluster.nodes[1].client(password="cluster-secret")
+
+            def migrate(first, last):
+                self.assertEqual(source.execute_command(
+                    "CLUSTERX", "MIGRATE", f"{first}-{last}", cluster.ids[1]), b"OK")
+                wait_for(lambda: cluster_info(cluster.nodes[0], "cluster-secret")[
+                    "migrating_state"] != "start", 60)
+                return cluster_info(cluster.nodes[0], "cluster-secret")["migrating_state"]
+
+            def keys_in(node, first, last):
+                return sum(node.execute_command("CLUSTER", "COUNTKEYSINSLOT", s)
+                           for s in range(first, last + 1))
+
+            self.assertEqual(migrate(0, 499), "success")
+            moved = keys_in(dest, 0, 499)
+            self.assertGreater(moved, 0)
+            cluster.move(0, 499, 1)
+            cluster.push()
+            # Hold the destination so the second migration is still sending when FLUSHALL
+            # runs on the source.
+            dest.execute_command("CLIENT", "PAUSE", "1500", "ALL")
+            self.assertEqual(source.execute_command(
+                "CLUSTERX", "MIGRATE", "500-999", cluster.ids[1]), b"OK")
+            self.assertTrue(source.flushall())
+            wait_for(lambda: cluster_info(cluster.nodes[0], "cluster-secret")[
+                "migrating_state"] != "start", 60)
+            self.assertEqual(cluster_info(cluster.nodes[0], "cluster-secret")["migrating_state"],
+                             "fail")
+            wait_for(lambda: keys_in(dest, 500, 999) == 0, 30)
+            self.assertEqual(keys_in(source, 500, 999), 0)
+            self.assertEqual(keys_in(dest, 0, 499), moved)  # the first migration stands
+            self.assertIn("FLUSHALL ran on the source", cluster.nodes[0].read_log())
             rc.close()
 
     def test_an_import_whose_link_closes_fails(self):
