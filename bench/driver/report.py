@@ -91,7 +91,7 @@ def server_tables(raw):
         if r["phase"] == "exists":
             out.append("| %s | %s | %.0f | %.0f |" % (r["label"], human(r["size"]),
                                                       r["p50_ms"] * 1000, r["p99_ms"] * 1000))
-    return out + redis_benchmark_table(raw) + tls_table(raw)
+    return out + redis_benchmark_table(raw) + tls_table(raw) + migration_table(raw)
 
 
 def redis_benchmark_table(raw):
@@ -140,6 +140,28 @@ def tls_table(raw):
             out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 human(size), op, f2(lp), f2(lt), f2(ratio(lt, lp)), f2(rp), f2(rt),
                 f2(ratio(lt, rt))))
+    return out
+
+
+def migration_table(raw):
+    """bench/cluster_migration.py: GETs during a slot migration of GBs."""
+    m = raw.get("migration", {})
+    if not m:
+        return []
+    mg = m["migration"]
+    out = ["", "Cluster slot migration (`bench/cluster_migration.py`): two cluster nodes; "
+           "`CLUSTERX MIGRATE 0-%d` moves %d slots holding %d keys, %.1f GiB, to the other node "
+           "(%s in %.1f s, %.2f GB/s) while one redis-py RedisCluster reader per row GETs and "
+           "checks %s MiB values; GET latency during the migration:" % (
+               mg["slots"] - 1, mg["slots"], mg["keys"], mg["bytes"] / (1 << 30), mg["state"],
+               mg["seconds"], mg["gb_per_s"],
+               "%.0f" % (mg["bytes"] / mg["keys"] / MiB) if mg["keys"] else "—"), "",
+           "| reader | GETs | longest ms | p99 ms | wrong bytes | errors |",
+           "|---|---|---|---|---|---|"]
+    for r in m["readers"]:
+        out.append("| %s | %d | %s | %s | %s | %s |" % (
+            r["reader"], r["gets"], r.get("max_ms", "—"), r.get("p99_ms", "—"),
+            r.get("wrong", "—"), r.get("errors", "—")))
     return out
 
 
@@ -468,6 +490,11 @@ def goals(raw):
                     [("lru-reuse / best of lru, fifo", ratio(lr, max(others)))], 1.0)
         t.check("lru-reuse ≥ 0.9× Belady at %d%%" % (cap * 100),
                 [("lru-reuse / belady", ratio(lr, b))], 0.9)
+    mig = raw.get("migration") or {}
+    t.check("GETs stall ≤ 1 s while 1,000 slots holding GBs migrate (longest GET, s)",
+            [("%s, %.1f GiB moved" % (r["reader"], mig["migration"]["bytes"] / (1 << 30)),
+              r["max_ms"] / 1000) for r in mig.get("readers", []) if "max_ms" in r],
+            1.0, at_most=True)
     rows = raw.get("lmcache", [])
     t.check("LMCache native_plugin (in-process) ≥ 0.8× the engine's batched GetInto",
             [(kind, ratio(val(rows, "gbs", peer=PLUGIN_INPROC, **{"pass": kind}),

@@ -8,7 +8,8 @@ liblarder, RocksDB and one-file-per-chunk in-process (larder-peers, liblarder on
 direct reads); LMCache's MP-mode reads (bench/lmcache_plugin.py: native_plugin in-process and
 over the server, the resp adapter's wire pattern, files, the engine's batched read); fio direct reads (sequential and random, psync; random at queue depths 4 and 8
 with io_uring); liblarder alone (larder-bench: RAM per key after a restart, device bytes per
-value byte with eviction running); the chat trace (larder-trace).
+value byte with eviction running); the chat trace (larder-trace); GETs while GBs of slots
+migrate between two cluster nodes (bench/cluster_migration.py).
 """
 import argparse
 import json
@@ -34,12 +35,12 @@ FULL = dict(sizes=[256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB, 32 * MiB], conns=[1, 4
             fio_bytes=1024 * MiB, fio_depths=[4, 8], bench_sizes=[1 * MiB, 4 * MiB, 16 * MiB],
             bench_bytes=512 * MiB, bench_min_n=16, ram_keys=300000, wa_budget=1024 * MiB,
             trace_turns=2000, trace_users=400, trace_caps="0.1,0.25,0.5,1.0",
-            plugin_chunks=32)
+            plugin_chunks=32, migration_gib=2)
 QUICK = dict(sizes=[1 * MiB, 4 * MiB, 32 * MiB], conns=[1, 4], server_bytes=128 * MiB,
              peers_bytes=128 * MiB, peer_threads="1", fio_bytes=256 * MiB, fio_depths=[4, 8],
              bench_sizes=[1 * MiB, 4 * MiB, 16 * MiB], bench_bytes=64 * MiB, bench_min_n=8,
              ram_keys=20000, wa_budget=128 * MiB, trace_turns=600, trace_users=150,
-             trace_caps="0.25,0.5,1.0", plugin_chunks=8)
+             trace_caps="0.25,0.5,1.0", plugin_chunks=8, migration_gib=1)
 RAM_VALUE_BYTES = 16 << 10  # the smallest values that go to blob files
 BINARIES = ("larder-server", "resp-load", "larder-peers", "larder-trace", "larder-bench")
 PYTHON_MODULES = ("larder_native",)  # built into <build>/python
@@ -375,8 +376,18 @@ def part_lmcache(raw, bins, work, cfg):
          "--chunks", str(cfg["plugin_chunks"])], "lmcache_plugin.py", raw["errors"])
 
 
+def part_migration(raw, bins, work, cfg):
+    log("cluster: GETs while %d GiB of slots migrate" % cfg["migration_gib"])
+    out = run_checked(
+        ["/usr/bin/python3", os.path.join(ROOT, "bench", "cluster_migration.py"), "--server",
+         bins["larder-server"], "--gib", str(cfg["migration_gib"])], "cluster_migration.py",
+        raw["errors"])
+    raw["migration"] = out[0] if out else {}
+
+
 PARTS = {"fio": part_fio, "servers": part_servers, "tls": part_tls, "inproc": part_inproc,
-         "ram": part_ram, "wa": part_wa, "trace": part_trace, "lmcache": part_lmcache}
+         "ram": part_ram, "wa": part_wa, "trace": part_trace, "lmcache": part_lmcache,
+         "migration": part_migration}
 
 
 def main():
