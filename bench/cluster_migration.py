@@ -100,14 +100,16 @@ def run(args):
     # redis-py logs every MOVED it follows, with a traceback; following them is the point.
     logging.getLogger("redis").setLevel(logging.CRITICAL)
     server_harness.SERVER = args.server
-    with Cluster(2, args=("--max-disk-bytes", f"{args.gib * 3}gb")).start() as cluster:
+    budget_mib = max(256, int(args.gib * 3 * 1024))
+    with Cluster(2, args=("--max-disk-bytes", f"{budget_mib}mb")).start() as cluster:
         cluster.push()
         rc = cluster.client()
         last = args.slots - 1
         size = args.value_mib * MiB
-        moving = fill(rc, keys_in(rc, 0, last, args.gib * 1024 // args.value_mib, "mv"), size)
-        staying = fill(rc, keys_in(rc, args.slots, 8191, 32, "st"), size)
-        elsewhere = fill(rc, keys_in(rc, 8192, 16383, 32, "nd"), size)
+        count = max(1, int(args.gib * 1024 / args.value_mib))
+        moving = fill(rc, keys_in(rc, 0, last, count, "mv"), size)
+        staying = fill(rc, keys_in(rc, args.slots, 8191, min(32, count), "st"), size)
+        elsewhere = fill(rc, keys_in(rc, 8192, 16383, min(32, count), "nd"), size)
         readers = [Reader(cluster, staying, "other slots, source node"),
                    Reader(cluster, elsewhere, "other node"),
                    Reader(cluster, moving, "migrating slots")]
@@ -140,7 +142,7 @@ def run(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--server", default=os.path.join(ROOT, "build", "bin", "larder-server"))
-    ap.add_argument("--gib", type=int, default=2, help="GiB of values in the migrating slots")
+    ap.add_argument("--gib", type=float, default=2, help="GiB of values in the migrating slots")
     ap.add_argument("--value-mib", type=int, default=4)
     ap.add_argument("--slots", type=int, default=1000, help="slots migrated (0..slots-1)")
     out = run(ap.parse_args())

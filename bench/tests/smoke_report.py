@@ -81,7 +81,19 @@ def raw():
             "trace": {"requests": 10, "users": 5, "zipf_s": 1.0, "concurrency": 2,
                       "mean_prompt_tokens": 5000.0, "unique_chunks": 100,
                       "value_bytes": 65536, "working_set_bytes": 100 * 65536},
-            "hit": hit}
+            "hit": hit,
+            "tls": [{"server": srv, "transport": tr, "size": 4 * MiB, "op": op,
+                     "keyspace": "one", "requests": 64, "rps": rps}
+                    for srv, tr, op, rps in (("larder", "plain", "GET", 400),
+                                             ("larder", "tls", "GET", 200),
+                                             ("redis", "plain", "GET", 300),
+                                             ("redis", "tls", "GET", 250))],
+            "migration": {"migration": {"slots": 1000, "keys": 256, "bytes": 1 << 30,
+                                        "state": "success", "seconds": 4.0, "gb_per_s": 0.27},
+                          "readers": [{"reader": "other node", "gets": 100, "max_ms": 1200.0,
+                                       "p99_ms": 40.0, "wrong": 0, "errors": 0},
+                                      {"reader": "migrating slots", "gets": 90, "max_ms": 60.0,
+                                       "p99_ms": 30.0, "wrong": 0, "errors": 0}]}}
 
 
 class ReportSmoke(unittest.TestCase):
@@ -142,6 +154,14 @@ class ReportSmoke(unittest.TestCase):
         # lru-reuse / Belady = 0.75 at 25%: 16.7% short of 0.9 (trace goals unchanged).
         self.assertIn("| lru-reuse ≥ 0.9× Belady at 25% | 0.750 (lru-reuse / belady) | "
                       "no: 16.67% short |", md)
+
+    def test_tls_and_migration(self):
+        # TLS: larder 200 / 400 = 0.5 of plain; 200 / redis TLS 250 = 0.8; 200 x 4 MiB = 0.84.
+        self.assertIn("| 4 MiB | GET | 1.68 | 0.84 | 0.50 | 1.26 | 1.05 | 0.80 |", self.md)
+        # The longest GET during the migration, 1.2 s: 20% over the 1 s goal.
+        self.assertIn("| GETs stall ≤ 1 s while 1,000 slots holding GBs migrate (longest GET, s) "
+                      "| 1.200 (other node, 1.0 GiB moved) | no: 20.00% over |", self.md)
+        self.assertIn("| migrating slots | 90 | 60.0 | 30.0 | 0 | 0 |", self.md)
 
     def test_ratio_columns(self):
         # redis-benchmark: larder GET 300 / redis 200 = 1.5; 300 req/s x 4 MiB = 1.26 GB/s.
