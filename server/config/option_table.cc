@@ -358,14 +358,8 @@ Error CheckPassword(const ServerConfig& c) {
 // tls-protocols: words from TLSv1.2 and TLSv1.3 (older versions are refused outright, as their
 // ciphers are broken; Redis accepts and warns).
 Error CheckTlsProtocols(const ServerConfig& c) {
-  std::string_view rest = c.tls_protocols;
-  while (!rest.empty()) {
-    size_t start = rest.find_first_not_of(' ');
-    if (start == std::string_view::npos) break;
-    rest.remove_prefix(start);
-    std::string_view word = rest.substr(0, rest.find(' '));
-    rest.remove_prefix(word.size());
-    if (!EqualsNoCase(word, "TLSv1.2") && !EqualsNoCase(word, "TLSv1.3")) {
+  for (const std::string& word : common::Split(c.tls_protocols, ' ')) {
+    if (!word.empty() && !EqualsNoCase(word, "TLSv1.2") && !EqualsNoCase(word, "TLSv1.3")) {
       return QuoteForMessage(word) + " is not TLSv1.2 or TLSv1.3";
     }
   }

@@ -40,17 +40,12 @@ Status CheckReadable(std::string_view option, const std::string& path) {
 
 // TLS versions from tls-protocols (validated by the option table: TLSv1.2 / TLSv1.3 words).
 void SetProtocolRange(SSL_CTX* ctx, const std::string& protocols) {
-  bool v12 = protocols.empty(), v13 = protocols.empty();
-  std::string_view rest = protocols;
-  while (!rest.empty()) {
-    size_t start = rest.find_first_not_of(' ');
-    if (start == std::string_view::npos) break;
-    rest.remove_prefix(start);
-    std::string_view word = rest.substr(0, rest.find(' '));
-    rest.remove_prefix(word.size());
-    if (common::EqualsNoCase(word, "TLSv1.2")) v12 = true;
-    if (common::EqualsNoCase(word, "TLSv1.3")) v13 = true;
+  bool v12 = false, v13 = false;
+  for (const std::string& word : common::Split(protocols, ' ')) {
+    v12 |= common::EqualsNoCase(word, "TLSv1.2");
+    v13 |= common::EqualsNoCase(word, "TLSv1.3");
   }
+  if (!v12 && !v13) v12 = v13 = true;  // "" (or only blanks): both
   SSL_CTX_set_min_proto_version(ctx, v12 ? TLS1_2_VERSION : TLS1_3_VERSION);
   SSL_CTX_set_max_proto_version(ctx, v13 ? TLS1_3_VERSION : TLS1_2_VERSION);
 }
@@ -126,6 +121,11 @@ Result<std::shared_ptr<TlsContext>> BuildTlsContext(const config::ServerConfig& 
   SSL_CTX_set_options(ctx->native_handle(), SSL_OP_NO_RENEGOTIATION);
   // Replies are written from a buffer that moves as output is consumed.
   SSL_CTX_set_mode(ctx->native_handle(), SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  // A client resuming a session after it sent a certificate needs a session id context, or
+  // OpenSSL fails its handshake.
+  static constexpr unsigned char kSessionContext[] = "larder";
+  SSL_CTX_set_session_id_context(ctx->native_handle(), kSessionContext,
+                                 sizeof(kSessionContext) - 1);
   SetProtocolRange(ctx->native_handle(), cfg.tls_protocols);
   Status st = LoadIdentity(*ctx, cfg);
   if (st.ok()) st = LoadClientAuthority(*ctx, cfg);
