@@ -22,15 +22,33 @@ std::string ToLower(std::string_view s) {
   return out;
 }
 
-std::vector<std::string> Split(std::string_view s, char sep) {
-  std::vector<std::string> pieces;
+namespace {
+
+// Calls piece(p) for each piece of `s` between `sep`s, as Split() defines them.
+template <typename Fn>
+void ForEachPiece(std::string_view s, char sep, Fn piece) {
   size_t start = 0;
   while (start < s.size()) {
     size_t end = s.find(sep, start);
     if (end == std::string_view::npos) end = s.size();
-    pieces.emplace_back(s.substr(start, end - start));
+    piece(s.substr(start, end - start));
     start = end + 1;
   }
+}
+
+}  // namespace
+
+std::vector<std::string> Split(std::string_view s, char sep) {
+  std::vector<std::string> pieces;
+  ForEachPiece(s, sep, [&](std::string_view p) { pieces.emplace_back(p); });
+  return pieces;
+}
+
+std::vector<std::string_view> SplitNonEmpty(std::string_view s, char sep) {
+  std::vector<std::string_view> pieces;
+  ForEachPiece(s, sep, [&](std::string_view p) {
+    if (!p.empty()) pieces.push_back(p);
+  });
   return pieces;
 }
 

@@ -17,6 +17,10 @@ std::string ToLower(std::string_view s);
 // last piece rather than starting an empty one: "a,,b," -> {"a", "", "b"}; "" -> {}.
 std::vector<std::string> Split(std::string_view s, char sep);
 
+// The pieces of `s` between runs of `sep`, empty ones dropped, as views into `s` (words of a
+// space-separated list, lines of a text): " a  b " -> {"a", "b"}; "" -> {}.
+std::vector<std::string_view> SplitNonEmpty(std::string_view s, char sep);
+
 // `s` with a-z raised; other bytes unchanged.
 std::string ToUpper(std::string_view s);
 

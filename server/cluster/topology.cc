@@ -10,19 +10,6 @@ namespace larder::server::cluster {
 
 namespace {
 
-// The pieces of `s` between runs of `sep` (empty pieces dropped, as Kvrocks splits).
-std::vector<std::string_view> Tokens(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t end = s.find(sep, pos);
-    if (end == std::string_view::npos) end = s.size();
-    if (end > pos) out.push_back(s.substr(pos, end - pos));
-    pos = end + 1;
-  }
-  return out;
-}
-
 std::optional<int> ParseSmallInt(std::string_view s) {
   int v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -91,8 +78,9 @@ std::optional<Topology> Topology::Parse(std::string_view text, int64_t version,
   std::array<int16_t, kSlotCount> owner;
   owner.fill(-1);
   std::unordered_set<std::string> ids;
-  for (std::string_view line : Tokens(text, '\n')) {
-    const std::vector<std::string_view> fields = Tokens(line, ' ');
+  // Lines and fields as Kvrocks splits them: runs of separators, empty pieces dropped.
+  for (std::string_view line : common::SplitNonEmpty(text, '\n')) {
+    const std::vector<std::string_view> fields = common::SplitNonEmpty(line, ' ');
     if (fields.empty()) continue;
     if (t.nodes_.size() >= static_cast<size_t>(kSlotCount)) {
       *error = "Invalid cluster nodes info";

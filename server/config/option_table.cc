@@ -358,8 +358,8 @@ Error CheckPassword(const ServerConfig& c) {
 // tls-protocols: words from TLSv1.2 and TLSv1.3 (older versions are refused outright, as their
 // ciphers are broken; Redis accepts and warns).
 Error CheckTlsProtocols(const ServerConfig& c) {
-  for (const std::string& word : common::Split(c.tls_protocols, ' ')) {
-    if (!word.empty() && !EqualsNoCase(word, "TLSv1.2") && !EqualsNoCase(word, "TLSv1.3")) {
+  for (std::string_view word : common::SplitNonEmpty(c.tls_protocols, ' ')) {
+    if (!EqualsNoCase(word, "TLSv1.2") && !EqualsNoCase(word, "TLSv1.3")) {
       return QuoteForMessage(word) + " is not TLSv1.2 or TLSv1.3";
     }
   }

@@ -41,11 +41,11 @@ Status CheckReadable(std::string_view option, const std::string& path) {
 // TLS versions from tls-protocols (validated by the option table: TLSv1.2 / TLSv1.3 words).
 void SetProtocolRange(SSL_CTX* ctx, const std::string& protocols) {
   bool v12 = false, v13 = false;
-  for (const std::string& word : common::Split(protocols, ' ')) {
+  for (std::string_view word : common::SplitNonEmpty(protocols, ' ')) {
     v12 |= common::EqualsNoCase(word, "TLSv1.2");
     v13 |= common::EqualsNoCase(word, "TLSv1.3");
   }
-  if (!v12 && !v13) v12 = v13 = true;  // "" (or only blanks): both
+  if (!v12 && !v13) v12 = v13 = true;  // "" (no words): both
   SSL_CTX_set_min_proto_version(ctx, v12 ? TLS1_2_VERSION : TLS1_3_VERSION);
   SSL_CTX_set_max_proto_version(ctx, v13 ? TLS1_3_VERSION : TLS1_2_VERSION);
 }

@@ -15,6 +15,14 @@ TEST(TextTest, Split) {
   EXPECT_EQ(Split("line1\nline2", '\n'), (V{"line1", "line2"}));
 }
 
+TEST(TextTest, SplitNonEmpty) {
+  using W = std::vector<std::string_view>;
+  EXPECT_EQ(SplitNonEmpty(" TLSv1.2  TLSv1.3 ", ' '), (W{"TLSv1.2", "TLSv1.3"}));
+  EXPECT_EQ(SplitNonEmpty("", ' '), W{});
+  EXPECT_EQ(SplitNonEmpty("   ", ' '), W{});
+  EXPECT_EQ(SplitNonEmpty("a\n\nb\n", '\n'), (W{"a", "b"}));
+}
+
 TEST(TextTest, Case) {
   EXPECT_TRUE(EqualsNoCase("GeT", "get"));
   EXPECT_FALSE(EqualsNoCase("get", "gets"));
