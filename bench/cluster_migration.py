@@ -21,7 +21,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
-from cluster_harness import Cluster  # noqa: E402
+from cluster_harness import Cluster, cluster_info  # noqa: E402
 import server_harness  # noqa: E402
 
 MiB = 1 << 20
@@ -88,12 +88,6 @@ class Reader(threading.Thread):
         return {"reader": self.name, "gets": len(lat), "max_ms": round(lat[-1] * 1000, 1),
                 "p99_ms": round(lat[int(0.99 * (len(lat) - 1))] * 1000, 1),
                 "wrong": self.wrong, "errors": self.errors}
-
-
-def cluster_info(node):
-    text = node.client().execute_command("CLUSTER", "INFO").decode()
-    return {k: v.strip() for k, v in (line.split(":", 1) for line in text.split("\r\n")
-                                      if ":" in line)}
 
 
 def run(args):

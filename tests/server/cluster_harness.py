@@ -12,6 +12,15 @@ from server_harness import RawClient, ServerProcess
 SLOTS = 16384
 
 
+def cluster_info(node, password=None):
+    """`CLUSTER INFO` of a node (a ServerProcess) as {field: value}, as the controller reads it."""
+    raw = node.client(password=password).execute_command("CLUSTER", "INFO")
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    # Kvrocks's migration lines put a space after the colon; the controller trims it.
+    return {k: v.strip() for k, v in (line.split(":", 1) for line in text.split("\r\n")
+                                      if ":" in line)}
+
+
 def node_id():
     """A node id as the controller makes one (util.GenerateNodeID: 40 random alphanumerics)."""
     return "".join(random.choice(string.ascii_letters + string.digits) for _ in range(40))

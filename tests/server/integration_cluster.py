@@ -15,16 +15,8 @@ import unittest
 import redis
 from redis.exceptions import RedisClusterException, ResponseError
 
-from cluster_harness import Cluster, range_text
+from cluster_harness import Cluster, cluster_info, range_text
 from server_harness import MiB, RawClient, RedisProcess, ServerProcess, free_port, wait_for
-
-
-def cluster_info(node, password=None):
-    raw = node.client(password=password).execute_command("CLUSTER", "INFO")
-    text = raw.decode() if isinstance(raw, bytes) else raw
-    # Kvrocks's migration lines put a space after the colon; the controller trims it.
-    return {k: v.strip() for k, v in (line.split(":", 1) for line in text.split("\r\n")
-                                      if ":" in line)}
 
 
 class ControllerSequenceTest(unittest.TestCase):
