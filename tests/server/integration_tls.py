@@ -47,14 +47,21 @@ def tls_client(port, cert="client", **kw):
                        ssl_cert_reqs="required", socket_timeout=30, **certs, **kw)
 
 
-def handshake(port, cert="client", max_version=None):
-    """One TLS handshake and PING with Python's ssl module: the reply's first bytes, or None if
-    the handshake or the read failed (with TLS 1.3 a refused client certificate may show only
-    as the connection closing after the handshake)."""
+def client_context(cert="client"):
+    """Python's TLS client context: the server checked against the run's CA (not its host
+    name), presenting certificate `cert` (None: none)."""
     ctx = ssl.create_default_context(cafile=path("ca.crt"))
     ctx.check_hostname = False
     if cert:
         ctx.load_cert_chain(path(f"{cert}.crt"), path(f"{cert}.key"))
+    return ctx
+
+
+def handshake(port, cert="client", max_version=None):
+    """One TLS handshake and PING with Python's ssl module: the reply's first bytes, or None if
+    the handshake or the read failed (with TLS 1.3 a refused client certificate may show only
+    as the connection closing after the handshake)."""
+    ctx = client_context(cert)
     if max_version:
         ctx.maximum_version = max_version
     try:
@@ -245,11 +252,8 @@ class TlsConfigTest(unittest.TestCase):
             self.assertTrue(before.set("k", b"v"))
 
             def peer_cn():
-                ctx = ssl.create_default_context(cafile=path("ca.crt"))
-                ctx.check_hostname = False
-                ctx.load_cert_chain(path("client.crt"), path("client.key"))
                 with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
-                    with ctx.wrap_socket(raw) as s:
+                    with client_context().wrap_socket(raw) as s:
                         return dict(x[0] for x in s.getpeercert()["subject"])["commonName"]
 
             self.assertEqual(peer_cn(), "server")
