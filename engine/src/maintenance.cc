@@ -186,6 +186,9 @@ Stats StoreImpl::GetStats() {
   st.index_memory_bytes = index_.MemoryBytes();
   st.pending_bytes = wbm_->memory_usage() + (writer_ ? writer_->pending_bytes() : 0);
   st.max_disk_bytes = budget_;
+  st.budget_used_bytes = BudgetUsage();
+  // Values under format::kMinBlobBytes live in index records, not blob files: a small share.
+  st.unused_value_bytes = st.value_file_bytes - std::min(st.value_file_bytes, st.live_bytes);
   st.generations = gens_->size();
 #define LARDER_COPY_COUNTER(name, doc) st.name = counters_.name.load();
   LARDER_STAT_COUNTERS(LARDER_COPY_COUNTER)
