@@ -1,171 +1,106 @@
-// larder-trace: hit ratio against capacity on a synthetic multi-turn chat trace (trace.h).
+// larder-trace: hit ratio against capacity on a request trace, Larder beside reference
+// policies.
 //
-// Generates the trace from --seed, then for every capacity (a fraction of the working set:
-// distinct chunks x --value_bytes) replays it into a fresh liblarder store once per eviction
-// policy, and through the per-chunk Belady optimum and exact LRU. Replay per request, as
-// LMCache does: PrefixCount of the prompt's chunk keys, Get of every hit chunk (checked: size
-// and the chunk hash stamped into the value), then Put of every chunk after the first miss
-// that the store does not hold. The store's clock advances --ms_per_request per request.
+// The trace is a file in Mooncake's format (--trace_file) or the synthetic multi-turn chat
+// trace (trace.h) generated from --seed. For every capacity (a fraction of the working set:
+// distinct chunks x --value_bytes) it simulates the reference policies (--sims) on the chunk
+// accesses, then replays the trace (replay.h) into a fresh liblarder store (--policies) and,
+// with --server_bin, into a fresh larder-server (--server_policies), each on its defaults but
+// for the budget and the policy. Every hit is read and checked.
 //
 // Prints one JSON line describing the trace (single_use_chunks: chunks in only one request,
-// which no policy can ever hit), then one per (capacity, policy).
+// which no policy can ever hit), then one per (capacity, policy); "via" says how it ran: sim,
+// engine or server. Exit status 1 if any read returned wrong bytes or any write failed.
 #include <gflags/gflags.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <random>
 #include <string>
 #include <unordered_map>
-#include <vector>
 
 #include "bench_util.h"
-#include "larder/store.h"
+#include "replay.h"
 #include "trace.h"
 
-DEFINE_uint64(seed, 1, "trace seed");
-DEFINE_uint64(turns, 3000, "requests in the trace");
-DEFINE_uint32(users, 600, "users");
-DEFINE_uint32(concurrency, 32, "sessions active at once");
-DEFINE_double(zipf_s, 1.0, "Zipf exponent of user popularity");
+DEFINE_string(trace_file, "", "a trace in Mooncake's format; empty = the synthetic trace");
+DEFINE_uint32(block_tokens, 512, "--trace_file: tokens per hash_ids block");
+DEFINE_string(write_trace, "", "also write the trace to this file in Mooncake's format");
+DEFINE_uint64(seed, 1, "synthetic trace: seed");
+DEFINE_uint64(turns, 3000, "synthetic trace: requests");
+DEFINE_uint32(users, 600, "synthetic trace: users");
+DEFINE_uint32(concurrency, 32, "synthetic trace: sessions active at once");
+DEFINE_double(zipf_s, 1.0, "synthetic trace: Zipf exponent of user popularity");
 DEFINE_uint64(value_bytes, 64 << 10, "bytes stored per chunk (scaled down from ~32 MiB)");
 DEFINE_string(capacities, "0.1,0.25,0.5,1.0", "capacities, fractions of the working set");
-DEFINE_string(policies, "lru-reuse,lru,fifo", "Larder eviction policies to replay");
-DEFINE_uint64(ms_per_request, 100, "store clock advance per request");
-DEFINE_uint32(generation_div, 16, "generation bytes = budget / this (Larder's default ratio)");
-DEFINE_uint32(memtable_div, 16, "memtable bytes = max(budget / this, 4 MiB)");
+DEFINE_string(sims, "belady,lru-exact,fifo-exact,s3-fifo", "simulated reference policies");
+DEFINE_string(policies, "lru-reuse,lru,fifo", "Larder eviction policies replayed in process");
+DEFINE_string(server_bin, "", "larder-server to replay through; empty = no server replays");
+DEFINE_string(server_policies, "lru-reuse", "eviction policies replayed through the server");
 DEFINE_string(dir, "", "parent of the stores' directories (default: a temp dir, removed)");
 
 namespace {
 
-using larder::bench::ProcIoBytes;
-using larder::bench::SplitList;
-
 namespace fs = std::filesystem;
-using larder::bench::SimResult;
-using larder::bench::Trace;
-
-class StepClock : public larder::Clock {
- public:
-  int64_t NowMs() const override { return now_.load(); }
-  void Advance(int64_t ms) { now_ += ms; }
-
- private:
-  std::atomic<int64_t> now_{1'700'000'000'000};
-};
-
-std::vector<double> ParseList(const std::string& s) {
-  std::vector<double> out;
-  size_t b = 0;
-  while (b < s.size()) {
-    size_t e = s.find(',', b);
-    if (e == std::string::npos) e = s.size();
-    if (e > b) out.push_back(std::stod(s.substr(b, e - b)));
-    b = e + 1;
-  }
-  return out;
-}
+using namespace larder::bench;
 
 uint64_t g_bad = 0;
 
-void PrintRow(double cap, const std::string& policy, uint64_t hit, uint64_t prompt,
-              uint64_t written, uint64_t device, uint64_t reinserted, double seconds,
+void PrintRow(double cap, const char* via, const std::string& policy, const ReplayResult& r,
               uint64_t ws_bytes) {
   std::printf(
-      "{\"capacity\":%.4f,\"policy\":\"%s\",\"hit_ratio\":%.5f,\"hit_tokens\":%llu,"
-      "\"prompt_tokens\":%llu,\"bytes_written\":%llu,\"written_per_ws\":%.4f,"
-      "\"device_bytes\":%llu,\"reinserted_bytes\":%llu,\"seconds\":%.3f}\n",
-      cap, policy.c_str(), prompt ? static_cast<double>(hit) / prompt : 0, (unsigned long long)hit,
-      (unsigned long long)prompt, (unsigned long long)written,
-      static_cast<double>(written) / ws_bytes, (unsigned long long)device,
-      (unsigned long long)reinserted, seconds);
+      "{\"capacity\":%.4f,\"via\":\"%s\",\"policy\":\"%s\",\"hit_ratio\":%.5f,"
+      "\"hit_tokens\":%llu,\"prompt_tokens\":%llu,\"bytes_written\":%llu,"
+      "\"written_per_ws\":%.4f,\"device_bytes\":%llu,\"reinserted_bytes\":%llu,"
+      "\"live_bytes\":%llu,\"max_disk_bytes\":%llu,\"bad\":%llu,\"seconds\":%.3f}\n",
+      cap, via, policy.c_str(),
+      r.prompt_tokens ? static_cast<double>(r.hit_tokens) / r.prompt_tokens : 0,
+      (unsigned long long)r.hit_tokens, (unsigned long long)r.prompt_tokens,
+      (unsigned long long)r.written_bytes, static_cast<double>(r.written_bytes) / ws_bytes,
+      (unsigned long long)r.device_bytes, (unsigned long long)r.reinserted_bytes,
+      (unsigned long long)r.live_bytes, (unsigned long long)r.max_disk_bytes,
+      (unsigned long long)r.bad, r.seconds);
   std::fflush(stdout);
 }
 
-void ReplayLarder(const Trace& t, const std::string& dir, const std::string& policy, double cap,
-                  uint64_t ws_bytes) {
-  auto clock = std::make_shared<StepClock>();
-  larder::Options o;
-  o.clock = clock;
-  o.max_disk_bytes = static_cast<uint64_t>(cap * ws_bytes);
-  o.generation_bytes = o.max_disk_bytes / std::max(1u, FLAGS_generation_div);
-  o.memtable_bytes =
-      std::max<uint64_t>(o.max_disk_bytes / std::max(1u, FLAGS_memtable_div), 4 << 20);
-  o.maintenance_interval_ms = 0;
-  if (!larder::ParseEvictionPolicy(policy, &o.eviction_policy)) {
-    std::fprintf(stderr, "unknown policy %s\n", policy.c_str());
-    std::exit(2);
+void Replay(const Trace& t, double cap, const char* via, const std::string& policy,
+            const std::string& base, uint64_t ws_bytes) {
+  ReplayConfig c;
+  c.max_disk_bytes = static_cast<uint64_t>(cap * ws_bytes);
+  c.policy = policy;
+  c.dir = base + "/" + via + "-" + policy + "-" + std::to_string(cap);
+  {
+    std::unique_ptr<ChunkStore> store =
+        via == std::string("server") ? StartServerStore(c, FLAGS_server_bin, FLAGS_value_bytes)
+                                     : OpenEngineStore(c);
+    if (!store) std::exit(2);
+    ReplayResult r = ReplayTrace(t, *store, FLAGS_value_bytes);
+    store.reset();  // the server stops before its figures are printed
+    g_bad += r.bad;
+    PrintRow(cap, via, policy, r, ws_bytes);
   }
-  auto opened = larder::Store::Open(o, dir);
-  if (!opened.ok()) {
-    std::fprintf(stderr, "open %s: %s\n", dir.c_str(), opened.status().ToString().c_str());
-    std::exit(2);
-  }
-  auto store = std::move(opened).value();
-  // Incompressible bytes, as KV-cache tensors are: a compressible value would shrink in
-  // RocksDB's SST files (values under 64 KiB) and escape the disk budget.
-  std::string value(FLAGS_value_bytes, '\0');
-  std::mt19937_64 rng(FLAGS_value_bytes);
-  for (size_t p = 0; p + 8 <= value.size(); p += 8) {
-    uint64_t x = rng();
-    std::memcpy(&value[p], &x, 8);
-  }
-  uint64_t hit = 0, prompt = 0, w0 = ProcIoBytes("write_bytes");
-  auto t0 = std::chrono::steady_clock::now();
-  for (const auto& r : t.requests) {
-    std::vector<std::string> keys;
-    keys.reserve(r.chunks.size());
-    for (uint64_t c : r.chunks) keys.push_back(larder::bench::ChunkKey(c));
-    std::vector<std::string_view> views(keys.begin(), keys.end());
-    uint64_t h = store->PrefixCount(views);
-    for (uint64_t j = 0; j < h; ++j) {
-      auto v = store->Get(keys[j]);
-      uint64_t stamp = 0;
-      if (v.ok() && v->size() == value.size()) std::memcpy(&stamp, v->data(), 8);
-      if (!v.ok() || stamp != r.chunks[j]) {
-        ++g_bad;
-        h = j;  // a failed read of a counted chunk ends the hit prefix
-        break;
-      }
-    }
-    hit += h * t.params.chunk_tokens;
-    prompt += r.prompt_tokens;
-    for (uint64_t j = h; j < keys.size(); ++j) {
-      if (store->Contains(keys[j])) continue;
-      std::memcpy(value.data(), &r.chunks[j], 8);
-      if (!store->Put(keys[j], value).ok()) ++g_bad;
-    }
-    clock->Advance(FLAGS_ms_per_request);
-  }
-  if (!store->Flush().ok()) ++g_bad;
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  larder::Stats s = store->GetStats();
-  PrintRow(cap, policy, hit, prompt, s.bytes_written + s.reinserted_bytes,
-           ProcIoBytes("write_bytes") - w0, s.reinserted_bytes, secs, ws_bytes);
-  store.reset();
-  fs::remove_all(dir);
+  fs::remove_all(c.dir);
+  fs::remove(c.dir + ".log");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  gflags::SetUsageMessage("hit ratio vs capacity on a multi-turn chat trace; see bench/README.md");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  if (FLAGS_value_bytes < 16) {
-    std::fprintf(stderr, "--value_bytes must be >= 16\n");
-    return 2;
+bool LoadTrace(Trace* t) {
+  if (!FLAGS_trace_file.empty()) {
+    std::string error;
+    if (LoadMooncakeTrace(FLAGS_trace_file, FLAGS_block_tokens, t, &error)) return true;
+    std::fprintf(stderr, "--trace_file: %s\n", error.c_str());
+    return false;
   }
-  larder::bench::TraceParams p;
+  TraceParams p;
   p.seed = FLAGS_seed;
   p.turns = FLAGS_turns;
   p.users = FLAGS_users;
   p.concurrency = FLAGS_concurrency;
   p.zipf_s = FLAGS_zipf_s;
-  Trace t = larder::bench::GenerateTrace(p);
+  *t = GenerateTrace(p);
+  return true;
+}
+
+void PrintTrace(const Trace& t, uint64_t ws_bytes) {
   uint64_t chunk_refs = 0, prompt_tokens = 0, single_use = 0;
   std::unordered_map<uint64_t, uint32_t> refs;  // chunk -> requests that contain it
   for (const auto& r : t.requests) {
@@ -173,34 +108,69 @@ int main(int argc, char** argv) {
     for (uint64_t c : r.chunks) ++refs[c];
   }
   for (const auto& [c, n] : refs) single_use += n == 1;
-  const uint64_t ws_bytes = t.unique_chunks * FLAGS_value_bytes;
+  char synthetic[160] = "";
+  if (FLAGS_trace_file.empty()) {
+    std::snprintf(synthetic, sizeof synthetic,
+                  "\"seed\":%llu,\"users\":%u,\"concurrency\":%u,\"zipf_s\":%.2f,",
+                  (unsigned long long)FLAGS_seed, t.params.users, t.params.concurrency,
+                  t.params.zipf_s);
+  }
   std::printf(
-      "{\"trace\":{\"seed\":%llu,\"requests\":%zu,\"users\":%u,\"concurrency\":%u,"
-      "\"zipf_s\":%.2f,\"unique_chunks\":%llu,\"chunk_refs\":%llu,\"prompt_tokens\":%llu,"
+      "{\"trace\":{\"source\":\"%s\",%s\"requests\":%zu,\"chunk_tokens\":%u,"
+      "\"unique_chunks\":%llu,\"chunk_refs\":%llu,\"prompt_tokens\":%llu,"
       "\"mean_prompt_tokens\":%.1f,\"value_bytes\":%llu,\"working_set_bytes\":%llu,"
       "\"single_use_chunks\":%llu}}\n",
-      (unsigned long long)p.seed, t.requests.size(), p.users, p.concurrency, p.zipf_s,
-      (unsigned long long)t.unique_chunks, (unsigned long long)chunk_refs,
-      (unsigned long long)prompt_tokens,
+      FLAGS_trace_file.empty() ? "synthetic" : fs::path(FLAGS_trace_file).filename().c_str(),
+      synthetic, t.requests.size(), t.params.chunk_tokens, (unsigned long long)t.unique_chunks,
+      (unsigned long long)chunk_refs, (unsigned long long)prompt_tokens,
       t.requests.empty() ? 0.0 : static_cast<double>(prompt_tokens) / t.requests.size(),
       (unsigned long long)FLAGS_value_bytes, (unsigned long long)ws_bytes,
       (unsigned long long)single_use);
   std::fflush(stdout);
+}
 
-  const larder::bench::WorkDir work(FLAGS_dir, "trace");
-  const std::string& base = work.path();
-  for (double cap : ParseList(FLAGS_capacities)) {
-    uint64_t cap_chunks = static_cast<uint64_t>(cap * t.unique_chunks);
-    for (auto [name, sim] : {std::pair{"belady", &larder::bench::SimulateBelady},
-                             std::pair{"lru-exact", &larder::bench::SimulateLru}}) {
-      auto t0 = std::chrono::steady_clock::now();
-      SimResult r = sim(t, cap_chunks);
-      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      PrintRow(cap, name, r.hit_tokens, r.prompt_tokens, r.inserted_chunks * FLAGS_value_bytes, 0,
-               0, secs, ws_bytes);
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage("hit ratio vs capacity on a request trace; see bench/README.md");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (FLAGS_value_bytes < 16) {
+    std::fprintf(stderr, "--value_bytes must be >= 16\n");
+    return 2;
+  }
+  Trace t;
+  if (!LoadTrace(&t)) return 2;
+  if (std::string error;
+      !FLAGS_write_trace.empty() && !WriteMooncakeTrace(t, FLAGS_write_trace, &error)) {
+    std::fprintf(stderr, "--write_trace: %s\n", error.c_str());
+    return 2;
+  }
+  const uint64_t ws_bytes = t.unique_chunks * FLAGS_value_bytes;
+  PrintTrace(t, ws_bytes);
+
+  const WorkDir work(FLAGS_dir, "trace");
+  for (const std::string& item : SplitList(FLAGS_capacities)) {
+    const double cap = std::stod(item);
+    for (const auto& sim : SplitList(FLAGS_sims)) {
+      SimResult s;
+      const auto t0 = std::chrono::steady_clock::now();
+      if (!Simulate(t, sim, static_cast<uint64_t>(cap * t.unique_chunks), &s)) {
+        std::fprintf(stderr, "--sims: unknown policy %s\n", sim.c_str());
+        return 2;
+      }
+      ReplayResult r;
+      r.hit_tokens = s.hit_tokens;
+      r.prompt_tokens = s.prompt_tokens;
+      r.written_bytes = s.inserted_chunks * FLAGS_value_bytes;
+      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      PrintRow(cap, "sim", sim, r, ws_bytes);
     }
     for (const auto& policy : SplitList(FLAGS_policies)) {
-      ReplayLarder(t, base + "/" + policy + "-" + std::to_string(cap), policy, cap, ws_bytes);
+      Replay(t, cap, "engine", policy, work.path(), ws_bytes);
+    }
+    if (FLAGS_server_bin.empty()) continue;
+    for (const auto& policy : SplitList(FLAGS_server_policies)) {
+      Replay(t, cap, "server", policy, work.path(), ws_bytes);
     }
   }
   if (g_bad)

@@ -1,10 +1,12 @@
 #include "trace.h"
 
 #include <xxhash.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <random>
 #include <unordered_set>
 
@@ -100,6 +102,7 @@ Trace GenerateTrace(const TraceParams& p) {
     for (uint64_t i = 0; i < input; ++i) c.Append(Token(stream, ++serial), p.chunk_tokens);
     TraceRequest req;
     req.user = s.user;
+    req.arrival_ms = static_cast<int64_t>(r * p.ms_per_request);
     req.prompt_tokens = c.tokens;
     req.chunks = c.chunks;
     for (uint64_t h : req.chunks) seen.insert(h);
@@ -114,6 +117,76 @@ Trace GenerateTrace(const TraceParams& p) {
   }
   t.unique_chunks = seen.size();
   return t;
+}
+
+bool LoadMooncakeTrace(const std::string& path, uint32_t block_tokens, Trace* out,
+                       std::string* error) {
+  std::ifstream in(path);
+  if (!in) {
+    *error = path + ": cannot open";
+    return false;
+  }
+  Trace t;
+  t.params.chunk_tokens = std::max<uint32_t>(1, block_tokens);
+  std::unordered_set<uint64_t> seen;
+  std::string line;
+  for (uint64_t n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(n) + ": ";
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+      *error = where + "not a JSON object";
+      return false;
+    }
+    const auto ts = j.find("timestamp"), len = j.find("input_length"), ids = j.find("hash_ids");
+    if (ts == j.end() || !ts->is_number() || len == j.end() || !len->is_number_unsigned() ||
+        ids == j.end() || !ids->is_array()) {
+      *error = where + "needs \"timestamp\", \"input_length\" and \"hash_ids\"";
+      return false;
+    }
+    TraceRequest req;
+    req.user = static_cast<uint32_t>(t.requests.size());
+    req.arrival_ms = static_cast<int64_t>(ts->get<double>());
+    req.prompt_tokens = len->get<uint64_t>();
+    const size_t full = req.prompt_tokens / t.params.chunk_tokens;
+    if (ids->size() < full) {
+      *error = where + std::to_string(ids->size()) + " hash_ids for " +
+               std::to_string(req.prompt_tokens) + " tokens (needs one per " +
+               std::to_string(t.params.chunk_tokens) + "-token block)";
+      return false;
+    }
+    for (size_t i = 0; i < full; ++i) {
+      if (!(*ids)[i].is_number_unsigned()) {
+        *error = where + "hash_ids[" + std::to_string(i) + "] is not an unsigned integer";
+        return false;
+      }
+      req.chunks.push_back((*ids)[i].get<uint64_t>());
+      seen.insert(req.chunks.back());
+    }
+    t.requests.push_back(std::move(req));
+  }
+  if (in.bad()) {
+    *error = path + ": read error";
+    return false;
+  }
+  t.params.turns = t.requests.size();
+  t.unique_chunks = seen.size();
+  *out = std::move(t);
+  return true;
+}
+
+bool WriteMooncakeTrace(const Trace& t, const std::string& path, std::string* error) {
+  std::ofstream out(path);
+  for (const auto& r : t.requests) {
+    const nlohmann::json j = {{"timestamp", r.arrival_ms},
+                              {"input_length", r.prompt_tokens},
+                              {"output_length", 0},
+                              {"hash_ids", r.chunks}};
+    out << j.dump() << '\n';
+  }
+  out.flush();
+  if (!out) *error = path + ": cannot write";
+  return static_cast<bool>(out);
 }
 
 std::string ChunkKey(uint64_t chunk_hash) {
