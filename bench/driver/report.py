@@ -3,35 +3,8 @@ Every figure is computed from raw.json; ratios compare peers measured in the sam
 import os
 import subprocess
 
-MiB = 1 << 20
-# Assumptions for the prefill table, stated in the report (not measurements).
-PREFILL_TOKENS_PER_S = 10000      # one GPU's prefill rate for an 8B model (assumed)
-KV_BYTES_PER_TOKEN = 128 * 1024   # Llama-3.1-8B, bf16 (tools/sizing: 128 KiB per token)
-
-
-def human(n):
-    return "%d KiB" % (n >> 10) if n < MiB else "%d MiB" % (n >> 20)
-
-
-def f2(x):
-    return "—" if x is None else "%.2f" % x
-
-
-def ratio(a, b):
-    return a / b if a is not None and b else None
-
-
-def find(rows, **kw):
-    for r in rows:
-        if all(r.get(k) == v for k, v in kw.items()):
-            return r
-    return None
-
-
-def val(rows, key, **kw):
-    r = find(rows, **kw)
-    return r[key] if r else None
-
+import report_hit
+from report_util import GoalTable, MiB, f2, find, human, ratio, val  # noqa: F401
 
 def server_tables(raw):
     s = raw.get("servers", [])
@@ -327,54 +300,6 @@ def engine_tables(raw):
     return out
 
 
-def hit_tables(raw):
-    t, hit = raw.get("trace", {}), raw.get("hit", [])
-    if not hit:
-        return []
-    out = ["## Hit ratio vs capacity (larder-trace)", "",
-           "Synthetic multi-turn chat (bench/trace/trace.h): %d requests, %d users (Zipf s=%.1f "
-           "return), %d sessions at once, 2–28 turns, ~2,200 new prompt tokens and 100–230 "
-           "output tokens per turn, 8 shared system prompts, 256-token chunks keyed by the hash "
-           "of the whole prefix (LMCache keys). Mean prompt %.0f tokens; working set %d chunks "
-           "(%d KiB stored per chunk in the replay, %.2f GiB). Capacity = disk budget as a "
-           "fraction of the working set. Hit ratio = prompt tokens served from the store / "
-           "all prompt tokens. `belady` and `lru-exact` are per-chunk simulations from the "
-           "trace; the others replay the trace into liblarder (generations, reinsertion). "
-           "written / WS = value bytes written (reinsertions included) per working-set byte. "
-           "%s"
-           % (t["requests"], t["users"], t["zipf_s"], t["concurrency"], t["mean_prompt_tokens"],
-              t["unique_chunks"], t["value_bytes"] >> 10, t["working_set_bytes"] / (1 << 30),
-              "%d of the %d chunks (%.0f%%) occur in one request only: no policy can hit them, "
-              "an online policy must still write them, Belady need not." % (
-                  t["single_use_chunks"], t["unique_chunks"],
-                  100.0 * t["single_use_chunks"] / t["unique_chunks"])
-              if "single_use_chunks" in t else ""),
-           "", "| capacity | policy | hit ratio | ×belady | written / WS | reinserted / WS | "
-           "replay s |", "|---|---|---|---|---|---|---|"]
-    ws = t["working_set_bytes"]
-    for r in hit:
-        b = val(hit, "hit_ratio", capacity=r["capacity"], policy="belady")
-        out.append("| %d%% | %s | %.3f | %s | %.2f | %.2f | %.1f |" % (
-            round(r["capacity"] * 100), r["policy"], r["hit_ratio"], f2(ratio(r["hit_ratio"], b)),
-            r["written_per_ws"], r["reinserted_bytes"] / ws, r["seconds"]))
-    mean_prompt = t["mean_prompt_tokens"]
-    out += ["", "What the hit ratio buys in prefill. Assumed (not measured): one GPU prefills "
-            "%d tokens/s and a token's KV-cache is %d KiB (Llama-3.1-8B, bf16). A prefill-bound "
-            "GPU then serves %d / (prompt − hit tokens) turns/s; tokens not recomputed per "
-            "second = that × hit tokens per turn; the store must read them at the GB/s shown."
-            % (PREFILL_TOKENS_PER_S, KV_BYTES_PER_TOKEN >> 10, PREFILL_TOKENS_PER_S), "",
-            "| capacity | policy | turns/s | tokens not recomputed /s | store read GB/s needed |",
-            "|---|---|---|---|---|"]
-    for r in hit:
-        hit_tok = r["hit_ratio"] * mean_prompt
-        turns = PREFILL_TOKENS_PER_S / max(1.0, mean_prompt - hit_tok)
-        saved = turns * hit_tok
-        out.append("| %d%% | %s | %.2f | %.0f | %.2f |" % (
-            round(r["capacity"] * 100), r["policy"], turns, saved,
-            saved * KV_BYTES_PER_TOKEN / 1e9))
-    return out
-
-
 # The value sizes and thread counts of the in-process goals.
 GOAL_SIZES = (1 * MiB, 4 * MiB, 32 * MiB)
 GOAL_THREADS = (1, 2)
@@ -389,31 +314,6 @@ def fio_qd(raw, depth, size):
     if depth == 1:
         return val(raw.get("fio_rand", []), "gbs", size=size)
     return val(raw.get("fio_qd", []), "gbs", size=size, iodepth=depth)
-
-
-class GoalTable:
-    """Rows of `| goal | worst case measured | met |`: the worst case is the one furthest from
-    the goal; 'short'/'over' is how far it misses, relative to the goal."""
-
-    def __init__(self):
-        self.lines = ["| goal | worst case measured | met |", "|---|---|---|"]
-
-    def check(self, name, cases, want, at_most=False, expected=None):
-        cases = [c for c in cases if c[1] is not None]
-        if not cases:
-            self.lines.append("| %s | not measured | — |" % name)
-            return
-        worst = (max if at_most else min)(cases, key=lambda c: c[1])
-        if (worst[1] <= want) if at_most else (worst[1] >= want):
-            verdict = "yes"
-        elif at_most:
-            verdict = "no: %.2f%% over" % ((worst[1] / want - 1) * 100)
-        else:
-            verdict = "no: %.2f%% short" % ((1 - worst[1] / want) * 100)
-        partial = ("; %d of %d cases measured" % (len(cases), expected)
-                   if expected and len(cases) < expected else "")
-        self.lines.append("| %s | %.3f (%s%s) | %s |" % (name, worst[1], worst[0], partial,
-                                                         verdict))
 
 
 def inproc_goals(t, raw, direct):
@@ -463,7 +363,6 @@ def resp_goals(t, raw):
 
 
 def goals(raw):
-    hit = raw.get("hit", [])
     t = GoalTable()
     inproc_goals(t, raw, direct=False)
     resp_goals(t, raw)
@@ -481,15 +380,7 @@ def goals(raw):
             [("%d MiB of 4 MiB values into a %d MiB budget, WAL %s" % (
                 wa["value_bytes"] >> 20, wa["budget"] >> 20, "on" if wa["wal"] else "off"),
               wa["device_per_value_byte"])] if wa else [], 1.1, at_most=True)
-    for cap in (0.25, 0.5):
-        lr = val(hit, "hit_ratio", capacity=cap, policy="lru-reuse")
-        others = [val(hit, "hit_ratio", capacity=cap, policy=p) for p in ("lru", "fifo")]
-        b = val(hit, "hit_ratio", capacity=cap, policy="belady")
-        if lr is not None and None not in others:
-            t.check("lru-reuse ≥ lru, fifo at %d%%" % (cap * 100),
-                    [("lru-reuse / best of lru, fifo", ratio(lr, max(others)))], 1.0)
-        t.check("lru-reuse ≥ 0.9× Belady at %d%%" % (cap * 100),
-                [("lru-reuse / belady", ratio(lr, b))], 0.9)
+    report_hit.goals(t, raw)
     mig = raw.get("migration") or {}
     t.check("GETs stall ≤ 1 s while 1,000 slots holding GBs migrate (longest GET, s)",
             [("%s, %.1f GiB moved" % (r["reader"], mig["migration"]["bytes"] / (1 << 30)),
@@ -515,8 +406,8 @@ def goals(raw):
 
 
 def plots(raw, out_dir):
-    """Writes throughput.png and hit_ratio.png with gnuplot; returns the markdown lines."""
-    s, inproc, hit = raw.get("servers", []), raw.get("inproc", []), raw.get("hit", [])
+    """Writes throughput.png with gnuplot; returns the markdown lines."""
+    s, inproc = raw.get("servers", []), raw.get("inproc", [])
     fio, qd = raw.get("fio_seq", []), raw.get("fio_qd", [])
     conns = 4 if any(r["conns"] == 4 for r in s) else 1
     series = []  # (title, [(x MiB, y)])
@@ -553,27 +444,10 @@ def plots(raw, out_dir):
                    "plot " + ", ".join("'%s' index %d with linespoints title '%s'" % (dat, i, t)
                                        for i, (t, _) in enumerate(series))]
         lines.append("![throughput vs value size](throughput.png)")
-    policies = []
-    for r in hit:
-        if r["policy"] not in policies:
-            policies.append(r["policy"])
-    if hit:
-        dat = os.path.join(out_dir, "hit_ratio.dat")
-        with open(dat, "w") as f:
-            for p in policies:
-                f.write("# %s\n" % p + "".join("%g %g\n" % (r["capacity"] * 100, r["hit_ratio"])
-                                               for r in hit if r["policy"] == p) + "\n\n")
-        script += ["unset logscale", "set output '%s'" % os.path.join(out_dir, "hit_ratio.png"),
-                   "set xlabel 'capacity (% of working set)'", "set ylabel 'hit ratio (tokens)'",
-                   "set title 'Hit ratio vs capacity'", "set yrange [0:1]",
-                   "plot " + ", ".join("'%s' index %d with linespoints title '%s'" % (dat, i, p)
-                                       for i, p in enumerate(policies))]
-        lines.append("![hit ratio vs capacity](hit_ratio.png)")
     subprocess.run(["gnuplot"], input="\n".join(script) + "\n", text=True, check=True)
-    for name in ("throughput.dat", "hit_ratio.dat"):
-        if os.path.exists(os.path.join(out_dir, name)):
-            os.unlink(os.path.join(out_dir, name))
-    return lines
+    if os.path.exists(os.path.join(out_dir, "throughput.dat")):
+        os.unlink(os.path.join(out_dir, "throughput.dat"))
+    return lines + report_hit.plots(raw, out_dir)
 
 
 def write(raw, out_dir):
@@ -597,6 +471,6 @@ def write(raw, out_dir):
     md += plots(raw, out_dir) + [""]
     md += server_tables(raw) + [""] + inproc_table(raw) + [""] + lmcache_table(raw) + [""]
     md += engine_tables(raw)
-    md += hit_tables(raw)
+    md += report_hit.tables(raw)
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")

@@ -351,20 +351,26 @@ def part_wa(raw, bins, work, cfg):
 
 
 def part_trace(raw, bins, work, cfg):
-    log("chat trace replay")
+    """The synthetic chat trace, then every --trace-file (Mooncake's format): reference policies
+    simulated, liblarder in process, and the real larder-server."""
     # Hit ratios do not depend on the device, and every generation rotation costs RocksDB
     # fsyncs (CF create/drop, OPTIONS file): replay on tmpfs when there is one.
     shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else work
-    trace_dir = tempfile.mkdtemp(prefix="larder-trace-", dir=shm)
-    try:
-        out = run_checked([bins["larder-trace"], "--turns", str(cfg["trace_turns"]),
-                           "--users", str(cfg["trace_users"]), "--capacities",
-                           cfg["trace_caps"], "--dir", trace_dir], "larder-trace", raw["errors"])
-    finally:
-        shutil.rmtree(trace_dir, ignore_errors=True)
+    sources = [["--turns", str(cfg["trace_turns"]), "--users", str(cfg["trace_users"])]]
+    sources += [["--trace_file", os.path.abspath(f)] for f in cfg.get("trace_files", [])]
     raw["trace_dir_fs"] = shm
-    raw["trace"] = out[0]["trace"] if out else {}
-    raw["hit"] = out[1:]
+    raw["traces"] = []
+    for source in sources:
+        log("trace replay:", " ".join(source))
+        trace_dir = tempfile.mkdtemp(prefix="larder-trace-", dir=shm)
+        try:
+            out = run_checked([bins["larder-trace"], *source, "--capacities", cfg["trace_caps"],
+                               "--server_bin", bins["larder-server"], "--dir", trace_dir],
+                              "larder-trace", raw["errors"])
+        finally:
+            shutil.rmtree(trace_dir, ignore_errors=True)
+        if out:
+            raw["traces"].append({"trace": out[0]["trace"], "rows": out[1:]})
 
 
 def part_lmcache(raw, bins, work, cfg):
@@ -399,8 +405,10 @@ def main():
     ap.add_argument("--work", default=None, help="scratch directory (default: under build/)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--only", default=",".join(PARTS), help="parts to run: " + ", ".join(PARTS))
+    ap.add_argument("--trace-file", action="append", default=[],
+                    help="also replay this trace in Mooncake's format (part trace; repeatable)")
     args = ap.parse_args()
-    cfg = QUICK if args.quick else FULL
+    cfg = dict(QUICK if args.quick else FULL, trace_files=args.trace_file)
     parts = args.only.split(",")
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
