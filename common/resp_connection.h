@@ -60,11 +60,12 @@ struct ServerAddress {
   }
 };
 
-// One reply header: '+', '-', ':' or '$' and the rest of its line (for '$', the length).
+// One reply header: '+', '-', ':', '$' or '*' and the rest of its line (for '$', the length;
+// for '*', the number of elements).
 struct ReplyHeader {
   char type = 0;
   std::string line;
-  int64_t number = 0;  // ':' value or '$' length (-1 = null bulk)
+  int64_t number = 0;  // ':' value, '$' length or '*' count (-1 = null)
 };
 
 class RespConnection {
@@ -148,19 +149,24 @@ class RespConnection {
     return true;
   }
 
-  // Reads one reply header line. Arrays and RESP3 types are not expected here.
+  // Reads one reply header line; an array's ('*') elements follow as replies of their own.
+  // RESP3 types are not expected here.
   bool ReadHeader(ReplyHeader* h) {
     std::string line;
     if (!ReadLine(&line)) return false;
     h->type = line[0];
     h->line = line.substr(1);
     if (h->type == '+' || h->type == '-') return true;
-    if (h->type != ':' && h->type != '$') return Fail("unexpected reply: " + line.substr(0, 64));
+    if (h->type != ':' && h->type != '$' && h->type != '*') {
+      return Fail("unexpected reply: " + line.substr(0, 64));
+    }
     char* end = nullptr;
     errno = 0;
     h->number = std::strtoll(h->line.c_str(), &end, 10);
     if (errno || end == h->line.c_str() || *end) return Fail("bad number in reply: " + line);
-    if (h->type == '$' && h->number < -1) return Fail("bad bulk length: " + line);
+    if (h->type != ':' && h->number < -1) {
+      return Fail((h->type == '$' ? "bad bulk length: " : "bad array length: ") + line);
+    }
     return true;
   }
 

@@ -24,7 +24,7 @@ namespace {
 
 }  // namespace
 
-std::unique_ptr<Conn> Conn::Dial(const std::string& host, int port, bool quiet) {
+std::unique_ptr<Conn> Conn::Dial(const std::string& host, int port) {
   addrinfo hints{}, *res = nullptr;
   hints.ai_socktype = SOCK_STREAM;
   if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res) {
@@ -33,9 +33,8 @@ std::unique_ptr<Conn> Conn::Dial(const std::string& host, int port, bool quiet) 
   }
   int fd = socket(res->ai_family, SOCK_STREAM, 0);
   if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
-    if (!quiet)
-      std::fprintf(stderr, "resp-load: connect %s:%d: %s\n", host.c_str(), port,
-                   std::strerror(errno));
+    std::fprintf(stderr, "resp-load: connect %s:%d: %s\n", host.c_str(), port,
+                 std::strerror(errno));
     freeaddrinfo(res);
     if (fd >= 0) close(fd);
     return nullptr;

@@ -13,8 +13,8 @@ namespace larder::bench {
 
 class Conn {
  public:
-  // Connects (TCP_NODELAY on); nullptr on failure, with a message on stderr unless `quiet`.
-  static std::unique_ptr<Conn> Dial(const std::string& host, int port, bool quiet = false);
+  // Connects (TCP_NODELAY on); nullptr with a message on stderr on failure.
+  static std::unique_ptr<Conn> Dial(const std::string& host, int port);
   ~Conn();
 
   // Sends one command; returns once every byte is written. Exits the process on I/O error.

@@ -1,5 +1,6 @@
-// The replay's server backend: a larder-server started for one replay, driven over RESP as
-// LMCache's Larder connector drives it (LARDER.PREFIX, MGET, then EXISTS and SET pipelined).
+// The replay's server backend: a larder-server started for one replay, driven over RESP
+// (common/resp_connection.h) as LMCache's Larder connector drives it (LARDER.PREFIX, MGET,
+// then EXISTS pipelined and SET).
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -13,7 +14,7 @@
 #include <thread>
 
 #include "bench_util.h"
-#include "load_conn.h"
+#include "common/resp_connection.h"
 #include "replay.h"
 
 namespace larder::bench {
@@ -42,9 +43,12 @@ uint64_t InfoField(const std::string& info, const std::string& field) {
                                  : std::strtoull(info.c_str() + at + field.size() + 2, nullptr, 10);
 }
 
+// Every wait on the server is bounded; a replay cannot go on past a broken connection.
+constexpr int kReplyTimeoutMs = 60'000;
+
 class ServerStore : public ChunkStore {
  public:
-  ServerStore(pid_t pid, std::unique_ptr<Conn> conn, uint64_t value_cap)
+  ServerStore(pid_t pid, std::unique_ptr<common::RespConnection> conn, uint64_t value_cap)
       : pid_(pid), conn_(std::move(conn)), buf_(value_cap, '\0') {}
   ~ServerStore() override {
     kill(pid_, SIGTERM);
@@ -54,53 +58,58 @@ class ServerStore : public ChunkStore {
   uint64_t PrefixCount(const std::vector<std::string>& keys) override {
     std::vector<std::string_view> args{"LARDER.PREFIX"};
     args.insert(args.end(), keys.begin(), keys.end());
-    conn_->SendCommand(args);
-    const std::string r = conn_->ReadSimple();
-    return r.starts_with(":") ? std::strtoull(r.c_str() + 1, nullptr, 10) : 0;
+    Send(args);
+    const common::ReplyHeader h = Header();
+    return h.type == ':' ? static_cast<uint64_t>(h.number) : 0;
   }
   uint64_t ReadChecked(const std::vector<std::string>& keys, const std::vector<uint64_t>& chunks,
                        uint64_t n) override {
     if (n == 0) return 0;
     std::vector<std::string_view> args{"MGET"};
     args.insert(args.end(), keys.begin(), keys.begin() + static_cast<ptrdiff_t>(n));
-    conn_->SendCommand(args);
-    if (conn_->ReadSimple() != "*" + std::to_string(n)) return 0;
+    Send(args);
+    if (Header().number != static_cast<int64_t>(n)) return 0;
     uint64_t good = 0;
     bool whole = true;
     for (uint64_t j = 0; j < n; ++j) {
-      uint64_t xxh = 0;
-      const int64_t len = conn_->ReadBulkInto(buf_.data(), buf_.size(), &xxh);
+      const common::ReplyHeader h = Header();
+      const bool fits = h.type == '$' && h.number == static_cast<int64_t>(buf_.size());
+      if (h.type == '$' && h.number >= 0) {
+        Check(conn_->ReadBulkInto(fits ? buf_.data() : nullptr, static_cast<size_t>(h.number)));
+      }
       uint64_t stamp = 0;
-      if (len >= 8) std::memcpy(&stamp, buf_.data(), 8);
-      whole = whole && len == static_cast<int64_t>(buf_.size()) && stamp == chunks[j];
+      if (fits) std::memcpy(&stamp, buf_.data(), 8);
+      whole = whole && fits && stamp == chunks[j];
       good += whole;
     }
     return good;
   }
   uint64_t StoreMissing(const std::vector<std::string>& keys, const std::vector<uint64_t>& chunks,
                         uint64_t from, std::string& value) override {
-    for (uint64_t j = from; j < keys.size(); ++j) conn_->SendCommand({"EXISTS", keys[j]});
+    for (uint64_t j = from; j < keys.size(); ++j) Send({"EXISTS", keys[j]});
     std::vector<uint64_t> missing;
     for (uint64_t j = from; j < keys.size(); ++j) {
-      if (conn_->ReadSimple() == ":0") missing.push_back(j);
+      const common::ReplyHeader h = Header();
+      if (h.type == ':' && h.number == 0) missing.push_back(j);
     }
     // One SET at a time: the value buffer carries each one's stamp.
     uint64_t failed = 0;
     for (uint64_t j : missing) {
       std::memcpy(value.data(), &chunks[j], 8);
-      conn_->SendCommand({"SET", keys[j], value});
-      failed += conn_->ReadSimple() != "+OK";
+      Send({"SET", keys[j], value});
+      failed += Header().type != '+';
     }
     return failed;
   }
   void AdvanceTo(int64_t) override {}
   void Finish(ReplayResult* r) override {
-    conn_->SendCommand({"INFO", "larder"});
-    std::string info(1 << 16, '\0');
-    uint64_t xxh = 0;
-    const int64_t len = conn_->ReadBulkInto(info.data(), info.size(), &xxh);
-    info.resize(len > 0 ? static_cast<size_t>(len) : 0);
-    info.insert(0, "\n");
+    Send({"INFO", "larder"});
+    const common::ReplyHeader h = Header();
+    std::string info = "\n";
+    if (h.type == '$' && h.number > 0) {
+      info.resize(1 + static_cast<size_t>(h.number));
+      Check(conn_->ReadBulkInto(info.data() + 1, static_cast<size_t>(h.number)));
+    }
     r->reinserted_bytes = InfoField(info, "reinserted_bytes");
     r->written_bytes = InfoField(info, "bytes_written") + r->reinserted_bytes;
     r->live_bytes = InfoField(info, "live_bytes");
@@ -109,8 +118,21 @@ class ServerStore : public ChunkStore {
   }
 
  private:
+  // Exits (status 2) when the connection broke: the replay's figures would mean nothing.
+  void Check(bool ok) {
+    if (ok) return;
+    std::fprintf(stderr, "larder-trace: larder-server connection: %s\n", conn_->error().c_str());
+    std::exit(2);
+  }
+  void Send(const std::vector<std::string_view>& args) { Check(conn_->SendCommand(args)); }
+  common::ReplyHeader Header() {
+    common::ReplyHeader h;
+    Check(conn_->ReadHeader(&h));
+    return h;
+  }
+
   pid_t pid_;
-  std::unique_ptr<Conn> conn_;
+  std::unique_ptr<common::RespConnection> conn_;
   std::string buf_;
 };
 
@@ -144,8 +166,11 @@ std::unique_ptr<ChunkStore> StartServerStore(const ReplayConfig& c, const std::s
   for (int i = 0; i < 200; ++i) {  // up to 10 s to start
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (waitpid(pid, nullptr, WNOHANG) == pid) break;
-    std::unique_ptr<Conn> conn = Conn::Dial("127.0.0.1", port, /*quiet=*/true);
-    if (conn) return std::make_unique<ServerStore>(pid, std::move(conn), value_bytes);
+    common::ServerAddress at{"", "127.0.0.1", std::to_string(port)};
+    auto conn = std::make_unique<common::RespConnection>(at, kReplyTimeoutMs);
+    if (conn->Connect("", "")) {
+      return std::make_unique<ServerStore>(pid, std::move(conn), value_bytes);
+    }
   }
   kill(pid, SIGTERM);
   waitpid(pid, nullptr, 0);

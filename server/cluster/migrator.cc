@@ -25,8 +25,9 @@ std::optional<std::string> ReadReply(RespConnection& link) {
   ReplyHeader h;
   if (!link.ReadHeader(&h)) return link.error();
   if (h.type == '-') return "the migration target replied " + h.line;
-  if (h.type == '$') {
-    link.Abandon("unexpected bulk reply from the migration target");
+  if (h.type == '$' || h.type == '*') {
+    link.Abandon(std::string("unexpected ") + (h.type == '$' ? "bulk" : "array") +
+                 " reply from the migration target");
     return link.error();
   }
   return std::nullopt;
