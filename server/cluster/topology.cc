@@ -1,7 +1,6 @@
 #include "cluster/topology.h"
 
 #include <algorithm>
-#include <charconv>
 #include <unordered_set>
 
 #include "common/text.h"
@@ -9,13 +8,6 @@
 namespace larder::server::cluster {
 
 namespace {
-
-std::optional<int> ParseSmallInt(std::string_view s) {
-  int v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
 
 // The error of one node line, or empty once it is parsed into *node and its slots recorded in
 // `owner` under index `index`.
@@ -25,7 +17,7 @@ std::string ParseNodeLine(const std::vector<std::string_view>& f, int16_t index,
   if (f[0].size() != kNodeIdLength) return "Invalid cluster node id";
   node->id = std::string(f[0]);
   node->host = std::string(f[1]);
-  const std::optional<int> port = ParseSmallInt(f[2]);
+  const std::optional<int> port = common::ParseNumber<int>(f[2]);
   if (!port || *port <= 0 || *port > 65535) return "Invalid cluster node port";
   node->port = *port;
   if (common::EqualsNoCase(f[3], "master")) {
@@ -61,9 +53,9 @@ std::string SlotRange::ToString() const {
 
 std::optional<SlotRange> ParseSlotRange(std::string_view text, bool allow_equal) {
   const size_t dash = text.find('-');
-  const std::optional<int> first = ParseSmallInt(text.substr(0, dash));
+  const std::optional<int> first = common::ParseNumber<int>(text.substr(0, dash));
   const std::optional<int> last =
-      dash == std::string_view::npos ? first : ParseSmallInt(text.substr(dash + 1));
+      dash == std::string_view::npos ? first : common::ParseNumber<int>(text.substr(dash + 1));
   if (!first || !last || *first < 0 || *last >= kSlotCount) return std::nullopt;
   if (dash != std::string_view::npos && (allow_equal ? *first > *last : *first >= *last)) {
     return std::nullopt;

@@ -16,6 +16,7 @@ using Args = std::vector<std::string>;
 using common::EqualsNoCase;
 using common::FormatBytesHuman;
 using common::ParseBytes;
+using common::ParseNumber;
 
 constexpr int64_t kNoMax = std::numeric_limits<int64_t>::max();
 constexpr bool kRuntime = true;   // CONFIG SET may change the option
@@ -33,15 +34,6 @@ std::string FormatDouble(double v) {
 std::string RangeText(int64_t min, int64_t max) {
   if (max == kNoMax) return " >= " + std::to_string(min);
   return " in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-}
-
-// The whole of `s` as a T (`extra` = from_chars's base or format), or nullopt.
-template <typename T, typename... Extra>
-std::optional<T> ParseNumber(std::string_view s, Extra... extra) {
-  T v{};
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, extra...);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
 }
 
 Option Make(std::string_view name, Type type, bool mut, std::string_view doc, int min_args = 1,

@@ -1,4 +1,4 @@
-// common/text.h: ASCII case and splitting.
+// common/text.h: ASCII case, splitting, whole-string numbers.
 #include "common/text.h"
 
 #include <gtest/gtest.h>
@@ -28,6 +28,17 @@ TEST(TextTest, Case) {
   EXPECT_FALSE(EqualsNoCase("get", "gets"));
   EXPECT_EQ(ToLower("MiXeD-1\xC3"), "mixed-1\xC3");
   EXPECT_EQ(ToUpper("client|id"), "CLIENT|ID");
+}
+
+TEST(TextTest, ParseNumberTakesTheWholeString) {
+  EXPECT_EQ(ParseNumber<int>("16383"), 16383);
+  EXPECT_EQ(ParseNumber<int64_t>("-7"), -7);
+  EXPECT_EQ(ParseNumber<int64_t>("755", 8), 0755);
+  EXPECT_EQ(ParseNumber<double>("0.5"), 0.5);
+  EXPECT_EQ(ParseNumber<int>(""), std::nullopt);
+  EXPECT_EQ(ParseNumber<int>("12x"), std::nullopt);
+  EXPECT_EQ(ParseNumber<int>(" 1"), std::nullopt);
+  EXPECT_EQ(ParseNumber<int>("99999999999"), std::nullopt);
 }
 
 }  // namespace
