@@ -149,15 +149,15 @@ std::optional<std::string> SetUpTls(Config* config, const ServerConfig& cfg,
   auto ctx = larder::server::BuildTlsContext(cfg);
   if (!ctx.ok()) return ctx.status().message();
   server.SetTlsContext(std::move(ctx).value());
+  auto rebuild = [&server](const ServerConfig& c) -> std::optional<std::string> {
+    auto rebuilt = larder::server::BuildTlsContext(c);
+    if (!rebuilt.ok()) return rebuilt.status().message();
+    server.SetTlsContext(std::move(rebuilt).value());
+    Log(LogLevel::kNotice, "TLS configuration reloaded; new connections use it");
+    return std::nullopt;
+  };
   for (const larder::config::Option& opt : larder::config::OptionTable()) {
     if (!opt.name.starts_with("tls-") || !opt.runtime_mutable) continue;
-    auto rebuild = [&server](const ServerConfig& c) -> std::optional<std::string> {
-      auto rebuilt = larder::server::BuildTlsContext(c);
-      if (!rebuilt.ok()) return rebuilt.status().message();
-      server.SetTlsContext(std::move(rebuilt).value());
-      Log(LogLevel::kNotice, "TLS configuration reloaded; new connections use it");
-      return std::nullopt;
-    };
     if (auto err = config->SetApplyFn(opt.name, rebuild)) return err;
   }
   return std::nullopt;
