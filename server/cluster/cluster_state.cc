@@ -1,56 +1,16 @@
 #include "cluster/cluster_state.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <utility>
+
+#include "common/files.h"
 
 namespace larder::server::cluster {
 
 namespace {
 
 constexpr char kNodesFileName[] = "nodes.conf";
-
-std::string ErrnoText(const std::string& what) {
-  return what + ": " + std::strerror(errno);
-}
-
-// Writes `text` to `path` durably: a temporary file beside it, fsync, rename, fsync of the
-// directory. The reason on failure, else nullopt.
-std::optional<std::string> WriteFileDurably(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoText("cannot create " + tmp);
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      std::string err = ErrnoText("cannot write " + tmp);
-      ::close(fd);
-      return err;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    std::string err = ErrnoText("cannot fsync " + tmp);
-    ::close(fd);
-    return err;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoText("cannot rename " + tmp);
-  const std::string dir = path.substr(0, path.find_last_of('/') + 1);
-  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return std::nullopt;
-}
 
 bool Overlaps(const std::optional<SlotRange>& a, int slot) {
   return a && a->Contains(slot);
@@ -145,8 +105,8 @@ std::optional<std::string> ClusterState::Save(const std::string& id,
     std::istringstream lines(t->ToNodesText());
     for (std::string line; std::getline(lines, line);) text += "node " + line + "\n";
   }
-  std::optional<std::string> error = WriteFileDurably(nodes_file_, text);
-  if (error) return "ERR cannot save the cluster topology (" + *error + ")";
+  std::optional<std::string> error = common::WriteFileAtomically(nodes_file_, text);
+  if (error) return "ERR cannot save the cluster topology to " + nodes_file_ + " (" + *error + ")";
   return std::nullopt;
 }
 
