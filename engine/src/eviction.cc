@@ -182,9 +182,14 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t* freed) {
 
 void StoreImpl::ReinsertKept(std::vector<RecordMember>* keep, std::vector<RecordMember>* drop,
                              const Generation& victim, GenerationEvicted* report) {
-  // Most recently used first, up to the reinsertion cap; the rest is dropped.
+  // Most recently used first, up to the reinsertion cap; the rest is dropped. Among entries
+  // last used in the same second, lower list positions first: a prefix's head before its tail,
+  // since a reader stops at the first missing chunk.
   std::sort(keep->begin(), keep->end(), [](const RecordMember& a, const RecordMember& b) {
-    return a.at.entry.last_access_ms > b.at.entry.last_access_ms;
+    const Entry& x = a.at.entry;
+    const Entry& y = b.at.entry;
+    if (x.last_access_ms != y.last_access_ms) return x.last_access_ms > y.last_access_ms;
+    return x.position < y.position;
   });
   const uint64_t cap = static_cast<uint64_t>(options_.max_reinsert_fraction * victim.bytes);
   for (RecordMember& m : *keep) {

@@ -8,11 +8,15 @@ namespace {
 
 // Access times are kept in seconds since 2020-01-01 (32 bits: until 2156).
 constexpr int64_t kAccessEpochMs = 1577836800000;
+// Expiries take the low 42 bits of a slot's meta word (Entry::kFarExpiry is all ones).
+constexpr int kExpiryBits = 42;
+constexpr uint64_t kExpiryMask = (uint64_t{1} << kExpiryBits) - 1;
+static_assert(Entry::kFarExpiry == static_cast<int64_t>(kExpiryMask));
 
 }  // namespace
 
 // 40 bytes. loc = seg (24 bits) | offset / kValueAlign (28) | reuse (8) | flags (4);
-// meta = expiry ms (48) | access_gen (16).
+// meta = expiry ms (42) | position (6) | access_gen (16).
 struct KeyIndex::Slot {
   uint64_t hash;
   uint64_t check;
@@ -34,7 +38,8 @@ struct KeyIndex::Slot {
     uint64_t exp = static_cast<uint64_t>(e.expire_at_ms > Entry::kMaxExpiry
                                              ? Entry::kFarExpiry
                                              : std::max<int64_t>(0, e.expire_at_ms));
-    s.meta = exp | (uint64_t{e.access_gen} << 48);
+    s.meta = exp | (uint64_t{std::min(e.position, Entry::kNoPosition)} << kExpiryBits) |
+             (uint64_t{e.access_gen} << 48);
     return s;
   }
 
@@ -48,7 +53,8 @@ struct KeyIndex::Slot {
     e.flags = static_cast<uint8_t>(loc & 0xf);
     e.size = size;
     e.last_access_ms = kAccessEpochMs + int64_t{access_s} * 1000;
-    e.expire_at_ms = static_cast<int64_t>(meta & ((uint64_t{1} << 48) - 1));
+    e.expire_at_ms = static_cast<int64_t>(meta & kExpiryMask);
+    e.position = static_cast<uint8_t>((meta >> kExpiryBits) & 63);
     e.access_gen = static_cast<uint16_t>(meta >> 48);
     return e;
   }
@@ -70,7 +76,7 @@ struct KeyIndex::Shard {
   size_t expiring = 0;               // entries with an expiry
   unsigned __int128 expiry_sum = 0;  // sum of their expiry times (ms)
 
-  static uint64_t ExpiryOf(const Slot& s) { return s.meta & ((uint64_t{1} << 48) - 1); }
+  static uint64_t ExpiryOf(const Slot& s) { return s.meta & kExpiryMask; }
   // Counts a slot into (Add) or out of (Sub) the shard's totals.
   void Add(const Slot& s) {
     ++count;

@@ -41,10 +41,17 @@ struct Entry {
   uint16_t access_gen = 0;  // low 16 bits of the head generation at the last write/hit/touch
   uint8_t reuse = 0;        // hits + touches since written or last kept (saturates at 255)
   uint8_t flags = 0;
+  // The key's index in the last ordered key list (two keys or more) that found it: 0 = the
+  // first chunk of a prefix. Eviction keeps lower positions first among entries last used in
+  // the same second (a prefix is useless past its first missing chunk). kNoPosition until a
+  // list names it; not persisted (a reopened store starts with none).
+  uint8_t position = kNoPosition;
 
-  // An expiry later than this is kept as kFarExpiry (the exact time is in the index record).
-  static constexpr int64_t kMaxExpiry = (int64_t{1} << 48) - 2;
-  static constexpr int64_t kFarExpiry = (int64_t{1} << 48) - 1;
+  static constexpr uint8_t kNoPosition = 63;  // 6 bits; list positions saturate below it
+  // An expiry later than this (May 2109) is kept as kFarExpiry (the exact time is in the index
+  // record).
+  static constexpr int64_t kMaxExpiry = (int64_t{1} << 42) - 2;
+  static constexpr int64_t kFarExpiry = (int64_t{1} << 42) - 1;
 
   bool ExpiredAt(int64_t now) const { return expire_at_ms != 0 && expire_at_ms <= now; }
   bool is_inline() const { return flags & kInline; }

@@ -154,6 +154,10 @@ class StoreImpl final : public Store {
   Located Locate(const Entry& e) const;
   // Counts a reuse of the entry (a hit or a touch).
   void MarkReused(const Entry& e);
+  // Records each found key's index in `keys` as its Entry::position (lists of two keys or more:
+  // a single key says nothing of order).
+  void NotePositions(const std::vector<std::string_view>& keys);
+  void NotePosition(const Entry& e, size_t index);
 
   // --- reading (store_read.cc) ---
   // Reads and verifies `at`'s value into buf[0..at.entry.size). Returns OK, Corruption, or
@@ -192,7 +196,7 @@ class StoreImpl final : public Store {
   // Removes one version of a key (its record, then its index entry). Caller holds its stripe.
   // An error leaves the key as it was.
   Status RemoveLocked(uint64_t hash, std::string_view key, const Located& at);
-  // The entry's expiry as stored (the index keeps expiries past 2^48 ms as kFarExpiry).
+  // The entry's expiry as stored (the index keeps expiries past Entry::kMaxExpiry as kFarExpiry).
   int64_t ExactExpiry(uint64_t hash, std::string_view key, const Located& at);
 
   // --- eviction (eviction.cc) ---

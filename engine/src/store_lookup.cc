@@ -114,6 +114,22 @@ void StoreImpl::MarkReused(const Entry& e) {
   }
 }
 
+void StoreImpl::NotePosition(const Entry& e, size_t index) {
+  const auto pos = static_cast<uint8_t>(std::min<size_t>(index, Entry::kNoPosition - 1));
+  // Not marked dirty: positions live in memory only.
+  index_.Update(e, [&](Entry& x) { x.position = pos; });
+}
+
+void StoreImpl::NotePositions(const std::vector<std::string_view>& keys) {
+  if (keys.size() < 2) return;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!CheckKey(keys[i]).ok()) continue;
+    if (std::optional<Located> at = LookupFast(format::KeyHash(keys[i]), keys[i])) {
+      NotePosition(at->entry, i);
+    }
+  }
+}
+
 int64_t StoreImpl::ExactExpiry(uint64_t hash, std::string_view key, const Located& at) {
   if (at.entry.expire_at_ms != Entry::kFarExpiry) return at.entry.expire_at_ms;
   format::IndexRecord r;

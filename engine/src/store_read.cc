@@ -152,6 +152,7 @@ Result<Value> StoreImpl::Get(std::string_view key) {
 }
 
 std::vector<Result<Value>> StoreImpl::MultiGet(const std::vector<std::string_view>& keys) {
+  NotePositions(keys);
   std::vector<Result<Value>> out;
   out.reserve(keys.size());
   for (auto k : keys) out.push_back(Get(k));
@@ -166,6 +167,7 @@ std::vector<Result<uint64_t>> StoreImpl::MultiGetInto(const std::vector<std::str
               Status::InvalidArgument("MultiGetInto needs one buffer per key"));
     return out;
   }
+  NotePositions(keys);
   read_pool_->ParallelFor(keys.size(),
                           [&](size_t i) { out[i] = GetInto(keys[i], bufs[i].data, bufs[i].cap); });
   return out;
@@ -182,7 +184,10 @@ uint64_t StoreImpl::Exists(const std::vector<std::string_view>& keys) {
 uint64_t StoreImpl::PrefixCount(const std::vector<std::string_view>& keys) {
   uint64_t n = 0;
   for (auto k : keys) {
-    if (!CheckKey(k).ok() || !LookupFast(format::KeyHash(k), k)) break;
+    if (!CheckKey(k).ok()) break;
+    std::optional<Located> at = LookupFast(format::KeyHash(k), k);
+    if (!at) break;
+    if (keys.size() > 1) NotePosition(at->entry, n);
     ++n;
   }
   return n;
@@ -213,10 +218,12 @@ Result<KeyInfo> StoreImpl::Info(std::string_view key) {
 
 uint64_t StoreImpl::Touch(const std::vector<std::string_view>& keys) {
   uint64_t n = 0;
-  for (auto k : keys) {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string_view k = keys[i];
     if (!CheckKey(k).ok()) continue;
     std::optional<Located> at = LookupFast(format::KeyHash(k), k);
     if (!at) continue;
+    if (keys.size() > 1) NotePosition(at->entry, i);
     MarkReused(at->entry);
     ++n;
   }

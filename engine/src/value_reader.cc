@@ -110,10 +110,13 @@ Result<Store::FileRange> StoreImpl::GetFileRange(std::string_view key) {
 }
 
 void StoreImpl::Prefetch(const std::vector<std::string_view>& keys) {
-  for (std::string_view key : keys) {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string_view key = keys[i];
     if (!CheckKey(key).ok()) continue;
     std::optional<Located> at = LookupFast(format::KeyHash(key), key);
-    if (!at || at->entry.is_inline() || !at->seg.file) continue;
+    if (!at) continue;
+    if (keys.size() > 1) NotePosition(at->entry, i);
+    if (at->entry.is_inline() || !at->seg.file) continue;
     at->seg.file->Prefetch(at->entry.offset, at->entry.size);  // a pending range reads nothing
   }
 }

@@ -98,6 +98,28 @@ TEST(Eviction, LruKeepsRecentlyReadOnly) {
   EXPECT_FALSE(f.store->Contains(Fixture::Key(2)));
 }
 
+TEST(Eviction, KeepsTheHeadOfAPrefixBeforeItsTail) {
+  // Eight 512 KiB chunks fill one 4 MiB generation; its reinsertion cap (half) keeps four. They
+  // are read in one list, in the reverse of their write order, at one instant: the first four
+  // of the list are its head and must be the ones kept, whatever the write or hash order.
+  Fixture f(EvictionPolicy::kLruReuse);
+  auto chunk = [](int i) { return "prefix-" + std::to_string(i); };
+  for (int i = 0; i < 8; ++i) {
+    f.clock->Advance(10);
+    ASSERT_TRUE(f.store->Put(chunk(i), MakeValue(chunk(i), kMiB / 2)).ok());
+  }
+  f.clock->Advance(1000);
+  std::vector<std::string> names;
+  for (int i = 7; i >= 0; --i) names.push_back(chunk(i));
+  std::vector<std::string_view> list(names.begin(), names.end());
+  for (const auto& r : f.store->MultiGet(list)) ASSERT_TRUE(r.ok());
+  f.PutN(100, 130);
+  ASSERT_GT(f.store->GetStats().evicted_keys, 0u);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(f.store->Contains(chunk(i)), i >= 4) << chunk(i) << " at list position " << 7 - i;
+  }
+}
+
 TEST(Eviction, NoneRefusesWritesOverBudget) {
   Fixture f(EvictionPolicy::kNone, 8 * kMiB, 2 * kMiB);
   Status s;

@@ -23,6 +23,7 @@ Entry MakeEntry(uint64_t hash, uint32_t seg, uint64_t page) {
   e.last_access_ms = 1'700'000'000'000;
   e.access_gen = static_cast<uint16_t>(seg);
   e.reuse = static_cast<uint8_t>(hash % 200);
+  e.position = static_cast<uint8_t>(hash % Entry::kNoPosition);
   return e;
 }
 
@@ -34,6 +35,7 @@ void ExpectSame(const Entry& a, const Entry& b) {
   EXPECT_EQ(a.access_gen, b.access_gen);
   EXPECT_EQ(a.reuse, b.reuse);
   EXPECT_EQ(a.flags, b.flags);
+  EXPECT_EQ(a.position, b.position);
 }
 
 TEST(KeyIndex, PacksEveryFieldInFortyBytes) {
@@ -41,16 +43,22 @@ TEST(KeyIndex, PacksEveryFieldInFortyBytes) {
   Entry e = MakeEntry(0x123456789abcdef1ull, KeyIndex::kMaxSeg, (uint64_t{1} << 28) - 1);
   e.flags = Entry::kInline | Entry::kDirty;
   e.reuse = 255;
+  e.position = Entry::kNoPosition;
+  e.expire_at_ms = Entry::kMaxExpiry;  // every expiry bit but the "far" pattern
   idx.Insert(e);
   Entry got;
   ASSERT_EQ(idx.Find(e.hash, &got), 1u);
   ExpectSame(got, e);
-  // An expiry past what 48 bits hold is kept as "far" (the record has the exact time).
+  // An expiry past what 42 bits hold is kept as "far" (the record has the exact time), and
+  // leaves the fields beside it alone.
   Entry far = MakeEntry(7, 1, 1);
   far.expire_at_ms = INT64_MAX / 2;
+  far.position = 5;
   idx.Insert(far);
   ASSERT_EQ(idx.Find(7, &got), 1u);
   EXPECT_EQ(got.expire_at_ms, Entry::kFarExpiry);
+  EXPECT_EQ(got.position, 5);
+  EXPECT_EQ(got.access_gen, far.access_gen);
 }
 
 TEST(KeyIndex, ManyEntriesFindEraseAndIterateInHashOrder) {

@@ -159,6 +159,10 @@ class Store {
   bool Contains(std::string_view key) { return Exists({key}) == 1; }
 
   // How many leading keys of the ordered list exist: the length of the cached prefix.
+  //
+  // Key lists are read as prefixes: PrefixCount, MultiGet, MultiGetInto, Touch and Prefetch
+  // note each found key's place in a list of two keys or more, and eviction keeps the earlier
+  // places first among entries last used in the same second (docs/architecture.md, "Eviction").
   virtual uint64_t PrefixCount(const std::vector<std::string_view>& keys) = 0;
 
   // Removes `key`. NotFound if it did not exist.
