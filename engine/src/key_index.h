@@ -41,10 +41,10 @@ struct Entry {
   uint16_t access_gen = 0;  // low 16 bits of the head generation at the last write/hit/touch
   uint8_t reuse = 0;        // hits + touches since written or last kept (saturates at 255)
   uint8_t flags = 0;
-  // The key's index in the last ordered key list (two keys or more) that found it: 0 = the
-  // first chunk of a prefix. Eviction keeps lower positions first among entries last used in
-  // the same second (a prefix is useless past its first missing chunk). kNoPosition until a
-  // list names it; not persisted (a reopened store starts with none).
+  // The largest index at which an ordered key list (two keys or more) found the key: its depth
+  // in a prefix, 0 = the first chunk. Eviction keeps lower positions first among entries last
+  // used in the same second (a prefix is useless past its first missing chunk). kNoPosition
+  // until a list names it; not persisted (a reopened store starts with none).
   uint8_t position = kNoPosition;
 
   static constexpr uint8_t kNoPosition = 63;  // 6 bits; list positions saturate below it

@@ -154,8 +154,8 @@ class StoreImpl final : public Store {
   Located Locate(const Entry& e) const;
   // Counts a reuse of the entry (a hit or a touch).
   void MarkReused(const Entry& e);
-  // Records each found key's index in `keys` as its Entry::position (lists of two keys or more:
-  // a single key says nothing of order).
+  // Records each found key's index in `keys` into its Entry::position (lists of two keys or
+  // more: a single key says nothing of order).
   void NotePositions(const std::vector<std::string_view>& keys);
   void NotePosition(const Entry& e, size_t index);
 

@@ -116,8 +116,12 @@ void StoreImpl::MarkReused(const Entry& e) {
 
 void StoreImpl::NotePosition(const Entry& e, size_t index) {
   const auto pos = static_cast<uint8_t>(std::min<size_t>(index, Entry::kNoPosition - 1));
+  // The largest place seen: a chunk keyed by its prefix's hash always sits at the same depth,
+  // and a list that starts past the head (one pipelined tile of a batch) only understates it.
   // Not marked dirty: positions live in memory only.
-  index_.Update(e, [&](Entry& x) { x.position = pos; });
+  index_.Update(e, [&](Entry& x) {
+    if (x.position == Entry::kNoPosition || x.position < pos) x.position = pos;
+  });
 }
 
 void StoreImpl::NotePositions(const std::vector<std::string_view>& keys) {

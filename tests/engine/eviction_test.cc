@@ -101,7 +101,8 @@ TEST(Eviction, LruKeepsRecentlyReadOnly) {
 TEST(Eviction, KeepsTheHeadOfAPrefixBeforeItsTail) {
   // Eight 512 KiB chunks fill one 4 MiB generation; its reinsertion cap (half) keeps four. They
   // are read in one list, in the reverse of their write order, at one instant: the first four
-  // of the list are its head and must be the ones kept, whatever the write or hash order.
+  // of the list are its head and must be the ones kept, whatever the write or hash order, and
+  // whatever shorter lists later name the tail.
   Fixture f(EvictionPolicy::kLruReuse);
   auto chunk = [](int i) { return "prefix-" + std::to_string(i); };
   for (int i = 0; i < 8; ++i) {
@@ -113,6 +114,8 @@ TEST(Eviction, KeepsTheHeadOfAPrefixBeforeItsTail) {
   for (int i = 7; i >= 0; --i) names.push_back(chunk(i));
   std::vector<std::string_view> list(names.begin(), names.end());
   for (const auto& r : f.store->MultiGet(list)) ASSERT_TRUE(r.ok());
+  // A list starting past the head (one tile of a batch) does not move its keys up the prefix.
+  EXPECT_EQ(f.store->PrefixCount({list.begin() + 4, list.end()}), 4u);
   f.PutN(100, 130);
   ASSERT_GT(f.store->GetStats().evicted_keys, 0u);
   for (int i = 0; i < 8; ++i) {

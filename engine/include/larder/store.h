@@ -161,8 +161,9 @@ class Store {
   // How many leading keys of the ordered list exist: the length of the cached prefix.
   //
   // Key lists are read as prefixes: PrefixCount, MultiGet, MultiGetInto, Touch and Prefetch
-  // note each found key's place in a list of two keys or more, and eviction keeps the earlier
-  // places first among entries last used in the same second (docs/architecture.md, "Eviction").
+  // note each found key's place in a list of two keys or more (the largest seen: its depth in
+  // the prefix), and eviction keeps the earlier places first among entries last used in the
+  // same second (docs/architecture.md, "Eviction").
   virtual uint64_t PrefixCount(const std::vector<std::string_view>& keys) = 0;
 
   // Removes `key`. NotFound if it did not exist.
