@@ -56,17 +56,23 @@ void StoreImpl::MaybeRotate() {
 
 namespace {
 
-// Whether `policy` keeps a live entry of the generation being evicted, whose successor is
-// `next_id`.
-bool PolicyKeeps(EvictionPolicy policy, const Entry& e, uint64_t next_id) {
+// Whether the entry was last accessed while generation `id` or a later one was the head; 16-bit
+// serial arithmetic, as live generations span far fewer than 2^15 ids.
+bool AccessedSince(const Entry& e, uint64_t id) {
+  return static_cast<int16_t>(e.access_gen - static_cast<uint16_t>(id)) >= 0;
+}
+
+// Whether `policy` keeps a live entry of the generation being evicted. `next_id` is its
+// successor's id, `recent_id` the oldest of the newer half of the live generations.
+bool PolicyKeeps(EvictionPolicy policy, const Entry& e, uint64_t next_id, uint64_t recent_id) {
   switch (policy) {
     case EvictionPolicy::kLruReuse:
-      return e.reuse > 0;
+      // Reused, and recently: an entry whose last use is older than half the window is more
+      // likely done with (a conversation that ended) than about to be read, and copying it
+      // would cost a write for nothing.
+      return e.reuse > 0 && AccessedSince(e, recent_id);
     case EvictionPolicy::kLru:
-      // Accessed while the next generation (or a later one) was the head; 16-bit serial
-      // arithmetic, as live generations span far fewer than 2^15 ids.
-      return e.reuse > 0 &&
-             static_cast<int16_t>(e.access_gen - static_cast<uint16_t>(next_id)) >= 0;
+      return e.reuse > 0 && AccessedSince(e, next_id);
     case EvictionPolicy::kFifo:
     case EvictionPolicy::kNone:
       return false;
@@ -131,12 +137,13 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t* freed) {
   }
   GenerationPtr victim = all[0];
   const uint64_t next_id = all[1]->id;
+  const uint64_t recent_id = all[all.size() / 2]->id;
   gens_->Retire(*victim);
   const int64_t now = Now();
 
   std::vector<RecordMember> keep, drop;
   ForEachRecord(*victim, [&](RecordMember m) {
-    if (!m.at.entry.ExpiredAt(now) && PolicyKeeps(policy, m.at.entry, next_id)) {
+    if (!m.at.entry.ExpiredAt(now) && PolicyKeeps(policy, m.at.entry, next_id, recent_id)) {
       keep.push_back(std::move(m));
     } else {
       drop.push_back(std::move(m));

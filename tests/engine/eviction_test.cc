@@ -85,6 +85,19 @@ TEST(Eviction, LruReuseKeepsReusedEntries) {
   EXPECT_GT(s.evicted_keys, 0u);
 }
 
+TEST(Eviction, LruReuseDropsEntriesReusedOnlyLongAgo) {
+  // Read once right after its write, then never again while the window turns over: when its
+  // generation goes, the entry goes with it rather than being copied forward.
+  Fixture f(EvictionPolicy::kLruReuse);
+  f.PutN(0, 4);
+  EXPECT_TRUE(f.Has(0));
+  int next = 4;
+  while (f.store->GetStats().evicted_keys == 0 && next < 40) f.PutN(next, next + 1), ++next;
+  ASSERT_GT(f.store->GetStats().evicted_keys, 0u);
+  EXPECT_FALSE(f.store->Contains(Fixture::Key(0)));
+  EXPECT_EQ(f.store->GetStats().reinserted_keys, 0u);
+}
+
 TEST(Eviction, LruKeepsRecentlyReadOnly) {
   Fixture f(EvictionPolicy::kLru);
   f.PutN(0, 8);
@@ -109,6 +122,7 @@ TEST(Eviction, KeepsTheHeadOfAPrefixBeforeItsTail) {
     f.clock->Advance(10);
     ASSERT_TRUE(f.store->Put(chunk(i), MakeValue(chunk(i), kMiB / 2)).ok());
   }
+  f.PutN(100, 116);  // up to just under the budget: the next writes evict the prefix's generation
   f.clock->Advance(1000);
   std::vector<std::string> names;
   for (int i = 7; i >= 0; --i) names.push_back(chunk(i));
@@ -116,7 +130,8 @@ TEST(Eviction, KeepsTheHeadOfAPrefixBeforeItsTail) {
   for (const auto& r : f.store->MultiGet(list)) ASSERT_TRUE(r.ok());
   // A list starting past the head (one tile of a batch) does not move its keys up the prefix.
   EXPECT_EQ(f.store->PrefixCount({list.begin() + 4, list.end()}), 4u);
-  f.PutN(100, 130);
+  ASSERT_EQ(f.store->GetStats().evicted_keys, 0u);
+  f.PutN(116, 130);
   ASSERT_GT(f.store->GetStats().evicted_keys, 0u);
   for (int i = 0; i < 8; ++i) {
     EXPECT_EQ(f.store->Contains(chunk(i)), i >= 4) << chunk(i) << " at list position " << 7 - i;

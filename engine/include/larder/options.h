@@ -16,7 +16,8 @@ namespace larder {
 // generations (see docs/architecture.md): the oldest generation is dropped, and the policy
 // decides which of its live entries are re-inserted into the newest generation first.
 enum class EvictionPolicy {
-  kLruReuse,  // keep entries reused (GET hit or TOUCH) since they were written or last kept
+  kLruReuse,  // keep entries reused (GET hit or TOUCH) since they were written or last kept,
+              // if last used while one of the newer half of the generations was the head
   kLru,       // keep entries accessed after the next-older generation began (recency only)
   kFifo,      // keep nothing: the oldest writes go first
   kNone,      // never evict: a write over budget fails with Status::NoSpace
