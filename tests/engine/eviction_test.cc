@@ -91,8 +91,7 @@ TEST(Eviction, LruReuseDropsEntriesReusedOnlyLongAgo) {
   Fixture f(EvictionPolicy::kLruReuse);
   f.PutN(0, 4);
   EXPECT_TRUE(f.Has(0));
-  int next = 4;
-  while (f.store->GetStats().evicted_keys == 0 && next < 40) f.PutN(next, next + 1), ++next;
+  for (int i = 4; i < 40 && f.store->GetStats().evicted_keys == 0; ++i) f.PutN(i, i + 1);
   ASSERT_GT(f.store->GetStats().evicted_keys, 0u);
   EXPECT_FALSE(f.store->Contains(Fixture::Key(0)));
   EXPECT_EQ(f.store->GetStats().reinserted_keys, 0u);
