@@ -154,10 +154,11 @@ class StoreImpl final : public Store {
   Located Locate(const Entry& e) const;
   // Counts a reuse of the entry (a hit or a touch).
   void MarkReused(const Entry& e);
-  // Records each found key's index in `keys` into its Entry::position (lists of two keys or
-  // more: a single key says nothing of order).
+  // Records that the entry was found at `index` of an ordered key list of `list_size` keys into
+  // its Entry::position; nothing for a list of one key, which says nothing of order.
+  void NotePosition(const Entry& e, size_t index, size_t list_size);
+  // NotePosition for each key of `keys` that exists.
   void NotePositions(const std::vector<std::string_view>& keys);
-  void NotePosition(const Entry& e, size_t index);
 
   // --- reading (store_read.cc) ---
   // Reads and verifies `at`'s value into buf[0..at.entry.size). Returns OK, Corruption, or

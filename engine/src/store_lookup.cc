@@ -114,7 +114,8 @@ void StoreImpl::MarkReused(const Entry& e) {
   }
 }
 
-void StoreImpl::NotePosition(const Entry& e, size_t index) {
+void StoreImpl::NotePosition(const Entry& e, size_t index, size_t list_size) {
+  if (list_size < 2) return;
   const auto pos = static_cast<uint8_t>(std::min<size_t>(index, Entry::kNoPosition - 1));
   // The largest place seen: a chunk keyed by its prefix's hash always sits at the same depth,
   // and a list that starts past the head (one pipelined tile of a batch) only understates it.
@@ -125,11 +126,11 @@ void StoreImpl::NotePosition(const Entry& e, size_t index) {
 }
 
 void StoreImpl::NotePositions(const std::vector<std::string_view>& keys) {
-  if (keys.size() < 2) return;
+  if (keys.size() < 2) return;  // spares the lookups
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!CheckKey(keys[i]).ok()) continue;
     if (std::optional<Located> at = LookupFast(format::KeyHash(keys[i]), keys[i])) {
-      NotePosition(at->entry, i);
+      NotePosition(at->entry, i, keys.size());
     }
   }
 }

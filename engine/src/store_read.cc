@@ -187,7 +187,7 @@ uint64_t StoreImpl::PrefixCount(const std::vector<std::string_view>& keys) {
     if (!CheckKey(k).ok()) break;
     std::optional<Located> at = LookupFast(format::KeyHash(k), k);
     if (!at) break;
-    if (keys.size() > 1) NotePosition(at->entry, n);
+    NotePosition(at->entry, n, keys.size());
     ++n;
   }
   return n;
@@ -223,7 +223,7 @@ uint64_t StoreImpl::Touch(const std::vector<std::string_view>& keys) {
     if (!CheckKey(k).ok()) continue;
     std::optional<Located> at = LookupFast(format::KeyHash(k), k);
     if (!at) continue;
-    if (keys.size() > 1) NotePosition(at->entry, i);
+    NotePosition(at->entry, i, keys.size());
     MarkReused(at->entry);
     ++n;
   }

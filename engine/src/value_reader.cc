@@ -115,7 +115,7 @@ void StoreImpl::Prefetch(const std::vector<std::string_view>& keys) {
     if (!CheckKey(key).ok()) continue;
     std::optional<Located> at = LookupFast(format::KeyHash(key), key);
     if (!at) continue;
-    if (keys.size() > 1) NotePosition(at->entry, i);
+    NotePosition(at->entry, i, keys.size());
     if (at->entry.is_inline() || !at->seg.file) continue;
     at->seg.file->Prefetch(at->entry.offset, at->entry.size);  // a pending range reads nothing
   }
