@@ -185,11 +185,6 @@ class S3Fifo {
 
 }  // namespace
 
-const std::vector<std::string>& SimPolicies() {
-  static const std::vector<std::string> names = {"belady", "lru-exact", "fifo-exact", "s3-fifo"};
-  return names;
-}
-
 bool Simulate(const Trace& t, const std::string& policy, uint64_t capacity, SimResult* out) {
   if (policy == "belady") {
     Belady c(t, capacity);

@@ -90,8 +90,7 @@ struct SimResult {
 //   cache and are remembered in a ghost FIFO as large as the main one; a chunk inserted while
 //   in the ghost goes straight to the main FIFO, which reinserts a chunk hit since its last
 //   pass (2-bit hit counter, one less per pass).
-const std::vector<std::string>& SimPolicies();
-// False if `policy` is not one of SimPolicies().
+// False if `policy` is none of these names.
 bool Simulate(const Trace& t, const std::string& policy, uint64_t capacity_chunks, SimResult* out);
 
 }  // namespace larder::bench
