@@ -1,8 +1,9 @@
-// Connection: one client socket (TCP, TLS over TCP, or unix). Reads requests into the RequestParser
-// (large bulks straight into the argument's storage), executes them one at a time in order — cheap
-// ones on this io thread, engine-bound ones on the engine pool (the pipeline pool when more
-// requests are buffered behind them), which writes the replies itself when nothing is pending
-// before them and posts the rest back — and writes replies with scatter/gather I/O.
+// Connection: one client socket (TCP, TLS over TCP, or unix). Reads requests into the
+// RequestParser (large bulks straight into the argument's storage), executes them one at a time
+// in order — cheap ones on this io thread, engine-bound ones on the engine pool (the pipeline
+// pool when more requests are buffered behind them), which writes the replies itself when
+// nothing is pending before them and posts the rest back — and writes replies with
+// scatter/gather I/O.
 //
 // A TLS connection handshakes before its first read, and sends every reply through the TLS
 // stream from a staging buffer on the io thread (file segments are read into it with pread):

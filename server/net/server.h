@@ -1,7 +1,7 @@
 // Server: listeners (TCP on every `bind` address, TLS on `tls-port` at the same addresses,
-// optional unix socket), `io-threads`
-// io_contexts serving connections round-robin, the `engine-threads` pool for blocking engine
-// calls, the client registry (maxclients, CLIENT LIST/KILL, idle timeout) and graceful stop.
+// optional unix socket), `io-threads` io_contexts serving connections round-robin, the
+// `engine-threads` pool for blocking engine calls, the client registry (maxclients, CLIENT
+// LIST/KILL, idle timeout) and graceful stop.
 #pragma once
 
 #include <asio.hpp>
