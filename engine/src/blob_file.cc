@@ -116,7 +116,11 @@ Result<std::shared_ptr<BlobFile>> BlobFile::Open(const std::string& path) {
     ::close(fd);
     return Status::Corruption(path + " has no valid blob file header");
   }
-  return std::shared_ptr<BlobFile>(new BlobFile(path, fd, *h, static_cast<uint64_t>(st.st_size)));
+  auto f = std::shared_ptr<BlobFile>(new BlobFile(path, fd, *h, static_cast<uint64_t>(st.st_size)));
+  // Holes (values skipped or freed in place before the open) take no disk space.
+  const uint64_t blocks = static_cast<uint64_t>(st.st_blocks) * 512;
+  f->holes_ = f->disk_bytes() - std::min(f->disk_bytes(), blocks);
+  return f;
 }
 
 Status BlobFile::WriteError(const char* what, int err) const {
@@ -326,6 +330,69 @@ Status BlobFile::Sync() {
 
 void BlobFile::MarkDeleted() {
   if (!deleted_.exchange(true)) ::unlink(path_.c_str());
+}
+
+bool BlobFile::CanPunchHoles(const std::string& dir) {
+  const std::string path = dir + "/.punch-probe";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  ::unlink(path.c_str());
+  std::vector<char> block(2 * format::kValueAlign, 'x');
+  bool ok = WriteFully(fd, block.data(), block.size(), 0) == 0 &&
+            ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+                        static_cast<off_t>(format::kValueAlign)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+bool BlobFile::PunchNowLocked(uint64_t offset, uint64_t n) {
+  return ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                     static_cast<off_t>(n)) == 0;
+}
+
+uint64_t BlobFile::Punch(uint64_t offset, uint64_t n) {
+  const uint64_t begin = std::max<uint64_t>(offset, format::kValueAlign);  // never the header
+  const uint64_t end = std::min(format::AlignUp(offset + n), disk_bytes());
+  if (end <= begin) return 0;
+  WaitPendingBelow(end);  // a write landing after the punch would fill the hole again
+  std::lock_guard lock(punch_mu_);
+  if (range_holds_ > 0) {
+    deferred_punches_.emplace_back(begin, end - begin);
+  } else if (!PunchNowLocked(begin, end - begin)) {
+    return 0;
+  }
+  holes_ += end - begin;
+  return end - begin;
+}
+
+uint64_t BlobFile::PunchAllBut(std::vector<std::pair<uint64_t, uint64_t>> live) {
+  std::sort(live.begin(), live.end());
+  uint64_t freed = 0;
+  uint64_t cursor = format::kValueAlign;  // the first value's place, after the header
+  for (const auto& [offset, size] : live) {
+    if (offset > cursor) freed += Punch(cursor, offset - cursor);
+    cursor = std::max(cursor, format::AlignUp(offset + size));
+  }
+  if (disk_bytes() > cursor) freed += Punch(cursor, disk_bytes() - cursor);
+  return freed;
+}
+
+std::shared_ptr<const void> BlobFile::HoldRanges(std::shared_ptr<BlobFile> f) {
+  {
+    std::lock_guard lock(f->punch_mu_);
+    f->range_holds_++;
+  }
+  BlobFile* raw = f.get();
+  return std::shared_ptr<const void>(raw, [f = std::move(f)](const void*) { f->ReleaseRanges(); });
+}
+
+void BlobFile::ReleaseRanges() {
+  std::lock_guard lock(punch_mu_);
+  if (--range_holds_ > 0) return;
+  // Under the lock: a hold taken after this sees the range already freed (a miss), never
+  // freed under it.
+  for (const auto& [offset, n] : deferred_punches_) PunchNowLocked(offset, n);
+  deferred_punches_.clear();
 }
 
 }  // namespace larder

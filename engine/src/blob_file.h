@@ -3,10 +3,14 @@
 //
 // Every value starts at a multiple of format::kValueAlign after a 4 KiB header. The file is
 // never rewritten below end(): readers may read any range a record points at while writers
-// append. Deleting the file (MarkDeleted) unlinks it at once; the descriptor stays open, so
-// reads that already hold the file finish, and the space returns when the last holder lets go.
+// append. A range no record can reach any more may be freed in place (Punch: the blocks go, the
+// range reads as zeros), which a read finds as a checksum mismatch of an entry that has left the
+// index, i.e. a miss. Deleting the file (MarkDeleted) unlinks it at once; the descriptor stays
+// open, so reads that already hold the file finish, and the space returns when the last holder
+// lets go.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -16,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "format.h"
 #include "larder/status.h"
@@ -119,6 +124,26 @@ class BlobFile {
   // Unlinks the file now; the descriptor closes with the last holder.
   void MarkDeleted();
 
+  // --- Freeing dropped values in place (eviction's entries kept in place) ---
+  // Whether files in `dir` can have ranges freed (fallocate's FALLOC_FL_PUNCH_HOLE), probed on
+  // a scratch file.
+  static bool CanPunchHoles(const std::string& dir);
+  // Frees the blocks of [offset, AlignUp(offset + n)). No index entry may point into the range
+  // any more, nor any record that can come back after a crash. Waits for writes pending below
+  // the range's end; while a range hold is out (HoldRanges) the punch waits for the last hold to
+  // go. Returns the bytes the file stops counting (accounted()), 0 if the filesystem refused.
+  uint64_t Punch(uint64_t offset, uint64_t n);
+  // Punches every value range of the file outside `live` ((offset, size) extents, any order).
+  uint64_t PunchAllBut(std::vector<std::pair<uint64_t, uint64_t>> live);
+  // Keeps `f`'s ranges from being punched (and `f` open) until the returned handle goes: what
+  // GetFileRange hands out, so that the bytes it verified are the bytes sendfile sends.
+  static std::shared_ptr<const void> HoldRanges(std::shared_ptr<BlobFile> f);
+  // Bytes the file counts against the disk budget: disk_bytes() less its holes (punched here,
+  // or found at open).
+  uint64_t accounted() const {
+    return disk_bytes() - std::min(disk_bytes(), holes_.load(std::memory_order_relaxed));
+  }
+
  private:
   BlobFile(std::string path, int fd, const format::BlobFileHeader& header, uint64_t end);
   Status ReadAt(int fd, uint64_t offset, char* buf, size_t n) const;
@@ -129,6 +154,9 @@ class BlobFile {
   void WaitPendingBelow(uint64_t end);
   // The O_DIRECT descriptor, opened on first use; -1 where the filesystem refuses O_DIRECT.
   int DirectFd();
+  // Frees [offset, offset + n) now; the caller holds punch_mu_. False if the kernel refused.
+  bool PunchNowLocked(uint64_t offset, uint64_t n);
+  void ReleaseRanges();
 
   const std::string path_;
   const int fd_;
@@ -143,6 +171,10 @@ class BlobFile {
   std::atomic<uint64_t> synced_;
   std::mutex sync_mu_;
   std::atomic<bool> deleted_{false};
+  std::atomic<uint64_t> holes_{0};  // bytes below disk_bytes() that occupy no block
+  std::mutex punch_mu_;             // guards the two below; held across a punch
+  int range_holds_ = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> deferred_punches_;  // (offset, bytes)
 };
 
 using BlobFilePtr = std::shared_ptr<BlobFile>;

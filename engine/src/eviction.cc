@@ -3,6 +3,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <map>
 
 #include "format.h"
 #include "store_impl.h"
@@ -30,9 +31,16 @@ Status StoreImpl::MakeRoom(uint64_t incoming) {
 
 Status StoreImpl::EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy policy) {
   uint64_t estimate = BudgetUsage();
+  // The policy keeps a share of each generation it evicts (the recency cut is an estimate of
+  // what fits): if as many evictions as there are generations have not made room, the rest
+  // keep nothing, so a write never waits on a store that cannot shrink.
+  size_t keeping_rounds = gens_->size();
+  const uint64_t goal = target - std::min(target, incoming);
   while (estimate + incoming > target) {
     uint64_t freed = 0;
-    if (Status s = EvictOldest(policy, &freed); !s.ok()) return s;
+    const EvictionPolicy p = keeping_rounds > 0 ? policy : EvictionPolicy::kFifo;
+    if (keeping_rounds > 0) --keeping_rounds;
+    if (Status s = EvictOldest(p, goal, &freed); !s.ok()) return s;
     if (freed == 0) break;
     estimate = std::min(BudgetUsage(), estimate - std::min(estimate, freed));
   }
@@ -80,9 +88,36 @@ bool PolicyKeeps(EvictionPolicy policy, const Entry& e, uint64_t next_id, uint64
   return false;
 }
 
+// Most recently used first; among entries last used in the same second, lower list positions
+// first: a prefix's head before its tail, since a reader stops at the first missing chunk.
+void SortMostRecentFirst(std::vector<RecordMember>* v) {
+  std::sort(v->begin(), v->end(), [](const RecordMember& a, const RecordMember& b) {
+    const Entry& x = a.at.entry;
+    const Entry& y = b.at.entry;
+    if (x.last_access_ms != y.last_access_ms) return x.last_access_ms > y.last_access_ms;
+    return x.position < y.position;
+  });
+}
+
 }  // namespace
 
-bool StoreImpl::Reinsert(RecordMember& m) {
+StoreImpl::RecencyCut StoreImpl::LruCut(uint64_t keep_bytes) const {
+  // Access generations from the head's back: the entries of the newest ones fit whole, the one
+  // where keep_bytes runs out only in part.
+  uint16_t gen = HeadGen();
+  uint64_t newer = 0;
+  for (uint32_t i = 0; i < (1u << 16); ++i, --gen) {
+    const uint64_t bytes = index_.BytesAccessedIn(gen);
+    if (newer + bytes > keep_bytes) {
+      return RecencyCut{gen, static_cast<double>(keep_bytes - newer) / static_cast<double>(bytes),
+                        false};
+    }
+    newer += bytes;
+  }
+  return RecencyCut{0, 1.0, true};
+}
+
+bool StoreImpl::Reinsert(RecordMember& m, bool in_place) {
   std::lock_guard stripe(Stripe(m.hash));
   if (!index_.Contains(m.at.entry)) return false;  // replaced or removed meanwhile
   auto ticket = gens_->BeginWrite();
@@ -92,13 +127,18 @@ bool StoreImpl::Reinsert(RecordMember& m) {
   e.reuse = 0;  // it must be reused again to be kept again
   e.flags &= static_cast<uint8_t>(~Entry::kDirty);
   format::IndexRecord rec = *format::IndexRecord::Decode(m.rec_bytes);
-  rec.generation = head.id;
   rec.reuse_count = 0;
   rec.last_access_ms = e.last_access_ms;
   if (e.is_inline()) {
+    rec.generation = head.id;
     e.seg = head.inline_seg;
     head.bytes += m.rec_bytes.size();
+  } else if (in_place) {
+    // The record moves, naming the file it already names; the bytes stay.
+    e.seg = gens_->Borrow(head, m.at.seg.file);
+    head.bytes += m.rec_bytes.size();
   } else {
+    rec.generation = head.id;
     auto lease = gens_->LeasePartition(*ticket, Now());
     if (!lease.ok()) return false;
     BlobFile& f = lease->file();
@@ -122,11 +162,51 @@ bool StoreImpl::Reinsert(RecordMember& m) {
     head.live++;
   }
   counters_.reinserted_keys++;
-  counters_.reinserted_bytes += e.size;
+  if (!in_place || e.is_inline()) counters_.reinserted_bytes += e.size;
   return true;
 }
 
-Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t* freed) {
+void StoreImpl::SelectKept(EvictionPolicy policy, const Generation& victim, uint64_t goal,
+                           std::vector<RecordMember>* keep, std::vector<RecordMember>* drop) {
+  std::vector<GenerationPtr> all = gens_->All();
+  const uint64_t next_id = all.size() > 1 ? all[1]->id : victim.id + 1;
+  const uint64_t recent_id = all[all.size() / 2]->id;
+  const bool by_recency = keep_in_place_ && policy == EvictionPolicy::kLruReuse;
+  RecencyCut cut;
+  if (by_recency) {
+    // Kept values stay within the goal, less what is not values and one generation of room.
+    const uint64_t other = BudgetUsage() - std::min(BudgetUsage(), gens_->FileBytes());
+    const uint64_t spent = other + generation_bytes_;
+    cut = LruCut(goal - std::min(goal, spent));
+  }
+  const int64_t now = Now();
+  std::vector<RecordMember> border;  // accessed in the cut's generation
+  uint64_t border_bytes = 0;
+  ForEachRecord(victim, [&](RecordMember m) {
+    const Entry& e = m.at.entry;
+    if (e.ExpiredAt(now)) {
+      drop->push_back(std::move(m));
+    } else if (!by_recency) {
+      (PolicyKeeps(policy, e, next_id, recent_id) ? keep : drop)->push_back(std::move(m));
+    } else if (cut.all || AccessedSince(e, uint64_t{cut.gen} + 1)) {
+      keep->push_back(std::move(m));
+    } else if (e.access_gen == cut.gen) {
+      border_bytes += e.size;
+      border.push_back(std::move(m));
+    } else {
+      drop->push_back(std::move(m));
+    }
+  });
+  SortMostRecentFirst(&border);
+  uint64_t share = static_cast<uint64_t>(cut.border_share * static_cast<double>(border_bytes));
+  for (RecordMember& m : border) {
+    const uint64_t size = m.at.entry.size;
+    (size <= share ? keep : drop)->push_back(std::move(m));
+    share -= std::min(share, size);
+  }
+}
+
+Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t goal, uint64_t* freed) {
   *freed = 0;
   std::vector<GenerationPtr> all = gens_->All();
   if (all.size() == 1) {
@@ -136,23 +216,15 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t* freed) {
     all = gens_->All();
   }
   GenerationPtr victim = all[0];
-  const uint64_t next_id = all[1]->id;
-  const uint64_t recent_id = all[all.size() / 2]->id;
   gens_->Retire(*victim);
   const int64_t now = Now();
+  const uint64_t usage_before = gens_->FileBytes();
 
   std::vector<RecordMember> keep, drop;
-  ForEachRecord(*victim, [&](RecordMember m) {
-    if (!m.at.entry.ExpiredAt(now) && PolicyKeeps(policy, m.at.entry, next_id, recent_id)) {
-      keep.push_back(std::move(m));
-    } else {
-      drop.push_back(std::move(m));
-    }
-  });
+  SelectKept(policy, *victim, goal, &keep, &drop);
   GenerationEvicted report;
   report.generation = victim->id;
   ReinsertKept(&keep, &drop, *victim, &report);
-  const uint64_t bytes = victim->bytes;
   std::vector<bool> expired(drop.size()), gone(drop.size());
   // The index first: if its drop fails, every entry stays where it is, on disk and in memory.
   Status s = DropGeneration(victim, [&] {
@@ -161,6 +233,7 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t* freed) {
       std::lock_guard stripe(Stripe(m.hash));
       if (!index_.Erase(m.at.entry)) continue;
       victim->live--;
+      NoteDead(m.at);  // a borrowed file's range, freed with the victim's index
       gone[i] = true;
       expired[i] = m.at.entry.ExpiredAt(now);
       if (expired[i]) {
@@ -173,6 +246,7 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t* freed) {
         report.evicted_bytes += m.at.entry.size;
       }
     }
+    PunchAroundKept(*victim, keep);
   });
   if (!s.ok()) return s.IsNoSpace() ? s : Status::IOError("eviction failed: " + s.message());
   if (EventListener* l = options_.listener.get()) {
@@ -183,30 +257,43 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t* freed) {
   }
   EvictCompanions(drop, *victim, &report);
   if (options_.listener) options_.listener->OnGenerationEvicted(report);
-  *freed = std::max<uint64_t>(1, bytes - std::min(bytes, report.reinserted_bytes));
+  const uint64_t usage_after = gens_->FileBytes();
+  *freed = std::max<uint64_t>(1, usage_before - std::min(usage_before, usage_after));
   return Status::OK();
+}
+
+void StoreImpl::PunchAroundKept(const Generation& victim, const std::vector<RecordMember>& kept) {
+  // Its own files that entries kept in place still point into: everything else in them goes
+  // (values dropped now, and versions replaced, deleted or expired earlier, whose records were
+  // all the victim's). Files nobody kept anything in are unlinked whole by the release.
+  std::map<BlobFile*, std::vector<std::pair<uint64_t, uint64_t>>> live;
+  for (const RecordMember& m : kept) {
+    BlobFile* f = m.at.seg.file.get();
+    if (f && f->header().generation == victim.id)
+      live[f].emplace_back(m.at.entry.offset, m.at.entry.size);
+  }
+  for (auto& [file, extents] : live) gens_->PunchAllBut(*file, std::move(extents));
 }
 
 void StoreImpl::ReinsertKept(std::vector<RecordMember>* keep, std::vector<RecordMember>* drop,
                              const Generation& victim, GenerationEvicted* report) {
-  // Most recently used first, up to the reinsertion cap; the rest is dropped. Among entries
-  // last used in the same second, lower list positions first: a prefix's head before its tail,
-  // since a reader stops at the first missing chunk.
-  std::sort(keep->begin(), keep->end(), [](const RecordMember& a, const RecordMember& b) {
-    const Entry& x = a.at.entry;
-    const Entry& y = b.at.entry;
-    if (x.last_access_ms != y.last_access_ms) return x.last_access_ms > y.last_access_ms;
-    return x.position < y.position;
-  });
-  const uint64_t cap = static_cast<uint64_t>(options_.max_reinsert_fraction * victim.bytes);
+  // Copies: most recently used first, up to the reinsertion cap; the rest is dropped. In place:
+  // all of them (no value byte is written).
+  SortMostRecentFirst(keep);
+  const uint64_t cap = keep_in_place_
+                           ? UINT64_MAX
+                           : static_cast<uint64_t>(options_.max_reinsert_fraction * victim.bytes);
+  std::vector<RecordMember> kept;
   for (RecordMember& m : *keep) {
-    if (report->reinserted_bytes + m.at.entry.size <= cap && Reinsert(m)) {
+    if (report->reinserted_bytes + m.at.entry.size <= cap && Reinsert(m, keep_in_place_)) {
       report->reinserted_bytes += m.at.entry.size;
       report->reinserted_keys++;
+      kept.push_back(std::move(m));
     } else {
       drop->push_back(std::move(m));
     }
   }
+  keep->swap(kept);
 }
 
 void StoreImpl::EvictCompanions(const std::vector<RecordMember>& evicted, const Generation& victim,

@@ -132,7 +132,7 @@ std::string BlobFileHeader::Encode() const {
   char* p = out.data();
   std::memcpy(p, kMagic, sizeof(kMagic));
   p += sizeof(kMagic);
-  PutLE<uint32_t>(p, kFormatVersion);
+  PutLE<uint32_t>(p, kBlobFileVersion);
   PutLE<uint16_t>(p, partition);
   PutLE<uint16_t>(p, 0);
   PutLE<uint64_t>(p, generation);
@@ -148,7 +148,7 @@ std::optional<BlobFileHeader> BlobFileHeader::Decode(std::string_view bytes) {
     return std::nullopt;
   }
   const char* p = bytes.data() + sizeof(kMagic);
-  if (TakeLE<uint32_t>(p) != kFormatVersion) return std::nullopt;
+  if (TakeLE<uint32_t>(p) != kBlobFileVersion) return std::nullopt;
   BlobFileHeader h;
   h.partition = TakeLE<uint16_t>(p);
   TakeLE<uint16_t>(p);

@@ -1,12 +1,19 @@
-// On-disk formats of the engine (data format 2). All integers are little-endian unless noted.
+// On-disk formats of the engine (data format 3). All integers are little-endian unless noted.
 //
 // A data directory holds:
 //   RocksDB (the index):
-//     "default"            kFormatKey -> the data format version ("2").
+//     "default"            kFormatKey -> the data format version ("3").
 //     "idx-<16 hex>"       one column family per generation: IndexKey(key) -> IndexRecord.
 //   values/gen-<16 hex>-<2 hex>.lbv
 //                          the generation's blob files ("partitions"): a 4 KiB BlobFileHeader,
-//                          then values, each starting at a multiple of kValueAlign. Append-only.
+//                          then values, each starting at a multiple of kValueAlign. Append-only;
+//                          a dropped value's blocks may be freed in place (a hole reads as
+//                          zeros), and a file outlives its generation while records of later
+//                          generations point into it (entries kept in place by eviction).
+//
+// Format 3 differs from 2 only in that an index record may name a blob file of an earlier
+// generation than its own; a format-2 directory is a valid format-3 one (the open rewrites the
+// version), and a build that reads only format 2 refuses a format-3 directory.
 //
 // Values smaller than kMinBlobBytes live inside their IndexRecord; larger ones in a blob file.
 // A value is trusted only if XXH3 of the bytes read matches the record's value_hash; a record
@@ -23,7 +30,9 @@ struct XXH3_state_s;  // xxhash.h
 namespace larder::format {
 
 inline constexpr char kFormatKey[] = "larder.format";
-inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kFormatVersion = 3;
+// The blob file header's own version (unchanged since data format 2).
+inline constexpr uint32_t kBlobFileVersion = 2;
 inline constexpr char kIndexCfPrefix[] = "idx-";
 inline constexpr char kValuesDir[] = "values";
 
@@ -80,9 +89,12 @@ struct IndexRecord {
   static constexpr size_t kFixedSize = 68;     // without the inline value
   static constexpr size_t kInlineOffset = 64;  // where an inline value starts
 
+  // The blob file holding the value: generation `generation`'s partition `partition`. The
+  // record's own generation (its column family) or, for an entry kept in place by eviction, an
+  // earlier one. An inline value names the record's own generation (partition unused).
   uint64_t generation = 0;
-  uint16_t partition = 0;  // blob file of the generation (unused for inline values)
-  uint64_t offset = 0;     // in the blob file (unused for inline values)
+  uint16_t partition = 0;
+  uint64_t offset = 0;  // in the blob file (unused for inline values)
   uint64_t value_size = 0;
   uint64_t value_hash = 0;  // XXH3 of the value bytes
   int64_t expire_at_ms = 0;

@@ -15,6 +15,13 @@ Generations::WriteTicket::~WriteTicket() {
   gen_->idle_cv.notify_all();
 }
 
+uint32_t Generation::SegFor(uint64_t file_gen, uint16_t partition) const {
+  std::lock_guard lock(mu);
+  if (file_gen == id) return partition < file_segs.size() ? file_segs[partition] : 0;
+  auto it = borrowed.find({file_gen, partition});
+  return it == borrowed.end() ? 0 : it->second.seg;
+}
+
 Generations::Lease::Lease(Lease&& o) noexcept
     : gen_(std::move(o.gen_)), partition_(o.partition_), file_(std::move(o.file_)), seg_(o.seg_) {}
 
@@ -58,12 +65,13 @@ GenerationPtr Generations::Adopt(uint64_t id, rocksdb::ColumnFamilyHandle* cf) {
 
 void Generations::AttachFile(Generation& g, BlobFilePtr file) {
   const uint16_t part = file->header().partition;
-  file_bytes_ += file->disk_bytes();
+  file_bytes_ += file->accounted();
   g.bytes += file->disk_bytes();
   uint32_t seg;
   {
     std::unique_lock lock(mu_);
     seg = AllocSegLocked(Segment{gens_.at(g.id), file, part});
+    holders_[file.get()] = 1;
   }
   std::lock_guard lock(g.mu);
   if (g.files.size() <= part) {
@@ -73,6 +81,78 @@ void Generations::AttachFile(Generation& g, BlobFilePtr file) {
   g.files[part] = std::move(file);
   g.file_segs[part] = seg;
   // A file from before the open takes no more writes: new ones go to a fresh head.
+}
+
+void Generations::AdoptOrphan(BlobFilePtr file) {
+  file_bytes_ += file->accounted();
+  std::unique_lock lock(mu_);
+  const format::BlobFileHeader& h = file->header();
+  orphans_[{h.generation, h.partition}] = std::move(file);
+}
+
+void Generations::DropUnheldOrphans() {
+  std::vector<BlobFilePtr> unheld;
+  {
+    std::unique_lock lock(mu_);
+    for (auto& [name, f] : orphans_) {
+      if (!holders_.count(f.get())) unheld.push_back(std::move(f));
+    }
+    orphans_.clear();
+  }
+  for (const BlobFilePtr& f : unheld) {
+    file_bytes_ -= f->accounted();
+    f->MarkDeleted();
+  }
+}
+
+BlobFilePtr Generations::FileOf(uint64_t gen, uint16_t partition) const {
+  GenerationPtr g;
+  {
+    std::shared_lock lock(mu_);
+    auto orphan = orphans_.find({gen, partition});
+    if (orphan != orphans_.end()) return orphan->second;
+    auto it = gens_.find(gen);
+    if (it == gens_.end()) return nullptr;
+    g = it->second;
+  }
+  std::lock_guard lock(g->mu);
+  return partition < g->files.size() ? g->files[partition] : nullptr;
+}
+
+uint32_t Generations::Borrow(Generation& g, const BlobFilePtr& file) {
+  const std::pair<uint64_t, uint16_t> name{file->header().generation, file->header().partition};
+  std::lock_guard glock(g.mu);  // g.mu before mu_, as LeasePartition takes them
+  if (name.first == g.id) return name.second < g.file_segs.size() ? g.file_segs[name.second] : 0;
+  auto it = g.borrowed.find(name);
+  if (it != g.borrowed.end()) return it->second.seg;
+  uint32_t seg;
+  {
+    std::unique_lock lock(mu_);
+    seg = AllocSegLocked(Segment{gens_.at(g.id), file, name.second});
+    holders_[file.get()]++;
+  }
+  g.borrowed[name] = Generation::Borrowed{file, seg};
+  return seg;
+}
+
+void Generations::NoteDead(Generation& g, Generation::Extent e) {
+  if (!e.file || e.file->header().generation == g.id) return;
+  std::lock_guard lock(g.mu);
+  g.dead.push_back(std::move(e));
+}
+
+void Generations::Punch(const Generation::Extent& e) {
+  file_bytes_ -= std::min(file_bytes_.load(), e.file->Punch(e.offset, e.size));
+}
+
+void Generations::PunchAllBut(BlobFile& file, std::vector<std::pair<uint64_t, uint64_t>> live) {
+  file_bytes_ -= std::min(file_bytes_.load(), file.PunchAllBut(std::move(live)));
+}
+
+bool Generations::IsBorrowed(const BlobFile& file) const {
+  std::shared_lock lock(mu_);
+  auto it = holders_.find(&file);
+  return it != holders_.end() && it->second > 1;
 }
 
 Generations::Segment Generations::SegmentOf(uint32_t seg) const {
@@ -124,6 +204,7 @@ Status Generations::CreatePartitionLocked(Generation& g, int64_t now_ms) {
   {
     std::unique_lock lock(mu_);
     seg = AllocSegLocked(Segment{gens_.at(g.id), *f, h.partition});
+    holders_[f->get()] = 1;
   }
   file_bytes_ += (*f)->disk_bytes();
   g.bytes += (*f)->disk_bytes();
@@ -184,23 +265,42 @@ Status Generations::DropIndex(const GenerationPtr& g) {
 
 void Generations::Release(const GenerationPtr& g) {
   std::vector<BlobFilePtr> files;
+  std::vector<uint32_t> segs{g->inline_seg};
+  std::vector<Generation::Extent> dead;
   {
     std::lock_guard glock(g->mu);
     files = g->files;
+    segs.insert(segs.end(), g->file_segs.begin(), g->file_segs.end());
+    for (const auto& [name, b] : g->borrowed) {
+      files.push_back(b.file);
+      segs.push_back(b.seg);
+    }
+    dead.swap(g->dead);
   }
+  std::vector<BlobFilePtr> unheld;
   {
     std::unique_lock lock(mu_);
     gens_.erase(g->id);
-    segs_[g->inline_seg] = Segment{};
-    free_segs_.push_back(g->inline_seg);
-    for (uint32_t seg : g->file_segs) {
+    for (uint32_t seg : segs) {
       segs_[seg] = Segment{};
       free_segs_.push_back(seg);
     }
+    for (BlobFilePtr& f : files) {
+      if (!f) continue;
+      auto it = holders_.find(f.get());
+      if (it != holders_.end() && --it->second > 0) continue;
+      if (it != holders_.end()) holders_.erase(it);
+      unheld.push_back(std::move(f));
+    }
   }
   g->dropped = true;
-  for (const BlobFilePtr& f : files) {
-    file_bytes_ -= f->disk_bytes();
+  // This generation's index is gone: no record that a crash could bring back names the dead
+  // ranges any more.
+  for (const Generation::Extent& e : dead) {
+    if (std::find(unheld.begin(), unheld.end(), e.file) == unheld.end()) Punch(e);
+  }
+  for (const BlobFilePtr& f : unheld) {
+    file_bytes_ -= std::min(file_bytes_.load(), f->accounted());
     f->MarkDeleted();
   }
 }
@@ -211,9 +311,10 @@ Status Generations::SyncAll() const {
     {
       std::lock_guard lock(g->mu);
       files = g->files;
+      for (const auto& [name, b] : g->borrowed) files.push_back(b.file);
     }
     for (const BlobFilePtr& f : files) {
-      if (!f->NeedsSync()) continue;
+      if (!f || !f->NeedsSync()) continue;
       if (Status s = f->Sync(); !s.ok()) return s;
     }
   }
@@ -225,6 +326,8 @@ void Generations::ReleaseAll() {
   gens_.clear();
   segs_.assign(1, Segment{});
   free_segs_.clear();
+  holders_.clear();
+  orphans_.clear();
 }
 
 }  // namespace larder

@@ -3,10 +3,17 @@
 // to; dropping it drops the column family and unlinks the files, which returns the space at
 // once with no data rewritten. Writes go to the newest generation ("head").
 //
-// Segments: every blob file, and every generation's inline values, has a small integer id (the
-// in-memory index stores it in 24 bits instead of a pointer). An id is freed only after the
-// entries using it left the index, so resolving an id found in the index always yields the
-// file the entry was written to.
+// Entries kept in place: eviction may move an entry's record into the head and leave its bytes
+// where they are. The head then *borrows* the file (a segment of its own naming that file), and
+// a file is unlinked only when no generation holds it any more (its owner, or a borrower). The
+// dropped values of a file that lives on are freed in place (BlobFile::Punch), each once the
+// column family of the last record naming it is dropped, so no record that a crash could bring
+// back points into a hole.
+//
+// Segments: every blob file, every borrowing of one, and every generation's inline values, has
+// a small integer id (the in-memory index stores it in 24 bits instead of a pointer). An id is
+// freed only after the entries using it left the index, so resolving an id found in the index
+// always yields the file the entry's bytes are in and the generation holding its record.
 #pragma once
 
 #include <rocksdb/db.h>
@@ -52,11 +59,32 @@ struct Generation {
     return p < files.size() && files[p] != nullptr;
   }
 
-  mutable std::mutex mu;  // guards the three vectors below
+  // A value's range in a blob file.
+  struct Extent {
+    BlobFilePtr file;
+    uint64_t offset = 0;
+    uint64_t size = 0;
+  };
+  // A file borrowed from an earlier generation, and the segment naming it here.
+  struct Borrowed {
+    BlobFilePtr file;
+    uint32_t seg = 0;
+  };
+
+  // The segment of a record of this generation that names blob file (file_gen, partition):
+  // its own partition's, or a borrowed file's; 0 if it has none.
+  uint32_t SegFor(uint64_t file_gen, uint16_t partition) const;
+
+  mutable std::mutex mu;  // guards the vectors and the map below
   std::condition_variable idle_cv;
   std::vector<BlobFilePtr> files;   // by partition
   std::vector<uint32_t> file_segs;  // by partition
   std::vector<uint16_t> idle;       // partitions no writer holds
+  // Borrowed files, by (their generation, partition).
+  std::map<std::pair<uint64_t, uint16_t>, Borrowed> borrowed;
+  // Ranges of borrowed files whose last record was one of this generation's (its entry replaced,
+  // deleted, expired or evicted since): freed when this generation's index is dropped.
+  std::vector<Extent> dead;
 };
 
 using GenerationPtr = std::shared_ptr<Generation>;
@@ -119,6 +147,21 @@ class Generations {
   // At open: adopts a generation opened with the DB, then its blob files.
   GenerationPtr Adopt(uint64_t id, rocksdb::ColumnFamilyHandle* cf);
   void AttachFile(Generation& g, BlobFilePtr file);
+  // At open: a blob file whose generation is gone, kept while records of later generations may
+  // borrow it; DropUnheldOrphans unlinks the ones nobody borrowed.
+  void AdoptOrphan(BlobFilePtr file);
+  void DropUnheldOrphans();
+  // Blob file (gen, partition): a live generation's or an orphan's; null if there is none.
+  BlobFilePtr FileOf(uint64_t gen, uint16_t partition) const;
+  // The segment of `g` naming `file`, borrowed now if `g` does not hold it yet.
+  uint32_t Borrow(Generation& g, const BlobFilePtr& file);
+  // Notes that `e`'s last record was `g`'s (see Generation::dead); nothing if `g` owns the file
+  // (its own files' dead ranges go with them, or are freed by the eviction keeping the rest).
+  void NoteDead(Generation& g, Generation::Extent e);
+  // Frees the ranges of `file` outside `live` and takes them off the budget.
+  void PunchAllBut(BlobFile& file, std::vector<std::pair<uint64_t, uint64_t>> live);
+  // Whether a generation other than its owner holds `file`.
+  bool IsBorrowed(const BlobFile& file) const;
 
   Segment SegmentOf(uint32_t seg) const;
   GenerationPtr Find(uint64_t id) const;
@@ -143,12 +186,13 @@ class Generations {
   // Dropping a retired generation takes two steps, with the index entries removed between
   // them. DropIndex drops its column family (durably, in the MANIFEST; reads of the dropped
   // family keep working for handles still held); on error nothing is dropped and the caller
-  // must not remove anything. Release then forgets the generation, unlinks its files and frees
-  // its segment ids: no index entry may refer to them any more.
+  // must not remove anything. Release then forgets the generation, frees its dead ranges, lets
+  // go of its files (unlinking those no other generation holds) and frees its segment ids: no
+  // index entry may refer to them any more.
   Status DropIndex(const GenerationPtr& g);
   void Release(const GenerationPtr& g);
 
-  // Bytes of every live blob file on disk.
+  // Bytes of every live blob file on disk (BlobFile::accounted()).
   uint64_t FileBytes() const { return file_bytes_.load(std::memory_order_relaxed); }
   void AddFileBytes(uint64_t n) { file_bytes_.fetch_add(n, std::memory_order_relaxed); }
   // fdatasync of every file with bytes not yet synced.
@@ -159,6 +203,8 @@ class Generations {
  private:
   uint32_t AllocSegLocked(Segment s);
   Status CreatePartitionLocked(Generation& g, int64_t now_ms);
+  // Frees `e`'s range and takes it off the budget.
+  void Punch(const Generation::Extent& e);
 
   rocksdb::DB* db_;
   rocksdb::ColumnFamilyOptions cf_options_;
@@ -172,6 +218,8 @@ class Generations {
   std::map<uint64_t, GenerationPtr> gens_;
   std::vector<Segment> segs_;  // by id; id 0 is never used
   std::vector<uint32_t> free_segs_;
+  std::map<const BlobFile*, int> holders_;  // generations holding each file (owner, borrowers)
+  std::map<std::pair<uint64_t, uint16_t>, BlobFilePtr> orphans_;  // at open only
 };
 
 }  // namespace larder

@@ -10,11 +10,6 @@
 namespace larder {
 
 void StoreImpl::ForEachRecord(const Generation& g, const std::function<void(RecordMember)>& fn) {
-  std::vector<uint32_t> file_segs;
-  {
-    std::lock_guard lock(g.mu);
-    file_segs = g.file_segs;
-  }
   rocksdb::ReadOptions ro;
   ro.fill_cache = false;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, g.cf));
@@ -22,9 +17,7 @@ void StoreImpl::ForEachRecord(const Generation& g, const std::function<void(Reco
     auto ik = format::ParseIndexKey(it->key().ToStringView());
     auto rec = format::IndexRecord::Decode(it->value().ToStringView());
     if (!ik || !rec) continue;
-    const uint32_t seg = rec->is_inline                      ? g.inline_seg
-                         : rec->partition < file_segs.size() ? file_segs[rec->partition]
-                                                             : 0;
+    const uint32_t seg = rec->is_inline ? g.inline_seg : g.SegFor(rec->generation, rec->partition);
     const uint64_t offset = rec->is_inline ? 0 : rec->offset;
     const uint64_t check = rec->value_hash ^ format::KeyTag(ik->second);
     std::optional<Located> at;

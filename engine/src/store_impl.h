@@ -129,8 +129,8 @@ class StoreImpl final : public Store {
   Status LoadIndex();
   // Remembers a key the open dropped, for Verify's report.
   void NoteDroppedKey(uint64_t gen, std::string_view key, const char* why);
-  void LoadRecord(Generation& g, const std::vector<BlobFilePtr>& files, std::string_view ik,
-                  std::string_view value, int64_t now, rocksdb::WriteBatch* cleanup);
+  void LoadRecord(Generation& g, std::string_view ik, std::string_view value, int64_t now,
+                  rocksdb::WriteBatch* cleanup);
 
   int64_t Now() const { return options_.clock->NowMs(); }
   Status CheckKey(std::string_view key) const;
@@ -152,6 +152,9 @@ class StoreImpl final : public Store {
   bool RecordMatches(uint64_t hash, std::string_view key, const Located& at,
                      format::IndexRecord* record = nullptr, std::string* bytes = nullptr);
   Located Locate(const Entry& e) const;
+  // The version `at` left the index: if its bytes are in a file its generation borrowed, they
+  // are freed when that generation's index is dropped (Generation::dead).
+  void NoteDead(const Located& at);
   // Counts a reuse of the entry (a hit or a touch).
   void MarkReused(const Entry& e);
   // Records that the entry was found at `index` of an ordered key list of `list_size` keys into
@@ -205,19 +208,38 @@ class StoreImpl final : public Store {
   uint64_t BudgetUsage() const;
   // Evicts until `incoming` more bytes fit in the budget (or NoSpace with kNone).
   Status MakeRoom(uint64_t incoming);
-  // Evicts the oldest generation by `policy`; *freed gets the bytes it freed net of
-  // reinsertion (0 if nothing is left to evict). An error (the index refused the drop)
+  // Evicts the oldest generation by `policy`, keeping (in place or by copy) what it keeps of
+  // it; `goal` is the budget usage eviction works towards. *freed gets the blob file bytes it
+  // freed, at least 1 (0 if nothing is left to evict). An error (the index refused the drop)
   // leaves every entry where it was.
-  Status EvictOldest(EvictionPolicy policy, uint64_t* freed);
+  Status EvictOldest(EvictionPolicy policy, uint64_t goal, uint64_t* freed);
+  // Where lru-reuse cuts when keeping costs no write (in place): what exact LRU would keep.
+  // Entries last used while a generation newer than `gen` was the head, up to `keep_bytes` of
+  // values counted from the newest (KeyIndex::BytesAccessedIn), are kept; of those last used in
+  // `gen`, `border_share` of their bytes (most recently used, lowest list positions first).
+  struct RecencyCut {
+    uint16_t gen = 0;
+    double border_share = 0;
+    bool all = false;  // everything fits
+  };
+  RecencyCut LruCut(uint64_t keep_bytes) const;
+  // Splits the live records of `victim` into what `policy` keeps and what it drops.
+  void SelectKept(EvictionPolicy policy, const Generation& victim, uint64_t goal,
+                  std::vector<RecordMember>* keep, std::vector<RecordMember>* drop);
+  // After the victim's index is dropped: frees every range of its own blob files but those of
+  // the entries kept in place (`kept`).
+  void PunchAroundKept(const Generation& victim, const std::vector<RecordMember>& kept);
   // Evicts until usage + incoming <= target (or nothing is left). Caller holds evict_mu_.
   Status EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy policy);
-  // Reinserts the entries of `keep` the policy's cap allows, most recently used first; moves
-  // the others to `drop`. Adds what it reinserted to *report.
+  // Reinserts the entries of `keep` (in place: all; copied: what the reinsertion cap allows,
+  // most recently used first); moves the others to `drop`, leaving the reinserted in `keep`.
+  // Adds what it reinserted to *report.
   void ReinsertKept(std::vector<RecordMember>* keep, std::vector<RecordMember>* drop,
                     const Generation& victim, GenerationEvicted* report);
-  // Re-writes a kept entry of the generation being evicted into the head (the value copied
-  // inside the kernel). False if it was not kept.
-  bool Reinsert(RecordMember& m);
+  // Moves a kept entry of the generation being evicted into the head: its record, and either
+  // its value copied inside the kernel or (in_place) nothing, the head borrowing its file.
+  // False if it was not kept.
+  bool Reinsert(RecordMember& m, bool in_place);
   // Removes the Options::evict_together companions of evicted keys that live elsewhere (told
   // to the listener); adds them to *report.
   void EvictCompanions(const std::vector<RecordMember>& evicted, const Generation& victim,
@@ -256,6 +278,7 @@ class StoreImpl final : public Store {
   uint64_t memtable_bytes_ = 0;
   uint64_t write_buffer_bytes_ = 0;
   uint64_t generation_bytes_ = 0;
+  bool keep_in_place_ = false;  // Options::keep_in_place, and the filesystem can punch holes
   std::atomic<bool> closed_{false};
 
   std::unique_ptr<rocksdb::DB> db_;

@@ -65,20 +65,22 @@ Status StoreImpl::LoadBlobFiles() {
     if (!name) continue;  // not ours
     GenerationPtr g = gens_->Find(name->first);
     if (g && g->HasPartition(name->second)) continue;  // created by this open (a conversion)
-    auto file = g ? BlobFile::Open(f.path().string()) : Status::NotFound();
+    auto file = BlobFile::Open(f.path().string());
     if (file.ok() && (*file)->header().generation == name->first &&
         (*file)->header().partition == name->second) {
-      gens_->AttachFile(*g, std::move(file).value());
+      // A file of a dropped generation stays while records of later ones may point into it
+      // (entries kept in place); LoadIndex unlinks it if none does.
+      g ? gens_->AttachFile(*g, std::move(file).value())
+        : gens_->AdoptOrphan(std::move(file).value());
       continue;
     }
-    if (g && f.file_size(ec) >= format::kValueAlign) {
+    if (f.file_size(ec) >= format::kValueAlign) {
       found_.damaged_files.push_back(f.path().string() + " (bad header)");
       found_.damaged_partitions.insert(*name);
     }
     // Shorter than its header: its creation never became durable (a power cut), and its
-    // records' values with it: lost writes, not damage.
-    // A file of a dropped generation (a crash between the drop and the unlink), or one that
-    // cannot be read: its values are gone either way.
+    // records' values with it: lost writes, not damage. One that cannot be read: its values
+    // are gone either way.
     std::filesystem::remove(f.path(), ec);
   }
   if (ec) return Status::IOError("listing " + dir + ": " + ec.message());
@@ -91,9 +93,8 @@ void StoreImpl::NoteDroppedKey(uint64_t gen, std::string_view key, const char* w
                                 "': " + why);
 }
 
-void StoreImpl::LoadRecord(Generation& g, const std::vector<BlobFilePtr>& files,
-                           std::string_view ik_bytes, std::string_view value, int64_t now,
-                           rocksdb::WriteBatch* cleanup) {
+void StoreImpl::LoadRecord(Generation& g, std::string_view ik_bytes, std::string_view value,
+                           int64_t now, rocksdb::WriteBatch* cleanup) {
   auto ik = format::ParseIndexKey(ik_bytes);
   auto rec = format::IndexRecord::Decode(value);
   if (!ik || !rec) {
@@ -119,10 +120,11 @@ void StoreImpl::LoadRecord(Generation& g, const std::vector<BlobFilePtr>& files,
     e.seg = g.inline_seg;
     e.flags = Entry::kInline;
   } else {
-    const BlobFile* f = rec->partition < files.size() ? files[rec->partition].get() : nullptr;
+    // The file is this generation's, or an earlier one's for an entry kept in place.
+    const BlobFilePtr f = gens_->FileOf(rec->generation, rec->partition);
     if (!f || rec->offset + rec->value_size > f->end()) {
       cleanup->Delete(g.cf, rocksdb::Slice(ik_bytes.data(), ik_bytes.size()));
-      if (found_.damaged_partitions.count({g.id, rec->partition})) {
+      if (found_.damaged_partitions.count({rec->generation, rec->partition})) {
         found_.corrupt_records++;
         counters_.corruptions++;
         NoteDroppedKey(g.id, ik->second, "its blob file is damaged");
@@ -134,8 +136,7 @@ void StoreImpl::LoadRecord(Generation& g, const std::vector<BlobFilePtr>& files,
       }
       return;
     }
-    std::lock_guard lock(g.mu);
-    e.seg = g.file_segs[rec->partition];
+    e.seg = gens_->Borrow(g, f);
     e.offset = rec->offset;
   }
   // Generations load oldest first, so a key found again is a newer version (left behind by
@@ -153,18 +154,13 @@ void StoreImpl::LoadRecord(Generation& g, const std::vector<BlobFilePtr>& files,
 Status StoreImpl::LoadIndex() {
   const int64_t now = Now();
   for (const GenerationPtr& g : gens_->All()) {
-    std::vector<BlobFilePtr> files;
-    {
-      std::lock_guard lock(g->mu);
-      files = g->files;
-    }
     rocksdb::ReadOptions ro;
     ro.fill_cache = false;
     ro.readahead_size = 2 << 20;
     rocksdb::WriteBatch cleanup;
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, g->cf));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      LoadRecord(*g, files, it->key().ToStringView(), it->value().ToStringView(), now, &cleanup);
+      LoadRecord(*g, it->key().ToStringView(), it->value().ToStringView(), now, &cleanup);
     }
     if (!it->status().ok()) {
       return Status::Corruption("reading the index of generation " + std::to_string(g->id) + ": " +
@@ -176,6 +172,7 @@ Status StoreImpl::LoadIndex() {
       if (!ws.ok()) return Status::IOError("cleaning the index: " + ws.ToString());
     }
   }
+  gens_->DropUnheldOrphans();
   index_.ShrinkToFit();
   malloc_trim(0);  // what the load allocated for a while goes back to the system
   return Status::OK();

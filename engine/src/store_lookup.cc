@@ -9,6 +9,11 @@ Located StoreImpl::Locate(const Entry& e) const {
   return Located{e, gens_->SegmentOf(e.seg)};
 }
 
+void StoreImpl::NoteDead(const Located& at) {
+  if (!at.seg.gen || !at.seg.file) return;
+  gens_->NoteDead(*at.seg.gen, Generation::Extent{at.seg.file, at.entry.offset, at.entry.size});
+}
+
 std::optional<Located> StoreImpl::LookupFast(uint64_t hash, std::string_view key) {
   std::optional<Located> first;
   // The segment is resolved while the entry is in the index, so its id cannot have been reused.
@@ -40,6 +45,7 @@ bool StoreImpl::RemoveExpired(const Entry& e) {
     if (options_.listener) key = KeyOf(*at);
     if (!index_.Erase(e)) return false;
     at->seg.gen->live--;
+    NoteDead(*at);
     counters_.expired_keys++;
   }
   if (key) options_.listener->OnExpired(*key);
@@ -74,9 +80,11 @@ std::optional<Located> StoreImpl::LookupExact(uint64_t hash, std::string_view ke
 }
 
 bool RecordIs(const format::IndexRecord& r, std::string_view key, const Located& at) {
-  if (!at.seg.gen || r.generation != at.seg.gen->id || r.is_inline != at.entry.is_inline()) {
-    return false;
-  }
+  if (!at.seg.gen || r.is_inline != at.entry.is_inline()) return false;
+  // A blob value's record names its file, which an entry kept in place borrowed from an
+  // earlier generation; an inline one names its own generation.
+  const uint64_t file_gen = at.seg.file ? at.seg.file->header().generation : at.seg.gen->id;
+  if (r.generation != file_gen) return false;
   if (!r.is_inline && (r.partition != at.seg.partition || r.offset != at.entry.offset)) {
     return false;
   }

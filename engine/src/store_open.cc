@@ -260,6 +260,7 @@ Status StoreImpl::OpenDb() {
   if (s.ok()) s = DropDamagedGenerations();
   if (s.ok()) s = LoadBlobFiles();
   if (s.ok()) s = LoadIndex();
+  keep_in_place_ = options_.keep_in_place && s.ok() && BlobFile::CanPunchHoles(gens_->values_dir());
   // New writes never go into files from before the open: a fresh head.
   if (s.ok()) s = gens_->Rotate(Now());
   if (!s.ok()) {

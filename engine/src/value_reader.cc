@@ -98,6 +98,9 @@ Result<Store::FileRange> StoreImpl::GetFileRange(std::string_view key) {
   if (e.is_inline() || !f || f->IsPending(e.offset, e.size)) {
     return Status::NotSupported("the value is not in a file");
   }
+  // Held from before the hash until the caller has sent the range: a range freed in place
+  // (an evicted value, see BlobFile::Punch) waits for it, so what is sent is what was verified.
+  std::shared_ptr<const void> hold = BlobFile::HoldRanges(at->seg.file);
   // Hashed where the bytes lie in the page cache (a cold value is read into it first), so the
   // caller's sendfile finds them there.
   uint64_t hash_read = 0;
@@ -106,7 +109,7 @@ Result<Store::FileRange> StoreImpl::GetFileRange(std::string_view key) {
   if (Status fin = FinishRead(hash, key, *at, good); !fin.ok()) {
     return fin.IsCorruption() ? Status::NotFound("corrupt value removed") : Status::NotFound();
   }
-  return FileRange{f->fd(), e.offset, e.size, at->seg.file};
+  return FileRange{f->fd(), e.offset, e.size, std::move(hold)};
 }
 
 void StoreImpl::Prefetch(const std::vector<std::string_view>& keys) {

@@ -8,6 +8,7 @@ larder::Options EngineOptions(const ServerConfig& c) {
   larder::Options o;
   o.max_disk_bytes = c.max_disk_bytes;
   larder::ParseEvictionPolicy(c.eviction_policy, &o.eviction_policy);  // an enum of the table
+  o.keep_in_place = c.keep_in_place;
   o.max_reinsert_fraction = c.max_reinsert_fraction;
   o.generation_bytes = c.generation_bytes;
   o.wal = c.wal;

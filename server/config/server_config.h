@@ -109,6 +109,7 @@ struct ServerConfig {
   std::string dir = "./data";  // data directory; never settable at runtime
   uint64_t max_disk_bytes = kEngineDefaults.max_disk_bytes;  // 0 = 80% of the space available
   std::string eviction_policy = EvictionPolicyName(kEngineDefaults.eviction_policy);
+  bool keep_in_place = kEngineDefaults.keep_in_place;
   double max_reinsert_fraction = kEngineDefaults.max_reinsert_fraction;  // [0, 1]
   uint64_t generation_bytes = kEngineDefaults.generation_bytes;  // 0 = derived from the budget
   bool wal = kEngineDefaults.wal;

@@ -4,52 +4,17 @@
 #include <mutex>
 #include <set>
 
+#include "eviction_fixture.h"
 #include "larder/store.h"
 #include "test_util.h"
 
 namespace larder {
 namespace {
 
+using test::EvictionFixture;
+using test::kMiB;
 using test::MakeValue;
-
-constexpr uint64_t kMiB = 1 << 20;
-
-struct Fixture {
-  explicit Fixture(EvictionPolicy p, uint64_t budget = 24 * kMiB, uint64_t gen = 4 * kMiB,
-                   std::vector<std::pair<std::string, std::string>> together = {},
-                   std::shared_ptr<EventListener> listener = nullptr) {
-    clock = std::make_shared<test::ManualClock>();
-    opts.clock = clock;
-    opts.listener = std::move(listener);
-    opts.evict_together = std::move(together);
-    opts.eviction_policy = p;
-    opts.max_disk_bytes = budget;
-    opts.generation_bytes = gen;
-    opts.memtable_bytes = 16 * kMiB;
-    opts.maintenance_interval_ms = 0;
-    auto r = Store::Open(opts, dir.path());
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    store = std::move(r).value();
-  }
-  static std::string Key(int i) { return "chunk-" + std::to_string(i); }
-  void PutN(int from, int to) {
-    for (int i = from; i < to; ++i) {
-      clock->Advance(10);
-      ASSERT_TRUE(store->Put(Key(i), MakeValue(Key(i), kMiB)).ok()) << i;
-    }
-  }
-  bool Has(int i) {
-    auto r = store->Get(Key(i));
-    if (!r.ok()) return false;
-    EXPECT_EQ(r->view(), MakeValue(Key(i), kMiB)) << "wrong bytes for " << Key(i);
-    return true;
-  }
-
-  test::TempDir dir;
-  std::shared_ptr<test::ManualClock> clock;
-  Options opts;
-  std::unique_ptr<Store> store;
-};
+using Fixture = EvictionFixture;
 
 TEST(Eviction, FifoDropsOldestWritesFirst) {
   Fixture f(EvictionPolicy::kFifo);
@@ -111,11 +76,11 @@ TEST(Eviction, LruKeepsRecentlyReadOnly) {
 }
 
 TEST(Eviction, KeepsTheHeadOfAPrefixBeforeItsTail) {
-  // Eight 512 KiB chunks fill one 4 MiB generation; its reinsertion cap (half) keeps four. They
-  // are read in one list, in the reverse of their write order, at one instant: the first four
-  // of the list are its head and must be the ones kept, whatever the write or hash order, and
-  // whatever shorter lists later name the tail.
-  Fixture f(EvictionPolicy::kLruReuse);
+  // Eight 512 KiB chunks fill one 4 MiB generation; kept by copy, its reinsertion cap (half)
+  // keeps four. They are read in one list, in the reverse of their write order, at one instant:
+  // the first four of the list are its head and must be the ones kept, whatever the write or
+  // hash order, and whatever shorter lists later name the tail.
+  Fixture f(EvictionPolicy::kLruReuse, 24 * kMiB, 4 * kMiB, {}, nullptr, Fixture::kByCopy);
   auto chunk = [](int i) { return "prefix-" + std::to_string(i); };
   for (int i = 0; i < 8; ++i) {
     f.clock->Advance(10);

@@ -1,6 +1,7 @@
 // Shared helpers for engine tests: temp dirs, a manual clock, deterministic values.
 #pragma once
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -64,13 +65,17 @@ inline void FlipByte(const std::filesystem::path& path, uint64_t off, char mask 
   f.write(&c, 1);
 }
 
-// Bytes of all regular files under `dir` (what the store really uses on disk).
+// Disk blocks of all regular files under `dir` (what the store really uses on disk, as du
+// counts it: the holes of values freed in place take none).
 inline uint64_t DirBytes(const std::string& dir) {
   uint64_t n = 0;
   std::error_code ec;
   for (auto& e : std::filesystem::recursive_directory_iterator(dir, ec)) {
-    uint64_t size = e.file_size(ec);  // a file may be deleted while we walk: skip it
-    if (!ec && e.is_regular_file(ec)) n += size;
+    struct stat st {};
+    // A file may be deleted while we walk: skip it.
+    if (::stat(e.path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      n += static_cast<uint64_t>(st.st_blocks) * 512;
+    }
   }
   return n;
 }

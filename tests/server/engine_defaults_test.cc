@@ -17,6 +17,7 @@ TEST(EngineDefaults, ServerDefaultsAreTheEngineDefaults) {
   EXPECT_EQ(server.generation_bytes, engine.generation_bytes);
   EXPECT_EQ(server.eviction_policy, engine.eviction_policy);
   EXPECT_EQ(server.max_reinsert_fraction, engine.max_reinsert_fraction);
+  EXPECT_EQ(server.keep_in_place, engine.keep_in_place);
   EXPECT_EQ(server.wal, engine.wal);
   EXPECT_EQ(server.sync_writes, engine.sync_writes);
   EXPECT_EQ(server.memtable_bytes, engine.memtable_bytes);
@@ -49,6 +50,7 @@ TEST(EngineDefaults, EveryMappedOptionReachesTheEngine) {
   c.generation_bytes = 1ull << 30;
   c.eviction_policy = "fifo";
   c.max_reinsert_fraction = 0.25;
+  c.keep_in_place = false;
   c.wal = c.wal_sync = true;
   c.memtable_bytes = 1ull << 29;
   c.write_buffer_bytes = 1ull << 28;
@@ -65,6 +67,7 @@ TEST(EngineDefaults, EveryMappedOptionReachesTheEngine) {
   EXPECT_EQ(o.generation_bytes, 1ull << 30);
   EXPECT_EQ(o.eviction_policy, larder::EvictionPolicy::kFifo);
   EXPECT_EQ(o.max_reinsert_fraction, 0.25);
+  EXPECT_FALSE(o.keep_in_place);
   EXPECT_TRUE(o.wal);
   EXPECT_TRUE(o.sync_writes);
   EXPECT_EQ(o.memtable_bytes, 1ull << 29);

@@ -47,8 +47,16 @@ struct Options {
   // Default: kLruReuse.
   EvictionPolicy eviction_policy = EvictionPolicy::kLruReuse;
 
-  // At most this fraction of a generation's bytes is re-inserted when it is evicted; the most
-  // recently reused entries win. Bounds write amplification to 1 + this. Default: 0.5.
+  // Eviction keeps entries in place: a kept entry's index record moves to the newest
+  // generation and its bytes stay in their blob file, whose dropped values are freed in place
+  // (fallocate's FALLOC_FL_PUNCH_HOLE); keeping then writes no value bytes. Where the
+  // filesystem cannot free a range, and with false, kept entries are copied instead (bounded by
+  // max_reinsert_fraction). Default: true.
+  bool keep_in_place = true;
+
+  // When kept entries are copied (see keep_in_place): at most this fraction of a generation's
+  // bytes is re-inserted when it is evicted; the most recently reused entries win. Bounds write
+  // amplification to 1 + this. Default: 0.5.
   double max_reinsert_fraction = 0.5;
 
   // Key suffix pairs evicted together: when a key ending in `first` is evicted, the key with

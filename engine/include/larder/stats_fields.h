@@ -24,18 +24,18 @@
     "blob-file bytes holding no live value (padding; replaced, deleted, expired values)") \
   X(generations, "generations (eviction windows) alive")
 
-#define LARDER_STAT_COUNTERS(X)                                                        \
-  X(hits, "Get/MultiGet lookups that returned a value")                                \
-  X(misses, "Get/MultiGet lookups that returned NotFound")                             \
-  X(reuses, "hits + Touch calls on live keys (what eviction counts)")                  \
-  X(evicted_keys, "live entries dropped by eviction")                                  \
-  X(evicted_bytes, "value bytes of the entries dropped by eviction")                   \
-  X(reinserted_keys, "entries kept by eviction (re-written to the newest generation)") \
-  X(reinserted_bytes, "value bytes re-written by eviction")                            \
-  X(expired_keys, "entries removed because their TTL passed")                          \
-  X(corruptions, "values that failed verification (served as misses)")                 \
-  X(failed_writes, "acknowledged values whose background write failed (key removed)")  \
-  X(bytes_read, "value bytes returned to callers")                                     \
+#define LARDER_STAT_COUNTERS(X)                                                       \
+  X(hits, "Get/MultiGet lookups that returned a value")                               \
+  X(misses, "Get/MultiGet lookups that returned NotFound")                            \
+  X(reuses, "hits + Touch calls on live keys (what eviction counts)")                 \
+  X(evicted_keys, "live entries dropped by eviction")                                 \
+  X(evicted_bytes, "value bytes of the entries dropped by eviction")                  \
+  X(reinserted_keys, "entries kept by eviction (moved to the newest generation)")     \
+  X(reinserted_bytes, "value bytes eviction copied to keep entries (none in place)")  \
+  X(expired_keys, "entries removed because their TTL passed")                         \
+  X(corruptions, "values that failed verification (served as misses)")                \
+  X(failed_writes, "acknowledged values whose background write failed (key removed)") \
+  X(bytes_read, "value bytes returned to callers")                                    \
   X(bytes_written, "value bytes accepted by Put (reinsertions not included)")
 
 #define LARDER_STATS(X) LARDER_STAT_GAUGES(X) LARDER_STAT_COUNTERS(X)

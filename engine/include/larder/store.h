@@ -133,8 +133,9 @@ class Store {
 
   // Where the verified value of `key` lies in its blob file, for callers that send it with
   // sendfile(2) rather than copying it (the server's GET). The bytes were read and checked
-  // (XXH3) by this call, so they sit in the page cache; `keepalive` keeps the file open while
-  // the caller holds it. Blob files are append-only: the range never changes while it lives.
+  // (XXH3) by this call, so they sit in the page cache; `keepalive` keeps the file open, and
+  // the range as it was verified, while the caller holds it (an eviction that frees the range
+  // in place waits for it to go).
   // NotFound as Get; NotSupported for a value that is not in a file (a small value stored in
   // the index, or one not written to disk yet): read it with Get or GetInto. Counts a reuse.
   struct FileRange {

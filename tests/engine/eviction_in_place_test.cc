@@ -1,0 +1,144 @@
+// Eviction keeping entries in place: kept entries' records move, their bytes stay, the values
+// dropped around them are freed inside the file (docs/architecture.md, "Eviction").
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "eviction_fixture.h"
+#include "larder/store.h"
+#include "test_util.h"
+
+namespace larder {
+namespace {
+
+using test::kMiB;
+using test::MakeValue;
+using Fixture = test::EvictionFixture;
+
+// The blob files of generation `gen` in the store at `dir`, and the disk blocks they occupy.
+struct GenFiles {
+  int count = 0;
+  uint64_t blocks_bytes = 0;
+};
+GenFiles FilesOfGeneration(const std::string& dir, uint64_t gen) {
+  char prefix[32];
+  std::snprintf(prefix, sizeof(prefix), "gen-%016llx-", static_cast<unsigned long long>(gen));
+  GenFiles out;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/values")) {
+    if (e.path().filename().string().rfind(prefix, 0) != 0) continue;
+    struct stat st {};
+    if (::stat(e.path().c_str(), &st) != 0) continue;
+    out.count++;
+    out.blocks_bytes += static_cast<uint64_t>(st.st_blocks) * 512;
+  }
+  return out;
+}
+
+// The fixture's store reopened with the WAL on, whose generations have one blob file each, so
+// that values written one after the other share a file.
+void ReopenWithOneFilePerGeneration(Fixture& f) {
+  ASSERT_TRUE(f.store->Close().ok());
+  f.store.reset();
+  f.opts.wal = true;
+  auto r = Store::Open(f.opts, f.dir.path());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  f.store = std::move(r).value();
+}
+
+// Four 1 MiB values fill a 4 MiB generation: keys 0-3 share its file. Keys 0 and 1 are read
+// between every batch of writes, so they stay among the most recently used.
+void WriteWhileReadingTheFirstTwo(Fixture& f, int rounds) {
+  for (int round = 0; round < rounds; ++round) {
+    for (int i : {0, 1}) EXPECT_TRUE(f.Has(i)) << "reused entry " << i << " evicted";
+    f.PutN(8 + round * 5, 8 + (round + 1) * 5);
+  }
+}
+
+// The generation whose file holds key `i` (the one it was written to).
+uint64_t WrittenTo(Fixture& f, int i) {
+  auto info = f.store->Info(Fixture::Key(i));
+  EXPECT_TRUE(info.ok());
+  return info.ok() ? info->generation : 0;
+}
+
+TEST(EvictionInPlace, KeepsReusedEntriesWithoutCopyingThem) {
+  Fixture f(EvictionPolicy::kLruReuse);
+  ReopenWithOneFilePerGeneration(f);
+  f.PutN(0, 8);
+  const uint64_t first = WrittenTo(f, 0);
+  WriteWhileReadingTheFirstTwo(f, 12);
+  const Stats s = f.store->GetStats();
+  EXPECT_GT(s.evicted_keys, 0u);
+  EXPECT_GT(s.reinserted_keys, 0u);
+  EXPECT_EQ(s.reinserted_bytes, 0u) << "a kept entry was copied";
+  EXPECT_FALSE(f.store->Contains(Fixture::Key(2)));
+  EXPECT_FALSE(f.store->Contains(Fixture::Key(9)));
+  // The first generation is gone, but its file lives on for keys 0 and 1, with the blocks of
+  // keys 2 and 3 freed.
+  const GenFiles g1 = FilesOfGeneration(f.dir.path(), first);
+  ASSERT_EQ(g1.count, 1);
+  EXPECT_LE(g1.blocks_bytes, 2 * kMiB + 4096 * 2);
+  // The blob files' blocks stay within the budget (the WAL's preallocated blocks aside).
+  EXPECT_LE(test::DirBytes(f.dir.path() + "/values"), f.opts.max_disk_bytes);
+}
+
+TEST(EvictionInPlace, KeptEntriesSurviveAReopenAndTheirFileGoesWithTheLast) {
+  Fixture f(EvictionPolicy::kLruReuse);
+  ReopenWithOneFilePerGeneration(f);
+  f.PutN(0, 8);
+  const uint64_t first = WrittenTo(f, 0);
+  WriteWhileReadingTheFirstTwo(f, 8);
+  ASSERT_FALSE(f.store->Contains(Fixture::Key(2)));
+  ASSERT_EQ(FilesOfGeneration(f.dir.path(), first).count, 1);
+  ASSERT_TRUE(f.store->Close().ok());
+  f.store.reset();
+  auto reopened = Store::Open(f.opts, f.dir.path());
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  f.store = std::move(reopened).value();
+  EXPECT_TRUE(f.Has(0));
+  EXPECT_TRUE(f.Has(1));
+  EXPECT_EQ(FilesOfGeneration(f.dir.path(), first).count, 1) << "a file records still name went";
+  // No more reads: keys 0 and 1 age out, and the file with them.
+  for (int i = 100; i < 160 && f.store->Contains(Fixture::Key(0)); ++i) f.PutN(i, i + 1);
+  for (int i = 160; i < 220 && f.store->Contains(Fixture::Key(1)); ++i) f.PutN(i, i + 1);
+  EXPECT_FALSE(f.store->Contains(Fixture::Key(0)));
+  EXPECT_FALSE(f.store->Contains(Fixture::Key(1)));
+  EXPECT_EQ(FilesOfGeneration(f.dir.path(), first).count, 0) << "a file nobody names stayed";
+}
+
+TEST(EvictionInPlace, AFileRangeKeepsItsBytesUntilItGoes) {
+  // Key 2 is handed out as a file range, then evicted while key 0 keeps their file alive: its
+  // range is freed only once the range's holder lets go, so what was verified is what a
+  // sendfile of it sends.
+  Fixture f(EvictionPolicy::kLruReuse);
+  ReopenWithOneFilePerGeneration(f);
+  f.PutN(0, 8);
+  auto range = f.store->GetFileRange(Fixture::Key(2));
+  ASSERT_TRUE(range.ok()) << range.status().ToString();
+  const std::string expected = MakeValue(Fixture::Key(2), kMiB);
+  int i = 8;
+  for (; i < 200 && f.store->Contains(Fixture::Key(2)); ++i) {
+    EXPECT_TRUE(f.Has(0));
+    f.PutN(i, i + 1);
+  }
+  ASSERT_FALSE(f.store->Contains(Fixture::Key(2))) << "never evicted";
+  ASSERT_TRUE(f.store->Contains(Fixture::Key(0)));
+  std::string got(range->size, '\0');
+  ASSERT_EQ(::pread(range->fd, got.data(), got.size(), static_cast<off_t>(range->offset)),
+            static_cast<ssize_t>(got.size()));
+  EXPECT_TRUE(got == expected) << "the held range changed under its holder";
+  const int fd = ::dup(range->fd);
+  const uint64_t offset = range->offset;
+  range->keepalive.reset();
+  ASSERT_EQ(::pread(fd, got.data(), got.size(), static_cast<off_t>(offset)),
+            static_cast<ssize_t>(got.size()));
+  ::close(fd);
+  EXPECT_TRUE(got == std::string(got.size(), '\0')) << "the evicted value's blocks were not freed";
+  EXPECT_TRUE(f.Has(0));
+}
+
+}  // namespace
+}  // namespace larder
