@@ -263,16 +263,19 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t goal, uint64_t* fr
 }
 
 void StoreImpl::PunchAroundKept(const Generation& victim, const std::vector<RecordMember>& kept) {
-  // Its own files that entries kept in place still point into: everything else in them goes
-  // (values dropped now, and versions replaced, deleted or expired earlier, whose records were
-  // all the victim's). Files nobody kept anything in are unlinked whole by the release.
+  // Its own files that entries kept in place still point into (the head borrowed them):
+  // everything else in them goes (values dropped now, and versions replaced, deleted or expired
+  // earlier, whose records were all the victim's). Other files, copied from or not, are
+  // unlinked whole by the release.
   std::map<BlobFile*, std::vector<std::pair<uint64_t, uint64_t>>> live;
   for (const RecordMember& m : kept) {
     BlobFile* f = m.at.seg.file.get();
     if (f && f->header().generation == victim.id)
       live[f].emplace_back(m.at.entry.offset, m.at.entry.size);
   }
-  for (auto& [file, extents] : live) gens_->PunchAllBut(*file, std::move(extents));
+  for (auto& [file, extents] : live) {
+    if (gens_->IsBorrowed(*file)) gens_->PunchAllBut(*file, std::move(extents));
+  }
 }
 
 void StoreImpl::ReinsertKept(std::vector<RecordMember>* keep, std::vector<RecordMember>* drop,

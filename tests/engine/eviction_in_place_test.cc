@@ -37,15 +37,20 @@ GenFiles FilesOfGeneration(const std::string& dir, uint64_t gen) {
   return out;
 }
 
-// The fixture's store reopened with the WAL on, whose generations have one blob file each, so
-// that values written one after the other share a file.
-void ReopenWithOneFilePerGeneration(Fixture& f) {
+// The fixture's store closed and opened again with f.opts.
+void Reopen(Fixture& f) {
   ASSERT_TRUE(f.store->Close().ok());
   f.store.reset();
-  f.opts.wal = true;
   auto r = Store::Open(f.opts, f.dir.path());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   f.store = std::move(r).value();
+}
+
+// Reopened with the WAL on, whose generations have one blob file each, so that values written
+// one after the other share a file.
+void ReopenWithOneFilePerGeneration(Fixture& f) {
+  f.opts.wal = true;
+  Reopen(f);
 }
 
 // Four 1 MiB values fill a 4 MiB generation: keys 0-3 share its file. Keys 0 and 1 are read
@@ -57,19 +62,20 @@ void WriteWhileReadingTheFirstTwo(Fixture& f, int rounds) {
   }
 }
 
-// The generation whose file holds key `i` (the one it was written to).
-uint64_t WrittenTo(Fixture& f, int i) {
-  auto info = f.store->Info(Fixture::Key(i));
+// Keys 0-7 written (one file per generation), then WriteWhileReadingTheFirstTwo. Returns the
+// generation keys 0-3 were written to.
+uint64_t FillThenReuseTheFirstTwo(Fixture& f, int rounds) {
+  ReopenWithOneFilePerGeneration(f);
+  f.PutN(0, 8);
+  auto info = f.store->Info(Fixture::Key(0));
   EXPECT_TRUE(info.ok());
+  WriteWhileReadingTheFirstTwo(f, rounds);
   return info.ok() ? info->generation : 0;
 }
 
 TEST(EvictionInPlace, KeepsReusedEntriesWithoutCopyingThem) {
   Fixture f(EvictionPolicy::kLruReuse);
-  ReopenWithOneFilePerGeneration(f);
-  f.PutN(0, 8);
-  const uint64_t first = WrittenTo(f, 0);
-  WriteWhileReadingTheFirstTwo(f, 12);
+  const uint64_t first = FillThenReuseTheFirstTwo(f, 12);
   const Stats s = f.store->GetStats();
   EXPECT_GT(s.evicted_keys, 0u);
   EXPECT_GT(s.reinserted_keys, 0u);
@@ -87,17 +93,10 @@ TEST(EvictionInPlace, KeepsReusedEntriesWithoutCopyingThem) {
 
 TEST(EvictionInPlace, KeptEntriesSurviveAReopenAndTheirFileGoesWithTheLast) {
   Fixture f(EvictionPolicy::kLruReuse);
-  ReopenWithOneFilePerGeneration(f);
-  f.PutN(0, 8);
-  const uint64_t first = WrittenTo(f, 0);
-  WriteWhileReadingTheFirstTwo(f, 8);
+  const uint64_t first = FillThenReuseTheFirstTwo(f, 8);
   ASSERT_FALSE(f.store->Contains(Fixture::Key(2)));
   ASSERT_EQ(FilesOfGeneration(f.dir.path(), first).count, 1);
-  ASSERT_TRUE(f.store->Close().ok());
-  f.store.reset();
-  auto reopened = Store::Open(f.opts, f.dir.path());
-  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
-  f.store = std::move(reopened).value();
+  Reopen(f);
   EXPECT_TRUE(f.Has(0));
   EXPECT_TRUE(f.Has(1));
   EXPECT_EQ(FilesOfGeneration(f.dir.path(), first).count, 1) << "a file records still name went";
