@@ -166,16 +166,18 @@ bool StoreImpl::Reinsert(RecordMember& m, bool in_place) {
   return true;
 }
 
-void StoreImpl::SelectKept(EvictionPolicy policy, const Generation& victim, uint64_t goal,
-                           std::vector<RecordMember>* keep, std::vector<RecordMember>* drop) {
-  std::vector<GenerationPtr> all = gens_->All();
-  const uint64_t next_id = all.size() > 1 ? all[1]->id : victim.id + 1;
+void StoreImpl::SelectKept(EvictionPolicy policy, const std::vector<GenerationPtr>& all,
+                           uint64_t goal, std::vector<RecordMember>* keep,
+                           std::vector<RecordMember>* drop) {
+  const Generation& victim = *all[0];
+  const uint64_t next_id = all[1]->id;
   const uint64_t recent_id = all[all.size() / 2]->id;
   const bool by_recency = keep_in_place_ && policy == EvictionPolicy::kLruReuse;
   RecencyCut cut;
   if (by_recency) {
     // Kept values stay within the goal, less what is not values and one generation of room.
-    const uint64_t other = BudgetUsage() - std::min(BudgetUsage(), gens_->FileBytes());
+    const uint64_t usage = BudgetUsage();
+    const uint64_t other = usage - std::min(usage, gens_->FileBytes());
     const uint64_t spent = other + generation_bytes_;
     cut = LruCut(goal - std::min(goal, spent));
   }
@@ -221,7 +223,7 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t goal, uint64_t* fr
   const uint64_t usage_before = gens_->FileBytes();
 
   std::vector<RecordMember> keep, drop;
-  SelectKept(policy, *victim, goal, &keep, &drop);
+  SelectKept(policy, all, goal, &keep, &drop);
   GenerationEvicted report;
   report.generation = victim->id;
   ReinsertKept(&keep, &drop, *victim, &report);
@@ -232,8 +234,7 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t goal, uint64_t* fr
       const RecordMember& m = drop[i];
       std::lock_guard stripe(Stripe(m.hash));
       if (!index_.Erase(m.at.entry)) continue;
-      victim->live--;
-      NoteDead(m.at);  // a borrowed file's range, freed with the victim's index
+      LeftIndex(m.at);  // a borrowed file's range is freed with the victim's index
       gone[i] = true;
       expired[i] = m.at.entry.ExpiredAt(now);
       if (expired[i]) {

@@ -17,6 +17,10 @@ Generations::WriteTicket::~WriteTicket() {
 
 uint32_t Generation::SegFor(uint64_t file_gen, uint16_t partition) const {
   std::lock_guard lock(mu);
+  return SegForLocked(file_gen, partition);
+}
+
+uint32_t Generation::SegForLocked(uint64_t file_gen, uint16_t partition) const {
   if (file_gen == id) return partition < file_segs.size() ? file_segs[partition] : 0;
   auto it = borrowed.find({file_gen, partition});
   return it == borrowed.end() ? 0 : it->second.seg;
@@ -100,7 +104,7 @@ void Generations::DropUnheldOrphans() {
     orphans_.clear();
   }
   for (const BlobFilePtr& f : unheld) {
-    file_bytes_ -= f->accounted();
+    SubFileBytes(f->accounted());
     f->MarkDeleted();
   }
 }
@@ -122,10 +126,8 @@ BlobFilePtr Generations::FileOf(uint64_t gen, uint16_t partition) const {
 uint32_t Generations::Borrow(Generation& g, const BlobFilePtr& file) {
   const std::pair<uint64_t, uint16_t> name{file->header().generation, file->header().partition};
   std::lock_guard glock(g.mu);  // g.mu before mu_, as LeasePartition takes them
-  if (name.first == g.id) return name.second < g.file_segs.size() ? g.file_segs[name.second] : 0;
-  auto it = g.borrowed.find(name);
-  if (it != g.borrowed.end()) return it->second.seg;
-  uint32_t seg;
+  uint32_t seg = g.SegForLocked(name.first, name.second);
+  if (seg != 0 || name.first == g.id) return seg;
   {
     std::unique_lock lock(mu_);
     seg = AllocSegLocked(Segment{gens_.at(g.id), file, name.second});
@@ -141,12 +143,16 @@ void Generations::NoteDead(Generation& g, Generation::Extent e) {
   g.dead.push_back(std::move(e));
 }
 
+void Generations::SubFileBytes(uint64_t n) {
+  file_bytes_ -= std::min(file_bytes_.load(), n);
+}
+
 void Generations::Punch(const Generation::Extent& e) {
-  file_bytes_ -= std::min(file_bytes_.load(), e.file->Punch(e.offset, e.size));
+  SubFileBytes(e.file->Punch(e.offset, e.size));
 }
 
 void Generations::PunchAllBut(BlobFile& file, std::vector<std::pair<uint64_t, uint64_t>> live) {
-  file_bytes_ -= std::min(file_bytes_.load(), file.PunchAllBut(std::move(live)));
+  SubFileBytes(file.PunchAllBut(std::move(live)));
 }
 
 bool Generations::IsBorrowed(const BlobFile& file) const {
@@ -300,7 +306,7 @@ void Generations::Release(const GenerationPtr& g) {
     if (std::find(unheld.begin(), unheld.end(), e.file) == unheld.end()) Punch(e);
   }
   for (const BlobFilePtr& f : unheld) {
-    file_bytes_ -= std::min(file_bytes_.load(), f->accounted());
+    SubFileBytes(f->accounted());
     f->MarkDeleted();
   }
 }

@@ -72,8 +72,10 @@ struct Generation {
   };
 
   // The segment of a record of this generation that names blob file (file_gen, partition):
-  // its own partition's, or a borrowed file's; 0 if it has none.
+  // its own partition's, or a borrowed file's; 0 if it has none. The Locked one's caller holds
+  // mu.
   uint32_t SegFor(uint64_t file_gen, uint16_t partition) const;
+  uint32_t SegForLocked(uint64_t file_gen, uint16_t partition) const;
 
   mutable std::mutex mu;  // guards the vectors and the map below
   std::condition_variable idle_cv;
@@ -205,6 +207,8 @@ class Generations {
   Status CreatePartitionLocked(Generation& g, int64_t now_ms);
   // Frees `e`'s range and takes it off the budget.
   void Punch(const Generation::Extent& e);
+  // Takes n bytes that no longer occupy the disk off FileBytes().
+  void SubFileBytes(uint64_t n);
 
   rocksdb::DB* db_;
   rocksdb::ColumnFamilyOptions cf_options_;

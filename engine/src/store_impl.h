@@ -152,9 +152,10 @@ class StoreImpl final : public Store {
   bool RecordMatches(uint64_t hash, std::string_view key, const Located& at,
                      format::IndexRecord* record = nullptr, std::string* bytes = nullptr);
   Located Locate(const Entry& e) const;
-  // The version `at` left the index: if its bytes are in a file its generation borrowed, they
-  // are freed when that generation's index is dropped (Generation::dead).
-  void NoteDead(const Located& at);
+  // The version `at` left the index (replaced, removed, expired or evicted): its generation
+  // holds one live entry fewer, and if its bytes are in a file that generation borrowed, they
+  // are freed when its index is dropped (Generation::dead).
+  void LeftIndex(const Located& at);
   // Counts a reuse of the entry (a hit or a touch).
   void MarkReused(const Entry& e);
   // Records that the entry was found at `index` of an ordered key list of `list_size` keys into
@@ -223,8 +224,9 @@ class StoreImpl final : public Store {
     bool all = false;  // everything fits
   };
   RecencyCut LruCut(uint64_t keep_bytes) const;
-  // Splits the live records of `victim` into what `policy` keeps and what it drops.
-  void SelectKept(EvictionPolicy policy, const Generation& victim, uint64_t goal,
+  // Splits the live records of the oldest generation, all[0], into what `policy` keeps and what
+  // it drops; `all` holds every generation, oldest first, at least two.
+  void SelectKept(EvictionPolicy policy, const std::vector<GenerationPtr>& all, uint64_t goal,
                   std::vector<RecordMember>* keep, std::vector<RecordMember>* drop);
   // After the victim's index is dropped: frees every range of its own blob files but those of
   // the entries kept in place (`kept`).

@@ -9,9 +9,12 @@ Located StoreImpl::Locate(const Entry& e) const {
   return Located{e, gens_->SegmentOf(e.seg)};
 }
 
-void StoreImpl::NoteDead(const Located& at) {
-  if (!at.seg.gen || !at.seg.file) return;
-  gens_->NoteDead(*at.seg.gen, Generation::Extent{at.seg.file, at.entry.offset, at.entry.size});
+void StoreImpl::LeftIndex(const Located& at) {
+  if (!at.seg.gen) return;
+  at.seg.gen->live--;
+  if (at.seg.file) {
+    gens_->NoteDead(*at.seg.gen, Generation::Extent{at.seg.file, at.entry.offset, at.entry.size});
+  }
 }
 
 std::optional<Located> StoreImpl::LookupFast(uint64_t hash, std::string_view key) {
@@ -44,8 +47,7 @@ bool StoreImpl::RemoveExpired(const Entry& e) {
     if (!at || !at->seg.gen) return false;
     if (options_.listener) key = KeyOf(*at);
     if (!index_.Erase(e)) return false;
-    at->seg.gen->live--;
-    NoteDead(*at);
+    LeftIndex(*at);
     counters_.expired_keys++;
   }
   if (key) options_.listener->OnExpired(*key);

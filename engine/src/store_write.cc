@@ -143,9 +143,8 @@ Status StoreImpl::Commit(uint64_t hash, std::string_view key, const Entry& e,
   if (!s.ok()) return WriteFailed(s, dir_, "writing the index");
   index_writes_++;
   if (old && index_.Replace(old->entry, e)) {
-    if (old->seg.gen) old->seg.gen->live--;
+    LeftIndex(*old);
     if (old->seg.file) old->seg.file->Supersede(old->entry.offset, memtable_seals_.load());
-    NoteDead(*old);
   } else {
     index_.Insert(e);
   }
@@ -161,10 +160,7 @@ Status StoreImpl::RemoveLocked(uint64_t hash, std::string_view key, const Locate
     if (!s.ok()) return WriteFailed(s, dir_, "deleting from the index");
     index_writes_++;
   }
-  if (index_.Erase(at.entry) && at.seg.gen) {
-    at.seg.gen->live--;
-    NoteDead(at);
-  }
+  if (index_.Erase(at.entry)) LeftIndex(at);
   if (at.seg.file) at.seg.file->Supersede(at.entry.offset, memtable_seals_.load());
   return Status::OK();
 }
