@@ -31,16 +31,15 @@ Status StoreImpl::MakeRoom(uint64_t incoming) {
 
 Status StoreImpl::EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy policy) {
   uint64_t estimate = BudgetUsage();
-  // The policy keeps a share of each generation it evicts (the recency cut is an estimate of
-  // what fits): if as many evictions as there are generations have not made room, the rest
-  // keep nothing, so a write never waits on a store that cannot shrink.
+  // In place, the policy may keep most of each generation it evicts (all of it was used
+  // since): if as many evictions as there are generations have not made room, the rest keep
+  // nothing, so a write never waits on a store that cannot shrink.
   size_t keeping_rounds = gens_->size();
-  const uint64_t goal = target - std::min(target, incoming);
   while (estimate + incoming > target) {
     uint64_t freed = 0;
     const EvictionPolicy p = keeping_rounds > 0 ? policy : EvictionPolicy::kFifo;
     if (keeping_rounds > 0) --keeping_rounds;
-    if (Status s = EvictOldest(p, goal, &freed); !s.ok()) return s;
+    if (Status s = EvictOldest(p, &freed); !s.ok()) return s;
     if (freed == 0) break;
     estimate = std::min(BudgetUsage(), estimate - std::min(estimate, freed));
   }
@@ -59,7 +58,9 @@ void StoreImpl::MaybeRotate() {
   std::lock_guard lock(rotate_mu_);
   GenerationPtr head = gens_->Head();
   // A failed rotation leaves the head in place: writes keep going there and the next retries.
-  if (head && head->bytes >= generation_bytes_) gens_->Rotate(Now()).PermitUncheckedError();
+  if (head && head->bytes + hit_bytes_.load() >= generation_bytes_) {
+    if (gens_->Rotate(Now()).ok()) hit_bytes_ = 0;
+  }
 }
 
 namespace {
@@ -70,8 +71,8 @@ bool AccessedSince(const Entry& e, uint64_t id) {
   return static_cast<int16_t>(e.access_gen - static_cast<uint16_t>(id)) >= 0;
 }
 
-// Whether `policy` keeps a live entry of the generation being evicted. `next_id` is its
-// successor's id, `recent_id` the oldest of the newer half of the live generations.
+// Whether `policy` keeps a live entry of the generation being evicted, by copying it. `next_id`
+// is its successor's id, `recent_id` the oldest of the newer half of the live generations.
 bool PolicyKeeps(EvictionPolicy policy, const Entry& e, uint64_t next_id, uint64_t recent_id) {
   switch (policy) {
     case EvictionPolicy::kLruReuse:
@@ -88,6 +89,38 @@ bool PolicyKeeps(EvictionPolicy policy, const Entry& e, uint64_t next_id, uint64
   return false;
 }
 
+// Whether `policy` keeps a live entry of generation `victim_id` in place (keeping writes no
+// value byte): the recency policies keep every entry used since that generation stopped being
+// the head. Kept entries move to the generation of their last use (PlaceByAccess), so the
+// generations hold entries by when they were last used, and evicting the oldest one drops the
+// least recently used: LRU, one generation's worth of accesses at a time.
+bool PolicyKeepsInPlace(EvictionPolicy policy, const Entry& e, uint64_t victim_id) {
+  switch (policy) {
+    case EvictionPolicy::kLruReuse:
+    case EvictionPolicy::kLru:
+      return AccessedSince(e, victim_id + 1);
+    case EvictionPolicy::kFifo:
+    case EvictionPolicy::kNone:
+      return false;
+  }
+  return false;
+}
+
+// The generation an entry kept in place moves to: the one that was the head when it was last
+// used (of the live ones, the oldest from then on), or the victim's successor if that was the
+// victim. Generations then hold the entries last used while they were the head, so dropping the
+// oldest drops the least recently used, and a kept entry moves again only once used again.
+// `all` lists the generations oldest first, the victim first.
+GenerationPtr PlaceByAccess(const Entry& e, const std::vector<GenerationPtr>& all) {
+  const uint64_t head = all.back()->id;
+  const int16_t since = static_cast<int16_t>(e.access_gen - static_cast<uint16_t>(head));
+  if (since >= 0) return all.back();
+  const uint64_t accessed = head - static_cast<uint64_t>(-int64_t{since});
+  auto it = std::lower_bound(all.begin() + 1, all.end(), accessed,
+                             [](const GenerationPtr& g, uint64_t id) { return g->id < id; });
+  return it == all.end() ? all.back() : *it;
+}
+
 // Most recently used first; among entries last used in the same second, lower list positions
 // first: a prefix's head before its tail, since a reader stops at the first missing chunk.
 void SortMostRecentFirst(std::vector<RecordMember>* v) {
@@ -101,28 +134,16 @@ void SortMostRecentFirst(std::vector<RecordMember>* v) {
 
 }  // namespace
 
-StoreImpl::RecencyCut StoreImpl::LruCut(uint64_t keep_bytes) const {
-  // Access generations from the head's back: the entries of the newest ones fit whole, the one
-  // where keep_bytes runs out only in part.
-  uint16_t gen = HeadGen();
-  uint64_t newer = 0;
-  for (uint32_t i = 0; i < (1u << 16); ++i, --gen) {
-    const uint64_t bytes = index_.BytesAccessedIn(gen);
-    if (newer + bytes > keep_bytes) {
-      return RecencyCut{gen, static_cast<double>(keep_bytes - newer) / static_cast<double>(bytes),
-                        false};
-    }
-    newer += bytes;
-  }
-  return RecencyCut{0, 1.0, true};
-}
-
-bool StoreImpl::Reinsert(RecordMember& m, bool in_place) {
+bool StoreImpl::Reinsert(RecordMember& m, const GenerationPtr& to) {
   std::lock_guard stripe(Stripe(m.hash));
   if (!index_.Contains(m.at.entry)) return false;  // replaced or removed meanwhile
-  auto ticket = gens_->BeginWrite();
-  if (!ticket.ok()) return false;
-  Generation& head = ticket->gen();
+  std::optional<Generations::WriteTicket> ticket;  // a copy appends to the head
+  if (!to) {
+    auto t = gens_->BeginWrite();
+    if (!t.ok()) return false;
+    ticket.emplace(std::move(*t));
+  }
+  Generation& dest = to ? *to : ticket->gen();
   Entry e = m.at.entry;
   e.reuse = 0;  // it must be reused again to be kept again
   e.flags &= static_cast<uint8_t>(~Entry::kDirty);
@@ -130,15 +151,15 @@ bool StoreImpl::Reinsert(RecordMember& m, bool in_place) {
   rec.reuse_count = 0;
   rec.last_access_ms = e.last_access_ms;
   if (e.is_inline()) {
-    rec.generation = head.id;
-    e.seg = head.inline_seg;
-    head.bytes += m.rec_bytes.size();
-  } else if (in_place) {
+    rec.generation = dest.id;
+    e.seg = dest.inline_seg;
+    dest.bytes += m.rec_bytes.size();
+  } else if (to) {
     // The record moves, naming the file it already names; the bytes stay.
-    e.seg = gens_->Borrow(head, m.at.seg.file);
-    head.bytes += m.rec_bytes.size();
+    e.seg = gens_->Borrow(dest, m.at.seg.file);
+    dest.bytes += m.rec_bytes.size();
   } else {
-    rec.generation = head.id;
+    rec.generation = dest.id;
     auto lease = gens_->LeasePartition(*ticket, Now());
     if (!lease.ok()) return false;
     BlobFile& f = lease->file();
@@ -146,69 +167,42 @@ bool StoreImpl::Reinsert(RecordMember& m, bool in_place) {
     uint64_t offset = 0;
     if (!f.AppendCopy(*m.at.seg.file, m.at.entry.offset, e.size, &offset).ok()) return false;
     gens_->AddFileBytes(f.disk_bytes() - before);
-    head.bytes += f.disk_bytes() - before;
+    dest.bytes += f.disk_bytes() - before;
     e.seg = lease->seg();
     e.offset = rec.offset = offset;
     rec.partition = lease->partition();
   }
   const std::string ik = format::IndexKey(m.hash, m.key);
   rocksdb::WriteBatch batch;
-  batch.Put(head.cf, ik, rec.Encode());
+  batch.Put(dest.cf, ik, rec.Encode());
   batch.Delete(m.at.seg.gen->cf, ik);
   if (!db_->Write(WriteOpts(), &batch).ok()) return false;
   index_writes_++;
   if (index_.Replace(m.at.entry, e)) {
     m.at.seg.gen->live--;
-    head.live++;
+    dest.live++;
   }
   counters_.reinserted_keys++;
-  if (!in_place || e.is_inline()) counters_.reinserted_bytes += e.size;
+  if (!to || e.is_inline()) counters_.reinserted_bytes += e.size;
   return true;
 }
 
 void StoreImpl::SelectKept(EvictionPolicy policy, const std::vector<GenerationPtr>& all,
-                           uint64_t goal, std::vector<RecordMember>* keep,
-                           std::vector<RecordMember>* drop) {
+                           std::vector<RecordMember>* keep, std::vector<RecordMember>* drop) {
   const Generation& victim = *all[0];
   const uint64_t next_id = all[1]->id;
   const uint64_t recent_id = all[all.size() / 2]->id;
-  const bool by_recency = keep_in_place_ && policy == EvictionPolicy::kLruReuse;
-  RecencyCut cut;
-  if (by_recency) {
-    // Kept values stay within the goal, less what is not values and one generation of room.
-    const uint64_t usage = BudgetUsage();
-    const uint64_t other = usage - std::min(usage, gens_->FileBytes());
-    const uint64_t spent = other + generation_bytes_;
-    cut = LruCut(goal - std::min(goal, spent));
-  }
   const int64_t now = Now();
-  std::vector<RecordMember> border;  // accessed in the cut's generation
-  uint64_t border_bytes = 0;
   ForEachRecord(victim, [&](RecordMember m) {
     const Entry& e = m.at.entry;
-    if (e.ExpiredAt(now)) {
-      drop->push_back(std::move(m));
-    } else if (!by_recency) {
-      (PolicyKeeps(policy, e, next_id, recent_id) ? keep : drop)->push_back(std::move(m));
-    } else if (cut.all || AccessedSince(e, uint64_t{cut.gen} + 1)) {
-      keep->push_back(std::move(m));
-    } else if (e.access_gen == cut.gen) {
-      border_bytes += e.size;
-      border.push_back(std::move(m));
-    } else {
-      drop->push_back(std::move(m));
-    }
+    const bool kept =
+        !e.ExpiredAt(now) && (keep_in_place_ ? PolicyKeepsInPlace(policy, e, victim.id)
+                                             : PolicyKeeps(policy, e, next_id, recent_id));
+    (kept ? keep : drop)->push_back(std::move(m));
   });
-  SortMostRecentFirst(&border);
-  uint64_t share = static_cast<uint64_t>(cut.border_share * static_cast<double>(border_bytes));
-  for (RecordMember& m : border) {
-    const uint64_t size = m.at.entry.size;
-    (size <= share ? keep : drop)->push_back(std::move(m));
-    share -= std::min(share, size);
-  }
 }
 
-Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t goal, uint64_t* freed) {
+Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t* freed) {
   *freed = 0;
   std::vector<GenerationPtr> all = gens_->All();
   if (all.size() == 1) {
@@ -223,10 +217,10 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t goal, uint64_t* fr
   const uint64_t usage_before = gens_->FileBytes();
 
   std::vector<RecordMember> keep, drop;
-  SelectKept(policy, all, goal, &keep, &drop);
+  SelectKept(policy, all, &keep, &drop);
   GenerationEvicted report;
   report.generation = victim->id;
-  ReinsertKept(&keep, &drop, *victim, &report);
+  ReinsertKept(&keep, &drop, all, &report);
   std::vector<bool> expired(drop.size()), gone(drop.size());
   // The index first: if its drop fails, every entry stays where it is, on disk and in memory.
   Status s = DropGeneration(victim, [&] {
@@ -264,7 +258,7 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t goal, uint64_t* fr
 }
 
 void StoreImpl::PunchAroundKept(const Generation& victim, const std::vector<RecordMember>& kept) {
-  // Its own files that entries kept in place still point into (the head borrowed them):
+  // Its own files that entries kept in place still point into (newer generations borrowed them):
   // everything else in them goes (values dropped now, and versions replaced, deleted or expired
   // earlier, whose records were all the victim's). Other files, copied from or not, are
   // unlinked whole by the release.
@@ -280,16 +274,18 @@ void StoreImpl::PunchAroundKept(const Generation& victim, const std::vector<Reco
 }
 
 void StoreImpl::ReinsertKept(std::vector<RecordMember>* keep, std::vector<RecordMember>* drop,
-                             const Generation& victim, GenerationEvicted* report) {
+                             const std::vector<GenerationPtr>& all, GenerationEvicted* report) {
   // Copies: most recently used first, up to the reinsertion cap; the rest is dropped. In place:
   // all of them (no value byte is written).
+  const Generation& victim = *all[0];
   SortMostRecentFirst(keep);
   const uint64_t cap = keep_in_place_
                            ? UINT64_MAX
                            : static_cast<uint64_t>(options_.max_reinsert_fraction * victim.bytes);
   std::vector<RecordMember> kept;
   for (RecordMember& m : *keep) {
-    if (report->reinserted_bytes + m.at.entry.size <= cap && Reinsert(m, keep_in_place_)) {
+    if (report->reinserted_bytes + m.at.entry.size <= cap &&
+        Reinsert(m, keep_in_place_ ? PlaceByAccess(m.at.entry, all) : nullptr)) {
       report->reinserted_bytes += m.at.entry.size;
       report->reinserted_keys++;
       kept.push_back(std::move(m));

@@ -1,10 +1,10 @@
-// Generations: the windows of writes that eviction drops whole. A generation owns one RocksDB
+// Generations: the windows of accesses that eviction drops whole. A generation owns one RocksDB
 // column family of index records and the blob files ("partitions") its values were appended
 // to; dropping it drops the column family and unlinks the files, which returns the space at
 // once with no data rewritten. Writes go to the newest generation ("head").
 //
-// Entries kept in place: eviction may move an entry's record into the head and leave its bytes
-// where they are. The head then *borrows* the file (a segment of its own naming that file), and
+// Entries kept in place: eviction may move an entry's record into a newer generation and leave
+// its bytes where they are. That generation then *borrows* the file (a segment of its own naming that file), and
 // a file is unlinked only when no generation holds it any more (its owner, or a borrower). The
 // dropped values of a file that lives on are freed in place (BlobFile::Punch), each once the
 // column family of the last record naming it is dropped, so no record that a crash could bring

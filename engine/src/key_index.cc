@@ -72,18 +72,15 @@ struct KeyIndex::Shard {
   size_t cap = 0;  // home slots
   size_t len = 0;  // cap + kTail
   size_t count = 0;
-  uint64_t bytes = 0;                                    // sum of the entries' sizes
-  size_t expiring = 0;                                   // entries with an expiry
-  unsigned __int128 expiry_sum = 0;                      // sum of their expiry times (ms)
-  std::atomic<uint64_t>* bytes_by_access_gen = nullptr;  // the index's (KeyIndex)
+  uint64_t bytes = 0;                // sum of the entries' sizes
+  size_t expiring = 0;               // entries with an expiry
+  unsigned __int128 expiry_sum = 0;  // sum of their expiry times (ms)
 
   static uint64_t ExpiryOf(const Slot& s) { return s.meta & kExpiryMask; }
-  static uint16_t AccessGenOf(const Slot& s) { return static_cast<uint16_t>(s.meta >> 48); }
   // Counts a slot into (Add) or out of (Sub) the shard's totals.
   void Add(const Slot& s) {
     ++count;
     bytes += s.size;
-    bytes_by_access_gen[AccessGenOf(s)].fetch_add(s.size, std::memory_order_relaxed);
     if (uint64_t exp = ExpiryOf(s)) {
       ++expiring;
       expiry_sum += exp;
@@ -92,7 +89,6 @@ struct KeyIndex::Shard {
   void Sub(const Slot& s) {
     --count;
     bytes -= s.size;
-    bytes_by_access_gen[AccessGenOf(s)].fetch_sub(s.size, std::memory_order_relaxed);
     if (uint64_t exp = ExpiryOf(s)) {
       --expiring;
       expiry_sum -= exp;
@@ -170,11 +166,7 @@ struct KeyIndex::Shard {
   }
 };
 
-KeyIndex::KeyIndex()
-    : shards_(new Shard[kShards]), bytes_by_access_gen_(new std::atomic<uint64_t>[1 << 16]()) {
-  for (size_t sh = 0; sh < kShards; ++sh)
-    shards_[sh].bytes_by_access_gen = bytes_by_access_gen_.get();
-}
+KeyIndex::KeyIndex() : shards_(new Shard[kShards]) {}
 KeyIndex::~KeyIndex() = default;
 
 size_t KeyIndex::ForHash(uint64_t hash, const std::function<bool(const Entry&)>& fn) const {
@@ -292,8 +284,6 @@ void KeyIndex::Clear() {
     s.bytes = 0;
     s.expiry_sum = 0;
   }
-  for (size_t g = 0; g < (1 << 16); ++g)
-    bytes_by_access_gen_[g].store(0, std::memory_order_relaxed);
 }
 
 void KeyIndex::ShrinkToFit() {
@@ -326,10 +316,6 @@ size_t KeyIndex::size() const {
 
 uint64_t KeyIndex::ValueBytes() const {
   return SumOverShards([](const Shard& s) { return s.bytes; });
-}
-
-uint64_t KeyIndex::BytesAccessedIn(uint16_t gen) const {
-  return bytes_by_access_gen_[gen].load(std::memory_order_relaxed);
 }
 
 KeyIndex::ExpiryTotals KeyIndex::Expiries() const {

@@ -106,9 +106,6 @@ class KeyIndex {
   size_t size() const;
   // Sum of the entries' value sizes.
   uint64_t ValueBytes() const;
-  // Sum of the value sizes of the entries whose access_gen is `gen` (eviction's recency cut);
-  // a relaxed snapshot while writers run.
-  uint64_t BytesAccessedIn(uint16_t gen) const;
   // The entries that have an expiry: how many, and the sum of their expiry times.
   struct ExpiryTotals {
     uint64_t count = 0;
@@ -132,8 +129,6 @@ class KeyIndex {
   static size_t ShardOf(uint64_t hash) { return hash >> (64 - kShardBits); }
 
   std::unique_ptr<Shard[]> shards_;
-  // Value bytes by Entry::access_gen, kept by the shards as entries come and go.
-  std::unique_ptr<std::atomic<uint64_t>[]> bytes_by_access_gen_;
 };
 
 }  // namespace larder

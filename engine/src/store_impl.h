@@ -210,23 +210,12 @@ class StoreImpl final : public Store {
   // Evicts until `incoming` more bytes fit in the budget (or NoSpace with kNone).
   Status MakeRoom(uint64_t incoming);
   // Evicts the oldest generation by `policy`, keeping (in place or by copy) what it keeps of
-  // it; `goal` is the budget usage eviction works towards. *freed gets the blob file bytes it
-  // freed, at least 1 (0 if nothing is left to evict). An error (the index refused the drop)
-  // leaves every entry where it was.
-  Status EvictOldest(EvictionPolicy policy, uint64_t goal, uint64_t* freed);
-  // Where lru-reuse cuts when keeping costs no write (in place): what exact LRU would keep.
-  // Entries last used while a generation newer than `gen` was the head, up to `keep_bytes` of
-  // values counted from the newest (KeyIndex::BytesAccessedIn), are kept; of those last used in
-  // `gen`, `border_share` of their bytes (most recently used, lowest list positions first).
-  struct RecencyCut {
-    uint16_t gen = 0;
-    double border_share = 0;
-    bool all = false;  // everything fits
-  };
-  RecencyCut LruCut(uint64_t keep_bytes) const;
+  // it. *freed gets the blob file bytes it freed, at least 1 (0 if nothing is left to evict).
+  // An error (the index refused the drop) leaves every entry where it was.
+  Status EvictOldest(EvictionPolicy policy, uint64_t* freed);
   // Splits the live records of the oldest generation, all[0], into what `policy` keeps and what
   // it drops; `all` holds every generation, oldest first, at least two.
-  void SelectKept(EvictionPolicy policy, const std::vector<GenerationPtr>& all, uint64_t goal,
+  void SelectKept(EvictionPolicy policy, const std::vector<GenerationPtr>& all,
                   std::vector<RecordMember>* keep, std::vector<RecordMember>* drop);
   // After the victim's index is dropped: frees every range of its own blob files but those of
   // the entries kept in place (`kept`).
@@ -236,12 +225,13 @@ class StoreImpl final : public Store {
   // Reinserts the entries of `keep` (in place: all; copied: what the reinsertion cap allows,
   // most recently used first); moves the others to `drop`, leaving the reinserted in `keep`.
   // Adds what it reinserted to *report.
+  // `all` lists the generations, the victim first.
   void ReinsertKept(std::vector<RecordMember>* keep, std::vector<RecordMember>* drop,
-                    const Generation& victim, GenerationEvicted* report);
-  // Moves a kept entry of the generation being evicted into the head: its record, and either
-  // its value copied inside the kernel or (in_place) nothing, the head borrowing its file.
-  // False if it was not kept.
-  bool Reinsert(RecordMember& m, bool in_place);
+                    const std::vector<GenerationPtr>& all, GenerationEvicted* report);
+  // Moves a kept entry of the generation being evicted: in place into `to` (its record only,
+  // `to` borrowing its file), or with `to` null into the head with its value copied inside the
+  // kernel. False if it was not kept.
+  bool Reinsert(RecordMember& m, const GenerationPtr& to);
   // Removes the Options::evict_together companions of evicted keys that live elsewhere (told
   // to the listener); adds them to *report.
   void EvictCompanions(const std::vector<RecordMember>& evicted, const Generation& victim,
@@ -281,6 +271,11 @@ class StoreImpl final : public Store {
   uint64_t write_buffer_bytes_ = 0;
   uint64_t generation_bytes_ = 0;
   bool keep_in_place_ = false;  // Options::keep_in_place, and the filesystem can punch holes
+  // The head closes after generation_bytes_ of writes and hits (a window of accesses), not of
+  // writes alone: keep_in_place_ with a recency policy (see PolicyKeepsInPlace). A write closes
+  // it (MaybeRotate), so a read never waits on the new column family.
+  bool rotate_on_hits_ = false;
+  std::atomic<uint64_t> hit_bytes_{0};  // value bytes of hits since the head opened
   std::atomic<bool> closed_{false};
 
   std::unique_ptr<rocksdb::DB> db_;

@@ -121,6 +121,8 @@ void StoreImpl::MarkReused(const Entry& e) {
         x.flags |= Entry::kDirty;
       })) {
     counters_.reuses++;
+    // Counted towards closing the head, which the next write does (a read never waits on it).
+    if (rotate_on_hits_) hit_bytes_.fetch_add(e.size, std::memory_order_relaxed);
   }
 }
 

@@ -43,6 +43,11 @@ rocksdb::ColumnFamilyOptions IndexCfOptions(uint64_t memtable_bytes) {
   rocksdb::ColumnFamilyOptions cf;
   cf.write_buffer_size = std::clamp<uint64_t>(memtable_bytes / 2, 4 * kMiB, 128 * kMiB);
   cf.max_write_buffer_number = 4;
+  // Memtables allocate in blocks of this size, and the allocation counts against the disk budget
+  // until the flush (BudgetUsage): with many generations' families written at once (eviction
+  // moves records into the generation of their last use), the default (write_buffer_size/8)
+  // would hold megabytes per family for a few records each.
+  cf.arena_block_size = 16 * 1024;
   cf.compression = rocksdb::kLZ4Compression;
   rocksdb::BlockBasedTableOptions t;
   t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
@@ -151,7 +156,7 @@ Status StoreImpl::SizeFromBudget() {
     write_buffer_bytes_ = std::clamp(budget_ / 64, 64 * kMiB, 1 * kGiB);
   }
   generation_bytes_ = options_.generation_bytes;
-  if (generation_bytes_ == 0) generation_bytes_ = std::clamp(budget_ / 32, 8 * kMiB, 64 * kGiB);
+  if (generation_bytes_ == 0) generation_bytes_ = std::clamp(budget_ / 32, 1 * kMiB, 64 * kGiB);
   return Status::OK();
 }
 
@@ -261,6 +266,8 @@ Status StoreImpl::OpenDb() {
   if (s.ok()) s = LoadBlobFiles();
   if (s.ok()) s = LoadIndex();
   keep_in_place_ = options_.keep_in_place && s.ok() && BlobFile::CanPunchHoles(gens_->values_dir());
+  rotate_on_hits_ = keep_in_place_ && (options_.eviction_policy == EvictionPolicy::kLru ||
+                                       options_.eviction_policy == EvictionPolicy::kLruReuse);
   // New writes never go into files from before the open: a fresh head.
   if (s.ok()) s = gens_->Rotate(Now());
   if (!s.ok()) {

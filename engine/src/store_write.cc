@@ -235,7 +235,7 @@ Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::str
   if (Status s = Commit(hash, key, e, rec, gen, old); !s.ok()) return s;
   stripe.unlock();
   counters_.bytes_written += value.size();
-  if (gen.bytes >= generation_bytes_) MaybeRotate();
+  if (gen.bytes + hit_bytes_.load(std::memory_order_relaxed) >= generation_bytes_) MaybeRotate();
   return Status::OK();
 }
 

@@ -458,7 +458,7 @@ std::vector<Option> EngineRows() {
       Double("max-reinsert-fraction", &S::max_reinsert_fraction, kStartup, 0.0, 1.0,
              "most of an evicted generation copied into the newest one"),
       Bytes("generation-bytes", &S::generation_bytes, kStartup, 0,
-            "bytes per generation; 0 = max-disk-bytes/32 in [8mb, 64gb]"),
+            "bytes per generation; 0 = max-disk-bytes/32 in [1mb, 64gb]"),
       Bool("wal", &S::wal, kStartup, "write-ahead log: acknowledged writes survive a crash"),
       Bool("wal-sync", &S::wal_sync, kStartup,
            "make every acknowledged write durable (blob file, then WAL)"),

@@ -73,6 +73,47 @@ uint64_t FillThenReuseTheFirstTwo(Fixture& f, int rounds) {
   return info.ok() ? info->generation : 0;
 }
 
+TEST(EvictionInPlace, AKeptEntryMovesToTheGenerationOfItsLastUse) {
+  // Keys 0-3 fill generation A; key 0 is read while B, the next, is the head. When A goes, key
+  // 0 stays (no value byte written) and its record moves to B, not to the newest generation:
+  // used no more, it leaves with B, as LRU would drop it before what was written after.
+  Fixture f(EvictionPolicy::kLruReuse);
+  f.PutN(0, 5);  // keys 0-3 fill A, key 4 opens B
+  auto b = f.store->Info(Fixture::Key(4));
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE(f.Has(0));
+  int next = 5;
+  auto write_while = [&](int key) {
+    while (f.store->Contains(Fixture::Key(key)) && next < 100) f.PutN(next, next + 1), ++next;
+  };
+  write_while(1);  // until A is evicted
+  auto info = f.store->Info(Fixture::Key(0));
+  ASSERT_TRUE(info.ok()) << "an entry used since its generation closed was evicted";
+  EXPECT_EQ(info->generation, b->generation);
+  EXPECT_EQ(f.store->GetStats().reinserted_bytes, 0u);
+  write_while(4);  // until B is evicted
+  EXPECT_FALSE(f.store->Contains(Fixture::Key(0)));
+  EXPECT_TRUE(f.store->Contains(Fixture::Key(next - 1)));
+}
+
+TEST(EvictionInPlace, HitsCloseTheHeadAsWritesDo) {
+  // A generation is a window of accesses: after a generation's worth of hits, the next write
+  // closes the head, so entries read before and after are told apart. Where eviction ignores
+  // reads (fifo), hits close nothing.
+  for (EvictionPolicy p : {EvictionPolicy::kLruReuse, EvictionPolicy::kFifo}) {
+    Fixture f(p);
+    f.PutN(0, 2);
+    const uint64_t before = f.store->GetStats().generations;
+    for (int round = 0; round < 2; ++round) {
+      for (int i : {0, 1}) EXPECT_TRUE(f.Has(i));
+    }
+    EXPECT_EQ(f.store->GetStats().generations, before) << "a read closed the head";
+    f.PutN(2, 3);
+    const uint64_t closed = p == EvictionPolicy::kFifo ? 0 : 1;
+    EXPECT_EQ(f.store->GetStats().generations, before + closed) << EvictionPolicyName(p);
+  }
+}
+
 TEST(EvictionInPlace, KeepsReusedEntriesWithoutCopyingThem) {
   Fixture f(EvictionPolicy::kLruReuse);
   const uint64_t first = FillThenReuseTheFirstTwo(f, 12);

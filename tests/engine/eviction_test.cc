@@ -52,8 +52,9 @@ TEST(Eviction, LruReuseKeepsReusedEntries) {
 
 TEST(Eviction, LruReuseDropsEntriesReusedOnlyLongAgo) {
   // Read once right after its write, then never again while the window turns over: when its
-  // generation goes, the entry goes with it rather than being copied forward.
-  Fixture f(EvictionPolicy::kLruReuse);
+  // generation goes, the entry goes with it rather than being copied forward (copying keeps
+  // only entries last used in the newer half of the window).
+  Fixture f(EvictionPolicy::kLruReuse, 24 * kMiB, 4 * kMiB, {}, nullptr, Fixture::kByCopy);
   f.PutN(0, 4);
   EXPECT_TRUE(f.Has(0));
   for (int i = 4; i < 40 && f.store->GetStats().evicted_keys == 0; ++i) f.PutN(i, i + 1);

@@ -14,11 +14,13 @@ namespace larder {
 
 // Which entries leave first when the disk budget is reached. Eviction works on whole
 // generations (see docs/architecture.md): the oldest generation is dropped, and the policy
-// decides which of its live entries are re-inserted into the newest generation first.
+// decides which of its live entries are kept (moved to a newer generation) first.
 enum class EvictionPolicy {
-  kLruReuse,  // keep entries reused (GET hit or TOUCH) since they were written or last kept,
-              // if last used while one of the newer half of the generations was the head
-  kLru,       // keep entries accessed after the next-older generation began (recency only)
+  kLruReuse,  // in place: every entry used since the generation closed (see keep_in_place);
+              // copying: entries reused (GET hit or TOUCH) since they were written or last
+              // kept, if last used while one of the newer half of the generations was the head
+  kLru,       // in place: as kLruReuse; copying: entries accessed after the next-older
+              // generation began (recency only)
   kFifo,      // keep nothing: the oldest writes go first
   kNone,      // never evict: a write over budget fails with Status::NoSpace
 };
@@ -38,20 +40,24 @@ struct Options {
   // already uses). Default: 0.
   uint64_t max_disk_bytes = 0;
 
-  // Target bytes per generation (one window of writes: a column family of index records and
-  // its blob files). 0 = max_disk_bytes / 32 clamped to [8 MiB, 64 GiB], so that dropping one
-  // returns at most ~3% of the budget and a small budget still holds data. Smaller generations
-  // evict with finer granularity; larger ones need fewer column families. Default: 0.
+  // Target bytes per generation (one window of accesses: a column family of index records and
+  // its blob files). The head closes after this many bytes of writes, and of writes and hits
+  // where eviction keeps entries in place by recency (kLruReuse, kLru with keep_in_place).
+  // 0 = max_disk_bytes / 32 clamped to [1 MiB, 64 GiB], so that dropping one returns at most
+  // ~3% of the budget and a small budget still holds data. Smaller generations evict with finer
+  // granularity; larger ones need fewer column families. Default: 0.
   uint64_t generation_bytes = 0;
 
   // Default: kLruReuse.
   EvictionPolicy eviction_policy = EvictionPolicy::kLruReuse;
 
-  // Eviction keeps entries in place: a kept entry's index record moves to the newest
-  // generation and its bytes stay in their blob file, whose dropped values are freed in place
-  // (fallocate's FALLOC_FL_PUNCH_HOLE); keeping then writes no value bytes. Where the
-  // filesystem cannot free a range, and with false, kept entries are copied instead (bounded by
-  // max_reinsert_fraction). Default: true.
+  // Eviction keeps entries in place: a kept entry's index record moves to the generation it was
+  // last used in and its bytes stay in their blob file, whose dropped values are freed in place
+  // (fallocate's FALLOC_FL_PUNCH_HOLE); keeping then writes no value bytes. The recency
+  // policies (kLruReuse, kLru, the same in place) then keep every entry used since the evicted
+  // generation closed, so eviction drops the least recently used entries first. Where the
+  // filesystem cannot free a range, and with false, kept entries are copied into the newest
+  // generation instead (bounded by max_reinsert_fraction). Default: true.
   bool keep_in_place = true;
 
   // When kept entries are copied (see keep_in_place): at most this fraction of a generation's
