@@ -57,8 +57,13 @@ Status StoreImpl::EvictTo(uint64_t target_bytes) {
 void StoreImpl::MaybeRotate() {
   std::lock_guard lock(rotate_mu_);
   GenerationPtr head = gens_->Head();
-  // A failed rotation leaves the head in place: writes keep going there and the next retries.
-  if (head && head->bytes + hit_bytes_.load() >= generation_bytes_) {
+  if (!head) return;
+  // Hits close the head only while the generations are few enough: in a store read far more
+  // than written they would pile up faster than eviction drops them. A failed rotation leaves
+  // the head in place: writes keep going there and the next retries.
+  const bool by_hits = head->bytes + hit_bytes_.load() >= generation_bytes_ &&
+                       gens_->size() < max_generations_by_hits_;
+  if (head->bytes >= generation_bytes_ || by_hits) {
     if (gens_->Rotate(Now()).ok()) hit_bytes_ = 0;
   }
 }

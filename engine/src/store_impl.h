@@ -276,6 +276,7 @@ class StoreImpl final : public Store {
   // it (MaybeRotate), so a read never waits on the new column family.
   bool rotate_on_hits_ = false;
   std::atomic<uint64_t> hit_bytes_{0};  // value bytes of hits since the head opened
+  size_t max_generations_by_hits_ = 0;  // 4 x the budget's generations (SizeFromBudget)
   std::atomic<bool> closed_{false};
 
   std::unique_ptr<rocksdb::DB> db_;

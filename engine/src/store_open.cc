@@ -157,6 +157,7 @@ Status StoreImpl::SizeFromBudget() {
   }
   generation_bytes_ = options_.generation_bytes;
   if (generation_bytes_ == 0) generation_bytes_ = std::clamp(budget_ / 32, 1 * kMiB, 64 * kGiB);
+  max_generations_by_hits_ = 4 * std::max<uint64_t>(8, budget_ / generation_bytes_);
   return Status::OK();
 }
 

@@ -114,6 +114,24 @@ TEST(EvictionInPlace, HitsCloseTheHeadAsWritesDo) {
   }
 }
 
+TEST(EvictionInPlace, HitsCloseBoundedlyManyGenerations) {
+  // Read far more than written (a small write after every generation's worth of hits), the
+  // store never fills, so nothing evicts: hits stop closing the head at 4x the budget's
+  // generations (here 4 x 8), and the column families stay bounded.
+  Fixture f(EvictionPolicy::kLruReuse);
+  f.PutN(0, 2);
+  for (int round = 0; round < 60; ++round) {
+    for (int i = 0; i < 3; ++i) {
+      for (int k : {0, 1}) ASSERT_TRUE(f.Has(k));
+    }
+    ASSERT_TRUE(f.store->Put("small-" + std::to_string(round), "v").ok());
+  }
+  const Stats s = f.store->GetStats();
+  EXPECT_EQ(s.evicted_keys, 0u);
+  EXPECT_GE(s.generations, 30u);
+  EXPECT_LE(s.generations, 33u);
+}
+
 TEST(EvictionInPlace, KeepsReusedEntriesWithoutCopyingThem) {
   Fixture f(EvictionPolicy::kLruReuse);
   const uint64_t first = FillThenReuseTheFirstTwo(f, 12);
