@@ -281,9 +281,9 @@ void StoreImpl::PunchAroundKept(const Generation& victim, const std::vector<Reco
 void StoreImpl::ReinsertKept(std::vector<RecordMember>* keep, std::vector<RecordMember>* drop,
                              const std::vector<GenerationPtr>& all, GenerationEvicted* report) {
   // Copies: most recently used first, up to the reinsertion cap; the rest is dropped. In place:
-  // all of them (no value byte is written).
+  // all of them, in any order (no value byte is written).
   const Generation& victim = *all[0];
-  SortMostRecentFirst(keep);
+  if (!keep_in_place_) SortMostRecentFirst(keep);
   const uint64_t cap = keep_in_place_
                            ? UINT64_MAX
                            : static_cast<uint64_t>(options_.max_reinsert_fraction * victim.bytes);

@@ -4,11 +4,11 @@
 // once with no data rewritten. Writes go to the newest generation ("head").
 //
 // Entries kept in place: eviction may move an entry's record into a newer generation and leave
-// its bytes where they are. That generation then *borrows* the file (a segment of its own naming that file), and
-// a file is unlinked only when no generation holds it any more (its owner, or a borrower). The
-// dropped values of a file that lives on are freed in place (BlobFile::Punch), each once the
-// column family of the last record naming it is dropped, so no record that a crash could bring
-// back points into a hole.
+// its bytes where they are. That generation then *borrows* the file (a segment of its own naming
+// that file), and a file is unlinked only when no generation holds it any more (its owner, or a
+// borrower). The dropped values of a file that lives on are freed in place (BlobFile::Punch), each
+// once the column family of the last record naming it is dropped, so no record that a crash could
+// bring back points into a hole.
 //
 // Segments: every blob file, every borrowing of one, and every generation's inline values, has
 // a small integer id (the in-memory index stores it in 24 bits instead of a pointer). An id is

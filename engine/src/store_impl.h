@@ -224,8 +224,7 @@ class StoreImpl final : public Store {
   Status EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy policy);
   // Reinserts the entries of `keep` (in place: all; copied: what the reinsertion cap allows,
   // most recently used first); moves the others to `drop`, leaving the reinserted in `keep`.
-  // Adds what it reinserted to *report.
-  // `all` lists the generations, the victim first.
+  // Adds what it reinserted to *report. `all` lists the generations, the victim first.
   void ReinsertKept(std::vector<RecordMember>* keep, std::vector<RecordMember>* drop,
                     const std::vector<GenerationPtr>& all, GenerationEvicted* report);
   // Moves a kept entry of the generation being evicted: in place into `to` (its record only,
