@@ -117,9 +117,11 @@ Result<std::shared_ptr<BlobFile>> BlobFile::Open(const std::string& path) {
     return Status::Corruption(path + " has no valid blob file header");
   }
   auto f = std::shared_ptr<BlobFile>(new BlobFile(path, fd, *h, static_cast<uint64_t>(st.st_size)));
-  // Holes (values skipped or freed in place before the open) take no disk space.
+  // Holes (values skipped or freed in place before the open) take no disk space. Where the
+  // filesystem reports none (no SEEK_HOLE), the allocated blocks tell their total.
   const uint64_t blocks = static_cast<uint64_t>(st.st_blocks) * 512;
-  f->holes_ = f->disk_bytes() - std::min(f->disk_bytes(), blocks);
+  const uint64_t found = f->FindHoles();
+  f->holes_ = found > 0 ? found : f->disk_bytes() - std::min(f->disk_bytes(), blocks);
   return f;
 }
 
@@ -361,8 +363,41 @@ uint64_t BlobFile::Punch(uint64_t offset, uint64_t n) {
   } else if (!PunchNowLocked(begin, end - begin)) {
     return 0;
   }
-  holes_ += end - begin;
-  return end - begin;
+  const uint64_t added = AddHoleLocked(begin, end);  // a range freed twice counts once
+  holes_ += added;
+  return added;
+}
+
+uint64_t BlobFile::AddHoleLocked(uint64_t begin, uint64_t end) {
+  uint64_t added = end - begin;
+  auto it = freed_.upper_bound(begin);
+  if (it != freed_.begin() && std::prev(it)->second >= begin) --it;
+  uint64_t merged_begin = begin;
+  uint64_t merged_end = end;
+  while (it != freed_.end() && it->first <= end) {
+    const uint64_t lo = std::max(it->first, begin);
+    const uint64_t hi = std::min(it->second, end);
+    if (hi > lo) added -= hi - lo;
+    merged_begin = std::min(merged_begin, it->first);
+    merged_end = std::max(merged_end, it->second);
+    it = freed_.erase(it);
+  }
+  freed_.emplace(merged_begin, merged_end);
+  return added;
+}
+
+uint64_t BlobFile::FindHoles() {
+  uint64_t total = 0;
+  const auto size = static_cast<off_t>(disk_bytes());
+  off_t hole = ::lseek(fd_, static_cast<off_t>(format::kValueAlign), SEEK_HOLE);
+  while (hole >= 0 && hole < size) {
+    off_t data = ::lseek(fd_, hole, SEEK_DATA);
+    if (data < 0 || data > size) data = size;  // ENXIO: a hole up to the end
+    total += AddHoleLocked(static_cast<uint64_t>(hole), static_cast<uint64_t>(data));
+    if (data >= size) break;
+    hole = ::lseek(fd_, data, SEEK_HOLE);
+  }
+  return total;
 }
 
 uint64_t BlobFile::PunchAllBut(std::vector<std::pair<uint64_t, uint64_t>> live) {

@@ -131,7 +131,8 @@ class BlobFile {
   // Frees the blocks of [offset, AlignUp(offset + n)). No index entry may point into the range
   // any more, nor any record that can come back after a crash. Waits for writes pending below
   // the range's end; while a range hold is out (HoldRanges) the punch waits for the last hold to
-  // go. Returns the bytes the file stops counting (accounted()), 0 if the filesystem refused.
+  // go. Returns the bytes the file stops counting (accounted()): those not freed before, 0 if
+  // the filesystem refused.
   uint64_t Punch(uint64_t offset, uint64_t n);
   // Punches every value range of the file outside `live` ((offset, size) extents, any order).
   uint64_t PunchAllBut(std::vector<std::pair<uint64_t, uint64_t>> live);
@@ -156,6 +157,11 @@ class BlobFile {
   int DirectFd();
   // Frees [offset, offset + n) now; the caller holds punch_mu_. False if the kernel refused.
   bool PunchNowLocked(uint64_t offset, uint64_t n);
+  // Records [begin, end) as freed; returns its bytes not recorded before. The caller holds
+  // punch_mu_ (or is Open, before the file is shared).
+  uint64_t AddHoleLocked(uint64_t begin, uint64_t end);
+  // At open: records the file's holes (SEEK_HOLE); returns their bytes.
+  uint64_t FindHoles();
   void ReleaseRanges();
 
   const std::string path_;
@@ -171,8 +177,9 @@ class BlobFile {
   std::atomic<uint64_t> synced_;
   std::mutex sync_mu_;
   std::atomic<bool> deleted_{false};
-  std::atomic<uint64_t> holes_{0};  // bytes below disk_bytes() that occupy no block
-  std::mutex punch_mu_;             // guards the two below; held across a punch
+  std::atomic<uint64_t> holes_{0};      // bytes below disk_bytes() that occupy no block
+  std::mutex punch_mu_;                 // guards the three below; held across a punch
+  std::map<uint64_t, uint64_t> freed_;  // ranges freed (begin -> end), disjoint, not touching
   int range_holds_ = 0;
   std::vector<std::pair<uint64_t, uint64_t>> deferred_punches_;  // (offset, bytes)
 };
