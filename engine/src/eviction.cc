@@ -39,7 +39,7 @@ Status StoreImpl::EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy 
     uint64_t freed = 0;
     const EvictionPolicy p = keeping_rounds > 0 ? policy : EvictionPolicy::kFifo;
     if (keeping_rounds > 0) --keeping_rounds;
-    if (Status s = EvictOldest(p, &freed); !s.ok()) return s;
+    if (Status s = EvictOldest(p, estimate + incoming - target, &freed); !s.ok()) return s;
     if (freed == 0) break;
     estimate = std::min(BudgetUsage(), estimate - std::min(estimate, freed));
   }
@@ -137,7 +137,24 @@ void SortMostRecentFirst(std::vector<RecordMember>* v) {
   });
 }
 
+// The order a partial drop takes entries in: expired ones, then the deepest place in a prefix
+// first (a key never listed counts as deepest), since a reader stops at the first missing chunk
+// and a prefix's tail is worth nothing without its head; then the least recently used.
+void SortLeastValuableFirst(std::vector<RecordMember>* v, int64_t now) {
+  std::sort(v->begin(), v->end(), [now](const RecordMember& a, const RecordMember& b) {
+    const Entry& x = a.at.entry;
+    const Entry& y = b.at.entry;
+    if (x.ExpiredAt(now) != y.ExpiredAt(now)) return x.ExpiredAt(now);
+    if (x.position != y.position) return x.position > y.position;
+    return x.last_access_ms < y.last_access_ms;
+  });
+}
+
 }  // namespace
+
+bool StoreImpl::DropsInPart(EvictionPolicy policy) const {
+  return keep_in_place_ && (policy == EvictionPolicy::kLru || policy == EvictionPolicy::kLruReuse);
+}
 
 bool StoreImpl::Reinsert(RecordMember& m, const GenerationPtr& to) {
   std::lock_guard stripe(Stripe(m.hash));
@@ -207,7 +224,7 @@ void StoreImpl::SelectKept(EvictionPolicy policy, const std::vector<GenerationPt
   });
 }
 
-Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t* freed) {
+Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* freed) {
   *freed = 0;
   std::vector<GenerationPtr> all = gens_->All();
   if (all.size() == 1) {
@@ -220,12 +237,28 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t* freed) {
   gens_->Retire(*victim);
   const int64_t now = Now();
   const uint64_t usage_before = gens_->FileBytes();
+  if (evicting_.generation != victim->id) evicting_ = {victim->id, {}};
+  GenerationEvicted report;
+  report.generation = victim->id;
 
   std::vector<RecordMember> keep, drop;
   SelectKept(policy, all, &keep, &drop);
-  GenerationEvicted report;
-  report.generation = victim->id;
   ReinsertKept(&keep, &drop, all, &report);
+  for (const RecordMember& m : keep) {
+    if (m.at.seg.file)
+      evicting_.kept.push_back({m.at.seg.file, m.at.entry.offset, m.at.entry.size});
+  }
+  if (DropsInPart(policy)) {
+    const uint64_t goal = need + generation_bytes_ / 16;  // a few rounds per generation
+    uint64_t droppable = 0;
+    for (const RecordMember& m : drop) droppable += m.at.entry.is_inline() ? 0 : m.at.entry.size;
+    if (droppable > goal) {
+      report.whole = false;
+      Status s = DropPart(victim, &drop, goal, &report);
+      *freed = std::max<uint64_t>(1, usage_before - std::min(usage_before, gens_->FileBytes()));
+      return s;
+    }
+  }
   std::vector<bool> expired(drop.size()), gone(drop.size());
   // The index first: if its drop fails, every entry stays where it is, on disk and in memory.
   Status s = DropGeneration(victim, [&] {
@@ -236,42 +269,98 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t* freed) {
       LeftIndex(m.at);  // a borrowed file's range is freed with the victim's index
       gone[i] = true;
       expired[i] = m.at.entry.ExpiredAt(now);
-      if (expired[i]) {
-        counters_.expired_keys++;
-        report.expired_keys++;
-      } else {
-        counters_.evicted_keys++;
-        counters_.evicted_bytes += m.at.entry.size;
-        report.evicted_keys++;
-        report.evicted_bytes += m.at.entry.size;
-      }
     }
-    PunchAroundKept(*victim, keep);
+    PunchAroundKept(*victim, evicting_.kept);
   });
   if (!s.ok()) return s.IsNoSpace() ? s : Status::IOError("eviction failed: " + s.message());
-  if (EventListener* l = options_.listener.get()) {
-    for (size_t i = 0; i < drop.size(); ++i) {
-      if (!gone[i]) continue;
-      expired[i] ? l->OnExpired(drop[i].key) : l->OnEvicted(drop[i].key);
-    }
+  std::vector<RecordMember> dropped;
+  std::vector<bool> dropped_expired;
+  for (size_t i = 0; i < drop.size(); ++i) {
+    if (!gone[i]) continue;
+    dropped.push_back(std::move(drop[i]));
+    dropped_expired.push_back(expired[i]);
   }
-  EvictCompanions(drop, *victim, &report);
+  ReportDropped(dropped, dropped_expired, *victim, &report);
   if (options_.listener) options_.listener->OnGenerationEvicted(report);
+  evicting_ = {};
   const uint64_t usage_after = gens_->FileBytes();
   *freed = std::max<uint64_t>(1, usage_before - std::min(usage_before, usage_after));
   return Status::OK();
 }
 
-void StoreImpl::PunchAroundKept(const Generation& victim, const std::vector<RecordMember>& kept) {
+Status StoreImpl::DropPart(const GenerationPtr& victim, std::vector<RecordMember>* drop,
+                           uint64_t goal, GenerationEvicted* report) {
+  const int64_t now = Now();
+  SortLeastValuableFirst(drop, now);
+  std::vector<RecordMember> gone;
+  std::vector<bool> expired;
+  uint64_t bytes = 0;
+  for (RecordMember& m : *drop) {
+    if (bytes >= goal) break;
+    if (m.at.entry.is_inline()) continue;  // its record's bytes go with the column family
+    std::lock_guard stripe(Stripe(m.hash));
+    bool used = false;  // since it was selected
+    if (!index_.Update(m.at.entry, [&](Entry& x) { used = AccessedSince(x, victim->id + 1); }) ||
+        used || !index_.Erase(m.at.entry)) {
+      continue;
+    }
+    LeftIndex(m.at);
+    bytes += m.at.entry.size;
+    expired.push_back(m.at.entry.ExpiredAt(now));
+    gone.push_back(std::move(m));
+  }
+  // The records go durably before the bytes: no record that a crash could bring back may point
+  // into a hole.
+  rocksdb::WriteBatch batch;
+  for (const RecordMember& m : gone) batch.Delete(victim->cf, format::IndexKey(m.hash, m.key));
+  rocksdb::Status rs = db_->Write(WriteOpts(), &batch);
+  if (rs.ok()) {
+    rs = options_.wal ? db_->FlushWAL(/*sync=*/true)
+                      : db_->Flush(rocksdb::FlushOptions(), victim->cf);
+  }
+  if (rs.ok()) {
+    for (const RecordMember& m : gone) {
+      gens_->Punch(Generation::Extent{m.at.seg.file, m.at.entry.offset, m.at.entry.size});
+    }
+  }
+  ReportDropped(gone, expired, *victim, report);
+  if (options_.listener) options_.listener->OnGenerationEvicted(*report);
+  if (!rs.ok()) return Status::IOError("eviction failed: " + rs.ToString());
+  index_writes_++;
+  return Status::OK();
+}
+
+void StoreImpl::ReportDropped(const std::vector<RecordMember>& dropped,
+                              const std::vector<bool>& expired, const Generation& victim,
+                              GenerationEvicted* report) {
+  for (size_t i = 0; i < dropped.size(); ++i) {
+    if (expired[i]) {
+      counters_.expired_keys++;
+      report->expired_keys++;
+    } else {
+      counters_.evicted_keys++;
+      counters_.evicted_bytes += dropped[i].at.entry.size;
+      report->evicted_keys++;
+      report->evicted_bytes += dropped[i].at.entry.size;
+    }
+  }
+  if (EventListener* l = options_.listener.get()) {
+    for (size_t i = 0; i < dropped.size(); ++i) {
+      expired[i] ? l->OnExpired(dropped[i].key) : l->OnEvicted(dropped[i].key);
+    }
+  }
+  EvictCompanions(dropped, victim, report);
+}
+
+void StoreImpl::PunchAroundKept(const Generation& victim,
+                                const std::vector<Generation::Extent>& kept) {
   // Its own files that entries kept in place still point into (newer generations borrowed them):
   // everything else in them goes (values dropped now, and versions replaced, deleted or expired
   // earlier, whose records were all the victim's). Other files, copied from or not, are
   // unlinked whole by the release.
   std::map<BlobFile*, std::vector<std::pair<uint64_t, uint64_t>>> live;
-  for (const RecordMember& m : kept) {
-    BlobFile* f = m.at.seg.file.get();
-    if (f && f->header().generation == victim.id)
-      live[f].emplace_back(m.at.entry.offset, m.at.entry.size);
+  for (const Generation::Extent& e : kept) {
+    if (e.file->header().generation == victim.id) live[e.file.get()].emplace_back(e.offset, e.size);
   }
   for (auto& [file, extents] : live) {
     if (gens_->IsBorrowed(*file)) gens_->PunchAllBut(*file, std::move(extents));

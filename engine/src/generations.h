@@ -164,6 +164,8 @@ class Generations {
   void PunchAllBut(BlobFile& file, std::vector<std::pair<uint64_t, uint64_t>> live);
   // Whether a generation other than its owner holds `file`.
   bool IsBorrowed(const BlobFile& file) const;
+  // Frees `e`'s range and takes it off the budget (a range freed before counts once).
+  void Punch(const Generation::Extent& e);
 
   Segment SegmentOf(uint32_t seg) const;
   GenerationPtr Find(uint64_t id) const;
@@ -205,8 +207,6 @@ class Generations {
  private:
   uint32_t AllocSegLocked(Segment s);
   Status CreatePartitionLocked(Generation& g, int64_t now_ms);
-  // Frees `e`'s range and takes it off the budget.
-  void Punch(const Generation::Extent& e);
   // Takes n bytes that no longer occupy the disk off FileBytes().
   void SubFileBytes(uint64_t n);
 

@@ -15,8 +15,8 @@ static_assert(Entry::kFarExpiry == static_cast<int64_t>(kExpiryMask));
 
 }  // namespace
 
-// 40 bytes. loc = seg (24 bits) | offset / kValueAlign (28) | reuse (8) | flags (4);
-// meta = expiry ms (42) | position (6) | access_gen (16).
+// 40 bytes. loc = seg (24 bits) | offset / kValueAlign (28) | reuse (8) | position's high bits
+// (2) | flags (2); meta = expiry ms (42) | position's low bits (6) | access_gen (16).
 struct KeyIndex::Slot {
   uint64_t hash;
   uint64_t check;
@@ -30,7 +30,7 @@ struct KeyIndex::Slot {
     s.hash = e.hash;
     s.check = e.check;
     s.loc = (uint64_t{e.seg} << 40) | ((e.offset >> 12) << 12) | (uint64_t{e.reuse} << 4) |
-            (e.flags & 0xf);
+            (static_cast<uint64_t>(e.position >> 6) << 2) | (e.flags & 0x3);
     s.size = e.size;
     int64_t secs =
         e.last_access_ms > kAccessEpochMs ? (e.last_access_ms - kAccessEpochMs) / 1000 : 0;
@@ -38,8 +38,7 @@ struct KeyIndex::Slot {
     uint64_t exp = static_cast<uint64_t>(e.expire_at_ms > Entry::kMaxExpiry
                                              ? Entry::kFarExpiry
                                              : std::max<int64_t>(0, e.expire_at_ms));
-    s.meta = exp | (uint64_t{std::min(e.position, Entry::kNoPosition)} << kExpiryBits) |
-             (uint64_t{e.access_gen} << 48);
+    s.meta = exp | (uint64_t{e.position & 63u} << kExpiryBits) | (uint64_t{e.access_gen} << 48);
     return s;
   }
 
@@ -50,11 +49,11 @@ struct KeyIndex::Slot {
     e.seg = static_cast<uint32_t>(loc >> 40);
     e.offset = ((loc >> 12) & ((uint64_t{1} << 28) - 1)) << 12;
     e.reuse = static_cast<uint8_t>(loc >> 4);
-    e.flags = static_cast<uint8_t>(loc & 0xf);
+    e.flags = static_cast<uint8_t>(loc & 0x3);
     e.size = size;
     e.last_access_ms = kAccessEpochMs + int64_t{access_s} * 1000;
     e.expire_at_ms = static_cast<int64_t>(meta & kExpiryMask);
-    e.position = static_cast<uint8_t>((meta >> kExpiryBits) & 63);
+    e.position = static_cast<uint8_t>(((loc >> 2) & 3) << 6 | ((meta >> kExpiryBits) & 63));
     e.access_gen = static_cast<uint16_t>(meta >> 48);
     return e;
   }
@@ -325,6 +324,20 @@ KeyIndex::ExpiryTotals KeyIndex::Expiries() const {
 uint64_t KeyIndex::MemoryBytes() const {
   return sizeof(Shard) * kShards +
          SumOverShards([](const Shard& s) { return uint64_t{s.len * sizeof(Slot)}; });
+}
+
+void MissingPositions::Note(uint64_t hash, size_t index) {
+  const uint64_t place = std::min<size_t>(index, Entry::kNoPosition - 1);
+  slots_[hash & (kSlots - 1)].store((hash & ~uint64_t{255}) | (place + 1),
+                                    std::memory_order_relaxed);
+}
+
+uint8_t MissingPositions::Take(uint64_t hash) {
+  std::atomic<uint64_t>& slot = slots_[hash & (kSlots - 1)];
+  uint64_t v = slot.load(std::memory_order_relaxed);
+  if (v == 0 || (v & ~uint64_t{255}) != (hash & ~uint64_t{255})) return Entry::kNoPosition;
+  slot.compare_exchange_strong(v, 0, std::memory_order_relaxed);
+  return static_cast<uint8_t>((v & 255) - 1);
 }
 
 }  // namespace larder

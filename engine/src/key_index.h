@@ -16,6 +16,7 @@
 // must not call back into the index.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -42,13 +43,13 @@ struct Entry {
   uint16_t access_gen = 0;  // low 16 bits of the head generation at the last write/hit/touch
   uint8_t reuse = 0;        // hits + touches since written or last kept (saturates at 255)
   uint8_t flags = 0;
-  // The largest index at which an ordered key list (two keys or more) found the key: its depth
-  // in a prefix, 0 = the first chunk. Eviction keeps lower positions first among entries last
-  // used in the same second (a prefix is useless past its first missing chunk). kNoPosition
-  // until a list names it; not persisted (a reopened store starts with none).
+  // The largest index at which an ordered key list (two keys or more) found the key, or named
+  // it missing before its Put: its depth in a prefix, 0 = the first chunk. Eviction drops higher
+  // positions first (a prefix is useless past its first missing chunk). kNoPosition until a list
+  // names it; not persisted (a reopened store starts with none).
   uint8_t position = kNoPosition;
 
-  static constexpr uint8_t kNoPosition = 63;  // 6 bits; list positions saturate below it
+  static constexpr uint8_t kNoPosition = 255;  // list positions saturate below it
   // An expiry later than this (May 2109) is kept as kFarExpiry (the exact time is in the index
   // record).
   static constexpr int64_t kMaxExpiry = (int64_t{1} << 42) - 2;
@@ -129,6 +130,22 @@ class KeyIndex {
   static size_t ShardOf(uint64_t hash) { return hash >> (64 - kShardBits); }
 
   std::unique_ptr<Shard[]> shards_;
+};
+
+// The places of keys an ordered key list named while they were missing (LMCache looks a prefix
+// up, then stores the chunks it lacked): the Put that writes such a key takes its place from
+// here, so a chunk has its depth before any list finds it. A fixed table by hash; a key sharing
+// a slot with a newer one loses its place.
+class MissingPositions {
+ public:
+  void Note(uint64_t hash, size_t index);
+  // The place noted for `hash` (Entry::kNoPosition if none), forgotten.
+  uint8_t Take(uint64_t hash);
+
+ private:
+  static constexpr size_t kSlots = size_t{1} << 14;  // 128 KiB
+  // (hash with its low 8 bits cleared) | (place + 1); 0 = empty.
+  std::array<std::atomic<uint64_t>, kSlots> slots_{};
 };
 
 }  // namespace larder

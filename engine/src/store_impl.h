@@ -161,7 +161,8 @@ class StoreImpl final : public Store {
   // Records that the entry was found at `index` of an ordered key list of `list_size` keys into
   // its Entry::position; nothing for a list of one key, which says nothing of order.
   void NotePosition(const Entry& e, size_t index, size_t list_size);
-  // NotePosition for each key of `keys` that exists.
+  // NotePosition for each key of `keys` that exists; the place of each that does not, for its
+  // Put (missing_positions_).
   void NotePositions(const std::vector<std::string_view>& keys);
 
   // --- reading (store_read.cc) ---
@@ -210,16 +211,30 @@ class StoreImpl final : public Store {
   // Evicts until `incoming` more bytes fit in the budget (or NoSpace with kNone).
   Status MakeRoom(uint64_t incoming);
   // Evicts the oldest generation by `policy`, keeping (in place or by copy) what it keeps of
-  // it. *freed gets the blob file bytes it freed, at least 1 (0 if nothing is left to evict).
-  // An error (the index refused the drop) leaves every entry where it was.
-  Status EvictOldest(EvictionPolicy policy, uint64_t* freed);
+  // it. In place by recency, when what it would drop holds more than `need` (bytes still to
+  // free) and a quarter generation, only that much of it goes (DropPart) and the generation
+  // stays the oldest. *freed gets the blob file bytes it freed, at least 1 (0 if nothing is left
+  // to evict). An error (the index refused the drop) leaves every entry where it was.
+  Status EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* freed);
+  // Drops entries of `drop` (records of the oldest generation the policy does not keep) until
+  // `goal` value bytes went: the deepest places in a prefix first, then the least recently used;
+  // values kept inside their records stay for the generation's drop. Their records go durably
+  // (a flush) before their ranges are freed. An error after the entries left the index leaves
+  // their bytes to the generation's drop. Tells the listener of the round (*report).
+  Status DropPart(const GenerationPtr& victim, std::vector<RecordMember>* drop, uint64_t goal,
+                  GenerationEvicted* report);
+  // Whether eviction by `policy` drops the oldest generation in parts (in place, by recency).
+  bool DropsInPart(EvictionPolicy policy) const;
+  // Counts dropped entries, tells the listener of them, then removes their companions.
+  void ReportDropped(const std::vector<RecordMember>& dropped, const std::vector<bool>& expired,
+                     const Generation& victim, GenerationEvicted* report);
   // Splits the live records of the oldest generation, all[0], into what `policy` keeps and what
   // it drops; `all` holds every generation, oldest first, at least two.
   void SelectKept(EvictionPolicy policy, const std::vector<GenerationPtr>& all,
                   std::vector<RecordMember>* keep, std::vector<RecordMember>* drop);
   // After the victim's index is dropped: frees every range of its own blob files but those of
-  // the entries kept in place (`kept`).
-  void PunchAroundKept(const Generation& victim, const std::vector<RecordMember>& kept);
+  // the entries kept in place (`kept`, by every round of its eviction).
+  void PunchAroundKept(const Generation& victim, const std::vector<Generation::Extent>& kept);
   // Evicts until usage + incoming <= target (or nothing is left). Caller holds evict_mu_.
   Status EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy policy);
   // Reinserts the entries of `keep` (in place: all; copied: what the reinsertion cap allows,
@@ -284,11 +299,19 @@ class StoreImpl final : public Store {
   std::shared_ptr<rocksdb::WriteBufferManager> wbm_;
   std::unique_ptr<Generations> gens_;
   KeyIndex index_;
+  MissingPositions missing_positions_;
   std::unique_ptr<ReadPool> read_pool_;
   std::unique_ptr<ValueWriter> writer_;    // null with the WAL on (values are written in place)
   std::atomic<bool> write_failed_{false};  // a background write failed; write in place
   std::mutex stripes_[kStripes];
   std::mutex evict_mu_;
+  // The eviction of the oldest generation, which partial drops (DropPart) spread over several
+  // rounds: the ranges of its files that the entries its rounds kept in place point into.
+  // Guarded by evict_mu_.
+  struct EvictionInProgress {
+    uint64_t generation = 0;  // whose (0: none)
+    std::vector<Generation::Extent> kept;
+  } evicting_;
   std::mutex rotate_mu_;
   Counters counters_;
 

@@ -141,8 +141,11 @@ void StoreImpl::NotePositions(const std::vector<std::string_view>& keys) {
   if (keys.size() < 2) return;  // spares the lookups
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!CheckKey(keys[i]).ok()) continue;
-    if (std::optional<Located> at = LookupFast(format::KeyHash(keys[i]), keys[i])) {
+    const uint64_t hash = format::KeyHash(keys[i]);
+    if (std::optional<Located> at = LookupFast(hash, keys[i])) {
       NotePosition(at->entry, i, keys.size());
+    } else {
+      missing_positions_.Note(hash, i);
     }
   }
 }

@@ -213,9 +213,13 @@ Status StoreImpl::OpenRocks(LegacyHandles* legacy) {
   if (s.IsCorruption()) return Status::Corruption(s.message() + DamagedTableFiles(db));
   if (!s.ok()) return s;
   db_.reset(raw);
+  // Background writers work on different files at once, each file a 4 KiB header: a generation
+  // starts with one file per 64 MiB of it, up to one per writer (more open when all are held).
+  const auto spread = static_cast<uint16_t>(
+      std::clamp<uint64_t>(generation_bytes_ / (64 * kMiB), 1, kValueWriterThreads));
   gens_ = std::make_unique<Generations>(db_.get(), index_cf, dir_ + "/" + format::kValuesDir,
                                         options_.wal && options_.sync_writes,
-                                        options_.wal ? 1 : kValueWriterThreads);
+                                        options_.wal ? 1 : spread);
   for (size_t i = 0; i < descs.size(); ++i) {
     const std::string& n = descs[i].name;
     if (n == rocksdb::kDefaultColumnFamilyName) {

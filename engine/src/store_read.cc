@@ -183,12 +183,15 @@ uint64_t StoreImpl::Exists(const std::vector<std::string_view>& keys) {
 
 uint64_t StoreImpl::PrefixCount(const std::vector<std::string_view>& keys) {
   uint64_t n = 0;
-  for (auto k : keys) {
-    if (!CheckKey(k).ok()) break;
-    std::optional<Located> at = LookupFast(format::KeyHash(k), k);
+  for (; n < keys.size(); ++n) {
+    if (!CheckKey(keys[n]).ok()) return n;
+    std::optional<Located> at = LookupFast(format::KeyHash(keys[n]), keys[n]);
     if (!at) break;
     NotePosition(at->entry, n, keys.size());
-    ++n;
+  }
+  // The rest are what the caller will store, in this order.
+  for (size_t i = n; i < keys.size() && keys.size() > 1; ++i) {
+    if (CheckKey(keys[i]).ok()) missing_positions_.Note(format::KeyHash(keys[i]), i);
   }
   return n;
 }

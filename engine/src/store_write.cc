@@ -228,6 +228,8 @@ Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::str
   }
   if (!stripe.owns_lock()) stripe.lock();
   std::optional<Located> old = LookupExact(hash, key);
+  e.position = missing_positions_.Take(hash);
+  if (e.position == Entry::kNoPosition && old) e.position = old->entry.position;
   if (opts.keep_ttl) {
     rec.expire_at_ms = old && !old->entry.ExpiredAt(now) ? ExactExpiry(hash, key, *old) : 0;
     e.expire_at_ms = rec.expire_at_ms;

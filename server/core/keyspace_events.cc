@@ -39,7 +39,8 @@ void KeyspaceEvents::NotifyGenerationEvicted(const GenerationEvicted& info) {
                               " evicted_bytes=" + std::to_string(info.evicted_bytes) +
                               " expired_keys=" + std::to_string(info.expired_keys) +
                               " reinserted_keys=" + std::to_string(info.reinserted_keys) +
-                              " reinserted_bytes=" + std::to_string(info.reinserted_bytes);
+                              " reinserted_bytes=" + std::to_string(info.reinserted_bytes) +
+                              " whole=" + (info.whole ? "1" : "0");
   pubsub_.Publish("__keyevent@0__:evicted-generation", summary);
 }
 

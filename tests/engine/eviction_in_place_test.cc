@@ -164,6 +164,10 @@ TEST(EvictionInPlace, KeptEntriesSurviveAReopenAndTheirFileGoesWithTheLast) {
   for (int i = 160; i < 220 && f.store->Contains(Fixture::Key(1)); ++i) f.PutN(i, i + 1);
   EXPECT_FALSE(f.store->Contains(Fixture::Key(0)));
   EXPECT_FALSE(f.store->Contains(Fixture::Key(1)));
+  // Dropped in part, their ranges are freed at once; the file goes with the generation that
+  // held their records, once a budget's worth of writes later every older generation went.
+  EXPECT_LE(FilesOfGeneration(f.dir.path(), first).blocks_bytes, 4096u);
+  f.PutN(220, 220 + 24);
   EXPECT_EQ(FilesOfGeneration(f.dir.path(), first).count, 0) << "a file nobody names stayed";
 }
 
@@ -196,6 +200,46 @@ TEST(EvictionInPlace, AFileRangeKeepsItsBytesUntilItGoes) {
   ::close(fd);
   EXPECT_TRUE(got == std::string(got.size(), '\0')) << "the evicted value's blocks were not freed";
   EXPECT_TRUE(f.Has(0));
+}
+
+TEST(EvictionInPlace, AnIdleWindowLosesTheTailsOfItsPrefixesFirst) {
+  // A reader stops at the first missing chunk, so a prefix's tail is worth nothing without its
+  // head. Keys 0-3 are a prefix whose lookup found nothing (LARDER.PREFIX before the store),
+  // written in that order into generation A; the writes after them evict A a part at a time,
+  // the deepest chunk first, where by write time the head would go first, or all four at once.
+  Fixture f(EvictionPolicy::kLruReuse);
+  std::vector<std::string> prefix;
+  for (int i = 0; i < 4; ++i) prefix.push_back(Fixture::Key(i));
+  ASSERT_EQ(f.store->PrefixCount({prefix.begin(), prefix.end()}), 0u);
+  for (int i = 0; i < 4; ++i) {
+    f.clock->Advance(1000);  // by use alone, key 0 would be the least recently used
+    f.PutN(i, i + 1);
+  }
+  int next = 4;
+  while (f.store->Contains(Fixture::Key(3)) && next < 100) f.PutN(next, next + 1), ++next;
+  ASSERT_FALSE(f.store->Contains(Fixture::Key(3)));
+  EXPECT_TRUE(f.store->Contains(Fixture::Key(0))) << "a prefix lost its head before its tail";
+  EXPECT_EQ(f.store->PrefixCount({prefix.begin(), prefix.end()}), 3u);
+}
+
+TEST(EvictionInPlace, TheBudgetCountsTheBlocksTheFilesOccupy) {
+  // Ranges freed in part, then again around the kept entries when their generation goes, and
+  // holes found at open, each count once: the budget's figure for the blob files is what they
+  // occupy on disk.
+  Fixture f(EvictionPolicy::kLruReuse);
+  FillThenReuseTheFirstTwo(f, 12);
+  auto blocks = [&] {
+    uint64_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(f.dir.path() + "/values")) {
+      struct stat st {};
+      if (::stat(e.path().c_str(), &st) == 0) n += static_cast<uint64_t>(st.st_blocks) * 512;
+    }
+    return n;
+  };
+  EXPECT_EQ(f.store->GetStats().value_file_bytes, blocks());
+  Reopen(f);
+  WriteWhileReadingTheFirstTwo(f, 6);
+  EXPECT_EQ(f.store->GetStats().value_file_bytes, blocks());
 }
 
 }  // namespace

@@ -9,14 +9,18 @@
 
 namespace larder {
 
-// One evicted generation, reported after the per-key calls for its entries.
+// One eviction of a generation (whole, or a part of its entries), reported after the per-key
+// calls for its entries.
 struct GenerationEvicted {
   uint64_t generation = 0;        // its id (ids grow with each new generation)
   uint64_t evicted_keys = 0;      // live entries dropped (companions included)
   uint64_t evicted_bytes = 0;     // their value bytes
   uint64_t expired_keys = 0;      // expired entries that left with it
-  uint64_t reinserted_keys = 0;   // entries the policy kept, now in the newest generation
+  uint64_t reinserted_keys = 0;   // entries the policy kept, now in a newer generation
   uint64_t reinserted_bytes = 0;  // their value bytes
+  // True: the generation went. False: a part of its entries did (eviction in place drops the
+  // oldest generation's least valuable entries a part at a time; it stays the oldest).
+  bool whole = true;
 };
 
 // Called on the engine's threads: the writer whose Put made room, the maintenance thread, or a
@@ -32,6 +36,8 @@ class EventListener {
   // `key`'s live entry was evicted to keep the disk budget (also an Options::evict_together
   // companion of an evicted key).
   virtual void OnEvicted(std::string_view key) { (void)key; }
+  // A generation, or a part of it (info.whole), was evicted; after the OnEvicted calls of its
+  // keys.
   virtual void OnGenerationEvicted(const GenerationEvicted& info) { (void)info; }
 };
 

@@ -12,11 +12,12 @@
 
 namespace larder {
 
-// Which entries leave first when the disk budget is reached. Eviction works on whole
-// generations (see docs/architecture.md): the oldest generation is dropped, and the policy
-// decides which of its live entries are kept (moved to a newer generation) first.
+// Which entries leave first when the disk budget is reached. Eviction works on generations
+// (see docs/architecture.md): the oldest generation is dropped, and the policy decides which of
+// its live entries are kept (moved to a newer generation) first.
 enum class EvictionPolicy {
   kLruReuse,  // in place: every entry used since the generation closed (see keep_in_place);
+              // the others go a part at a time, deepest in a prefix first;
               // copying: entries reused (GET hit or TOUCH) since they were written or last
               // kept, if last used while one of the newer half of the generations was the head
   kLru,       // in place: as kLruReuse; copying: entries accessed after the next-older
