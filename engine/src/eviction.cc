@@ -237,6 +237,9 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* fr
   gens_->Retire(*victim);
   const int64_t now = Now();
   const uint64_t usage_before = gens_->FileBytes();
+  auto note_freed = [&] {
+    *freed = std::max<uint64_t>(1, usage_before - std::min(usage_before, gens_->FileBytes()));
+  };
   if (evicting_.generation != victim->id) evicting_ = {victim->id, {}};
   GenerationEvicted report;
   report.generation = victim->id;
@@ -255,36 +258,26 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* fr
     if (droppable > goal) {
       report.whole = false;
       Status s = DropPart(victim, &drop, goal, &report);
-      *freed = std::max<uint64_t>(1, usage_before - std::min(usage_before, gens_->FileBytes()));
+      note_freed();
       return s;
     }
   }
-  std::vector<bool> expired(drop.size()), gone(drop.size());
+  std::vector<RecordMember> dropped;
   // The index first: if its drop fails, every entry stays where it is, on disk and in memory.
   Status s = DropGeneration(victim, [&] {
-    for (size_t i = 0; i < drop.size(); ++i) {
-      const RecordMember& m = drop[i];
+    for (RecordMember& m : drop) {
       std::lock_guard stripe(Stripe(m.hash));
       if (!index_.Erase(m.at.entry)) continue;
       LeftIndex(m.at);  // a borrowed file's range is freed with the victim's index
-      gone[i] = true;
-      expired[i] = m.at.entry.ExpiredAt(now);
+      dropped.push_back(std::move(m));
     }
     PunchAroundKept(*victim, evicting_.kept);
   });
   if (!s.ok()) return s.IsNoSpace() ? s : Status::IOError("eviction failed: " + s.message());
-  std::vector<RecordMember> dropped;
-  std::vector<bool> dropped_expired;
-  for (size_t i = 0; i < drop.size(); ++i) {
-    if (!gone[i]) continue;
-    dropped.push_back(std::move(drop[i]));
-    dropped_expired.push_back(expired[i]);
-  }
-  ReportDropped(dropped, dropped_expired, *victim, &report);
+  ReportDropped(dropped, now, *victim, &report);
   if (options_.listener) options_.listener->OnGenerationEvicted(report);
   evicting_ = {};
-  const uint64_t usage_after = gens_->FileBytes();
-  *freed = std::max<uint64_t>(1, usage_before - std::min(usage_before, usage_after));
+  note_freed();
   return Status::OK();
 }
 
@@ -293,7 +286,6 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, std::vector<RecordMember
   const int64_t now = Now();
   SortLeastValuableFirst(drop, now);
   std::vector<RecordMember> gone;
-  std::vector<bool> expired;
   uint64_t bytes = 0;
   for (RecordMember& m : *drop) {
     if (bytes >= goal) break;
@@ -306,7 +298,6 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, std::vector<RecordMember
     }
     LeftIndex(m.at);
     bytes += m.at.entry.size;
-    expired.push_back(m.at.entry.ExpiredAt(now));
     gone.push_back(std::move(m));
   }
   // The records go durably before the bytes: no record that a crash could bring back may point
@@ -323,30 +314,29 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, std::vector<RecordMember
       gens_->Punch(Generation::Extent{m.at.seg.file, m.at.entry.offset, m.at.entry.size});
     }
   }
-  ReportDropped(gone, expired, *victim, report);
+  ReportDropped(gone, now, *victim, report);
   if (options_.listener) options_.listener->OnGenerationEvicted(*report);
   if (!rs.ok()) return Status::IOError("eviction failed: " + rs.ToString());
   index_writes_++;
   return Status::OK();
 }
 
-void StoreImpl::ReportDropped(const std::vector<RecordMember>& dropped,
-                              const std::vector<bool>& expired, const Generation& victim,
-                              GenerationEvicted* report) {
-  for (size_t i = 0; i < dropped.size(); ++i) {
-    if (expired[i]) {
+void StoreImpl::ReportDropped(const std::vector<RecordMember>& dropped, int64_t now,
+                              const Generation& victim, GenerationEvicted* report) {
+  for (const RecordMember& m : dropped) {
+    if (m.at.entry.ExpiredAt(now)) {
       counters_.expired_keys++;
       report->expired_keys++;
     } else {
       counters_.evicted_keys++;
-      counters_.evicted_bytes += dropped[i].at.entry.size;
+      counters_.evicted_bytes += m.at.entry.size;
       report->evicted_keys++;
-      report->evicted_bytes += dropped[i].at.entry.size;
+      report->evicted_bytes += m.at.entry.size;
     }
   }
   if (EventListener* l = options_.listener.get()) {
-    for (size_t i = 0; i < dropped.size(); ++i) {
-      expired[i] ? l->OnExpired(dropped[i].key) : l->OnEvicted(dropped[i].key);
+    for (const RecordMember& m : dropped) {
+      m.at.entry.ExpiredAt(now) ? l->OnExpired(m.key) : l->OnEvicted(m.key);
     }
   }
   EvictCompanions(dropped, victim, report);

@@ -225,8 +225,9 @@ class StoreImpl final : public Store {
                   GenerationEvicted* report);
   // Whether eviction by `policy` drops the oldest generation in parts (in place, by recency).
   bool DropsInPart(EvictionPolicy policy) const;
-  // Counts dropped entries, tells the listener of them, then removes their companions.
-  void ReportDropped(const std::vector<RecordMember>& dropped, const std::vector<bool>& expired,
+  // Counts the dropped entries (expired at `now`, or evicted), tells the listener of them, then
+  // removes their companions.
+  void ReportDropped(const std::vector<RecordMember>& dropped, int64_t now,
                      const Generation& victim, GenerationEvicted* report);
   // Splits the live records of the oldest generation, all[0], into what `policy` keeps and what
   // it drops; `all` holds every generation, oldest first, at least two.
