@@ -390,7 +390,8 @@ void StoreImpl::EvictCompanions(const std::vector<RecordMember>& evicted, const 
       {
         std::lock_guard stripe(Stripe(hash));
         std::optional<Located> c = LookupExact(hash, companion);
-        if (!c || (c->seg.gen && c->seg.gen->id == victim.id)) continue;  // absent, or goes too
+        // Absent, or goes with the victim (only when all of it goes: a part leaves the rest).
+        if (!c || (report->whole && c->seg.gen && c->seg.gen->id == victim.id)) continue;
         if (!RemoveLocked(hash, companion, *c).ok()) continue;
         counters_.evicted_keys++;
         counters_.evicted_bytes += c->entry.size;

@@ -247,8 +247,8 @@ class StoreImpl final : public Store {
   // `to` borrowing its file), or with `to` null into the head with its value copied inside the
   // kernel. False if it was not kept.
   bool Reinsert(RecordMember& m, const GenerationPtr& to);
-  // Removes the Options::evict_together companions of evicted keys that live elsewhere (told
-  // to the listener); adds them to *report.
+  // Removes the Options::evict_together companions of evicted keys (told to the listener) but
+  // those that go with the victim anyway (when all of it goes); adds them to *report.
   void EvictCompanions(const std::vector<RecordMember>& evicted, const Generation& victim,
                        GenerationEvicted* report);
   void MaybeRotate();
