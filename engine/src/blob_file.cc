@@ -167,11 +167,15 @@ void BlobFile::Supersede(uint64_t offset, uint64_t memtable_epoch) {
 }
 
 void BlobFile::WritePending(uint64_t offset, const PendingWrite& w) {
-  if (w.superseded) {
+  {
     std::lock_guard lock(pending_mu_);
-    pending_.erase(offset);
-    pending_cv_.notify_all();
-    return;
+    auto it = pending_.find(offset);
+    if (w.superseded || it == pending_.end() || it->second.get() != &w) {  // or punched
+      if (it != pending_.end() && it->second.get() == &w) pending_.erase(it);
+      pending_cv_.notify_all();
+      return;
+    }
+    w.started = true;
   }
   const int dfd = w.direct && w.aligned ? DirectFd() : -1;
   // O_DIRECT takes the whole aligned buffer (the zeroed tail lands in the padding); without
@@ -318,6 +322,32 @@ void BlobFile::WaitPendingBelow(uint64_t end) {
   pending_cv_.wait(lock, [&] { return pending_.empty() || pending_.begin()->first >= end; });
 }
 
+void BlobFile::SkipOrAwaitPendingIn(uint64_t begin, uint64_t end) {
+  std::unique_lock lock(pending_mu_);
+  auto overlapping = [&] {  // the first pending write overlapping the range, or end()
+    auto it = pending_.lower_bound(begin);
+    if (it != pending_.begin() && std::prev(it)->first + std::prev(it)->second->capacity > begin)
+      --it;
+    return it != pending_.end() && it->first < end ? it : pending_.end();
+  };
+  for (auto it = overlapping(); it != pending_.end() && it->first < end;) {
+    if (!it->second->started) {
+      it = pending_.erase(it);  // its writer finds it gone and skips it
+    } else {
+      ++it;
+    }
+  }
+  pending_cv_.notify_all();
+  pending_cv_.wait(lock, [&] { return overlapping() == pending_.end(); });
+}
+
+bool BlobFile::Freed(uint64_t offset, uint64_t n) const {
+  std::lock_guard lock(punch_mu_);
+  auto it = freed_.upper_bound(offset);
+  if (it != freed_.begin() && std::prev(it)->second > offset) return true;
+  return it != freed_.end() && it->first < offset + n;
+}
+
 Status BlobFile::Sync() {
   const uint64_t target = end();
   if (synced_.load(std::memory_order_acquire) >= target) return Status::OK();
@@ -356,7 +386,7 @@ uint64_t BlobFile::Punch(uint64_t offset, uint64_t n) {
   const uint64_t begin = std::max<uint64_t>(offset, format::kValueAlign);  // never the header
   const uint64_t end = std::min(format::AlignUp(offset + n), disk_bytes());
   if (end <= begin) return 0;
-  WaitPendingBelow(end);  // a write landing after the punch would fill the hole again
+  SkipOrAwaitPendingIn(begin, end);  // a write landing after the punch would fill the hole
   std::lock_guard lock(punch_mu_);
   if (range_holds_ > 0) {
     deferred_punches_.emplace_back(begin, end - begin);

@@ -41,6 +41,9 @@ struct PendingWrite {
   // Replaced or deleted before it was written: nobody can reach it any more, so the writer
   // skips it (its range stays a hole: garbage that occupies no disk block).
   std::atomic<bool> superseded{false};
+  // Set (under the file's pending lock) when the writer takes it: from then on it is written,
+  // and a punch of its range waits for it.
+  mutable std::atomic<bool> started{false};
   // StoreImpl's memtable seal count read before this value's index record was written. A
   // superseded write may be skipped only if no memtable was sealed between its record and the
   // one superseding it: otherwise a flush (and a crash, WAL off) could make the old record
@@ -129,11 +132,14 @@ class BlobFile {
   // a scratch file.
   static bool CanPunchHoles(const std::string& dir);
   // Frees the blocks of [offset, AlignUp(offset + n)). No index entry may point into the range
-  // any more, nor any record that can come back after a crash. Waits for writes pending below
-  // the range's end; while a range hold is out (HoldRanges) the punch waits for the last hold to
-  // go. Returns the bytes the file stops counting (accounted()): those not freed before, 0 if
-  // the filesystem refused.
+  // any more; a record that a crash brings back may (the open drops it: Freed). A write pending
+  // in the range and not yet started is skipped; one under way is waited for. While a range hold
+  // is out (HoldRanges) the punch waits for the last hold to go. Returns the bytes the file stops
+  // counting (accounted()): those not freed before, 0 if the filesystem refused.
   uint64_t Punch(uint64_t offset, uint64_t n);
+  // Whether any of [offset, offset + n) was freed (punched, or found a hole at open): a record
+  // pointing there names a version given back before a crash forgot its removal.
+  bool Freed(uint64_t offset, uint64_t n) const;
   // Punches every value range of the file outside `live` ((offset, size) extents, any order).
   uint64_t PunchAllBut(std::vector<std::pair<uint64_t, uint64_t>> live);
   // Keeps `f`'s ranges from being punched (and `f` open) until the returned handle goes: what
@@ -153,6 +159,9 @@ class BlobFile {
   bool ReadPending(uint64_t offset, char* buf, size_t n) const;
   // Waits until no write below `end` is pending.
   void WaitPendingBelow(uint64_t end);
+  // Before a punch of [begin, end): forgets the pending writes inside it that no writer took
+  // yet (they are skipped) and waits for those under way.
+  void SkipOrAwaitPendingIn(uint64_t begin, uint64_t end);
   // The O_DIRECT descriptor, opened on first use; -1 where the filesystem refuses O_DIRECT.
   int DirectFd();
   // Frees [offset, offset + n) now; the caller holds punch_mu_. False if the kernel refused.
@@ -178,7 +187,7 @@ class BlobFile {
   std::mutex sync_mu_;
   std::atomic<bool> deleted_{false};
   std::atomic<uint64_t> holes_{0};      // bytes below disk_bytes() that occupy no block
-  std::mutex punch_mu_;                 // guards the three below; held across a punch
+  mutable std::mutex punch_mu_;         // guards the three below; held across a punch
   std::map<uint64_t, uint64_t> freed_;  // ranges freed (begin -> end), disjoint, not touching
   int range_holds_ = 0;
   std::vector<std::pair<uint64_t, uint64_t>> deferred_punches_;  // (offset, bytes)

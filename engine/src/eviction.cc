@@ -268,7 +268,7 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* fr
     for (RecordMember& m : drop) {
       std::lock_guard stripe(Stripe(m.hash));
       if (!index_.Erase(m.at.entry)) continue;
-      LeftIndex(m.at);  // a borrowed file's range is freed with the victim's index
+      LeftIndex(m.at, victim.get());  // a borrowed file's range is freed now, own files below
       dropped.push_back(std::move(m));
     }
     PunchAroundKept(*victim, evicting_.kept);
@@ -296,24 +296,14 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, std::vector<RecordMember
         used || !index_.Erase(m.at.entry)) {
       continue;
     }
-    LeftIndex(m.at);
+    LeftIndex(m.at);  // its range is freed now
     bytes += m.at.entry.size;
     gone.push_back(std::move(m));
   }
-  // The records go durably before the bytes: no record that a crash could bring back may point
-  // into a hole.
+  // A record that a crash brings back points into a hole, and the open drops it.
   rocksdb::WriteBatch batch;
   for (const RecordMember& m : gone) batch.Delete(victim->cf, format::IndexKey(m.hash, m.key));
   rocksdb::Status rs = db_->Write(WriteOpts(), &batch);
-  if (rs.ok()) {
-    rs = options_.wal ? db_->FlushWAL(/*sync=*/true)
-                      : db_->Flush(rocksdb::FlushOptions(), victim->cf);
-  }
-  if (rs.ok()) {
-    for (const RecordMember& m : gone) {
-      gens_->Punch(Generation::Extent{m.at.seg.file, m.at.entry.offset, m.at.entry.size});
-    }
-  }
   ReportDropped(gone, now, *victim, report);
   if (options_.listener) options_.listener->OnGenerationEvicted(*report);
   if (!rs.ok()) return Status::IOError("eviction failed: " + rs.ToString());

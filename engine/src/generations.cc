@@ -137,12 +137,6 @@ uint32_t Generations::Borrow(Generation& g, const BlobFilePtr& file) {
   return seg;
 }
 
-void Generations::NoteDead(Generation& g, Generation::Extent e) {
-  if (!e.file || e.file->header().generation == g.id) return;
-  std::lock_guard lock(g.mu);
-  g.dead.push_back(std::move(e));
-}
-
 void Generations::SubFileBytes(uint64_t n) {
   file_bytes_ -= std::min(file_bytes_.load(), n);
 }
@@ -272,7 +266,6 @@ Status Generations::DropIndex(const GenerationPtr& g) {
 void Generations::Release(const GenerationPtr& g) {
   std::vector<BlobFilePtr> files;
   std::vector<uint32_t> segs{g->inline_seg};
-  std::vector<Generation::Extent> dead;
   {
     std::lock_guard glock(g->mu);
     files = g->files;
@@ -281,7 +274,6 @@ void Generations::Release(const GenerationPtr& g) {
       files.push_back(b.file);
       segs.push_back(b.seg);
     }
-    dead.swap(g->dead);
   }
   std::vector<BlobFilePtr> unheld;
   {
@@ -300,11 +292,6 @@ void Generations::Release(const GenerationPtr& g) {
     }
   }
   g->dropped = true;
-  // This generation's index is gone: no record that a crash could bring back names the dead
-  // ranges any more.
-  for (const Generation::Extent& e : dead) {
-    if (std::find(unheld.begin(), unheld.end(), e.file) == unheld.end()) Punch(e);
-  }
   for (const BlobFilePtr& f : unheld) {
     SubFileBytes(f->accounted());
     f->MarkDeleted();

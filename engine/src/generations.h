@@ -84,9 +84,6 @@ struct Generation {
   std::vector<uint16_t> idle;       // partitions no writer holds
   // Borrowed files, by (their generation, partition).
   std::map<std::pair<uint64_t, uint16_t>, Borrowed> borrowed;
-  // Ranges of borrowed files whose last record was one of this generation's (its entry replaced,
-  // deleted, expired or evicted since): freed when this generation's index is dropped.
-  std::vector<Extent> dead;
 };
 
 using GenerationPtr = std::shared_ptr<Generation>;
@@ -157,9 +154,6 @@ class Generations {
   BlobFilePtr FileOf(uint64_t gen, uint16_t partition) const;
   // The segment of `g` naming `file`, borrowed now if `g` does not hold it yet.
   uint32_t Borrow(Generation& g, const BlobFilePtr& file);
-  // Notes that `e`'s last record was `g`'s (see Generation::dead); nothing if `g` owns the file
-  // (its own files' dead ranges go with them, or are freed by the eviction keeping the rest).
-  void NoteDead(Generation& g, Generation::Extent e);
   // Frees the ranges of `file` outside `live` and takes them off the budget.
   void PunchAllBut(BlobFile& file, std::vector<std::pair<uint64_t, uint64_t>> live);
   // Whether a generation other than its owner holds `file`.
@@ -190,9 +184,9 @@ class Generations {
   // Dropping a retired generation takes two steps, with the index entries removed between
   // them. DropIndex drops its column family (durably, in the MANIFEST; reads of the dropped
   // family keep working for handles still held); on error nothing is dropped and the caller
-  // must not remove anything. Release then forgets the generation, frees its dead ranges, lets
-  // go of its files (unlinking those no other generation holds) and frees its segment ids: no
-  // index entry may refer to them any more.
+  // must not remove anything. Release then forgets the generation, lets go of its files (unlinking
+  // those no other generation holds) and frees its segment ids: no index entry may refer to them
+  // any more.
   Status DropIndex(const GenerationPtr& g);
   void Release(const GenerationPtr& g);
 

@@ -153,9 +153,11 @@ class StoreImpl final : public Store {
                      format::IndexRecord* record = nullptr, std::string* bytes = nullptr);
   Located Locate(const Entry& e) const;
   // The version `at` left the index (replaced, removed, expired or evicted): its generation
-  // holds one live entry fewer, and if its bytes are in a file that generation borrowed, they
-  // are freed when its index is dropped (Generation::dead).
-  void LeftIndex(const Located& at);
+  // holds one live entry fewer, and its bytes are given back at once where the filesystem frees
+  // ranges, unless they lie in a file of `dropping` (the generation being dropped whole, whose
+  // own files go with it). A record of it that a crash brings back is dropped at open
+  // (LoadRecord: its range is a hole).
+  void LeftIndex(const Located& at, const Generation* dropping = nullptr);
   // Counts a reuse of the entry (a hit or a touch).
   void MarkReused(const Entry& e);
   // Records that the entry was found at `index` of an ordered key list of `list_size` keys into
@@ -212,15 +214,15 @@ class StoreImpl final : public Store {
   Status MakeRoom(uint64_t incoming);
   // Evicts the oldest generation by `policy`, keeping (in place or by copy) what it keeps of
   // it. In place by recency, when what it would drop holds more than `need` (bytes still to
-  // free) and a quarter generation, only that much of it goes (DropPart) and the generation
+  // free) and 1/16 generation, only that much of it goes (DropPart) and the generation
   // stays the oldest. *freed gets the blob file bytes it freed, at least 1 (0 if nothing is left
   // to evict). An error (the index refused the drop) leaves every entry where it was.
   Status EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* freed);
   // Drops entries of `drop` (records of the oldest generation the policy does not keep) until
   // `goal` value bytes went: the deepest places in a prefix first, then the least recently used;
-  // values kept inside their records stay for the generation's drop. Their records go durably
-  // (a flush) before their ranges are freed. An error after the entries left the index leaves
-  // their bytes to the generation's drop. Tells the listener of the round (*report).
+  // values kept inside their records stay for the generation's drop. Their ranges are freed as
+  // they leave the index, then their records are deleted (an error there leaves records the
+  // next open drops: their ranges are holes). Tells the listener of the round (*report).
   Status DropPart(const GenerationPtr& victim, std::vector<RecordMember>* drop, uint64_t goal,
                   GenerationEvicted* report);
   // Whether eviction by `policy` drops the oldest generation in parts (in place, by recency).
@@ -285,7 +287,8 @@ class StoreImpl final : public Store {
   uint64_t memtable_bytes_ = 0;
   uint64_t write_buffer_bytes_ = 0;
   uint64_t generation_bytes_ = 0;
-  bool keep_in_place_ = false;  // Options::keep_in_place, and the filesystem can punch holes
+  bool punch_ = false;          // the filesystem frees ranges of files (punches holes)
+  bool keep_in_place_ = false;  // Options::keep_in_place, and punch_
   // The head closes after generation_bytes_ of writes and hits (a window of accesses), not of
   // writes alone: keep_in_place_ with a recency policy (see PolicyKeepsInPlace). A write closes
   // it (MaybeRotate), so a read never waits on the new column family.

@@ -136,6 +136,12 @@ void StoreImpl::LoadRecord(Generation& g, std::string_view ik_bytes, std::string
       }
       return;
     }
+    if (f->Freed(rec->offset, rec->value_size)) {
+      // Its bytes were given back (replaced, deleted, expired or evicted) and the crash forgot
+      // the record's removal: the version is gone, nothing is damaged.
+      cleanup->Delete(g.cf, rocksdb::Slice(ik_bytes.data(), ik_bytes.size()));
+      return;
+    }
     e.seg = gens_->Borrow(g, f);
     e.offset = rec->offset;
   }

@@ -9,12 +9,12 @@ Located StoreImpl::Locate(const Entry& e) const {
   return Located{e, gens_->SegmentOf(e.seg)};
 }
 
-void StoreImpl::LeftIndex(const Located& at) {
+void StoreImpl::LeftIndex(const Located& at, const Generation* dropping) {
   if (!at.seg.gen) return;
   at.seg.gen->live--;
-  if (at.seg.file) {
-    gens_->NoteDead(*at.seg.gen, Generation::Extent{at.seg.file, at.entry.offset, at.entry.size});
-  }
+  if (!punch_ || !at.seg.file) return;
+  if (dropping && at.seg.file->header().generation == dropping->id) return;
+  gens_->Punch(Generation::Extent{at.seg.file, at.entry.offset, at.entry.size});
 }
 
 std::optional<Located> StoreImpl::LookupFast(uint64_t hash, std::string_view key) {

@@ -270,7 +270,8 @@ Status StoreImpl::OpenDb() {
   if (s.ok()) s = DropDamagedGenerations();
   if (s.ok()) s = LoadBlobFiles();
   if (s.ok()) s = LoadIndex();
-  keep_in_place_ = options_.keep_in_place && s.ok() && BlobFile::CanPunchHoles(gens_->values_dir());
+  punch_ = s.ok() && BlobFile::CanPunchHoles(gens_->values_dir());
+  keep_in_place_ = options_.keep_in_place && punch_;
   rotate_on_hits_ = keep_in_place_ && (options_.eviction_policy == EvictionPolicy::kLru ||
                                        options_.eviction_policy == EvictionPolicy::kLruReuse);
   // New writes never go into files from before the open: a fresh head.

@@ -13,7 +13,7 @@
   X(expiring_keys, "entries with a TTL (INFO keyspace's expires)")                        \
   X(avg_ttl, "mean ms left of the entries with a TTL (Redis's avg_ttl; 0: none)")         \
   X(disk_bytes, "bytes of the data directory's files (values, index, WAL)")               \
-  X(value_file_bytes, "bytes of the blob files (padding and replaced values included)")   \
+  X(value_file_bytes, "blob-file bytes on disk (padding included, freed ranges not)")     \
   X(index_file_bytes, "bytes of the index's SST and WAL files")                           \
   X(index_memory_bytes, "memory of the in-memory index (40-byte slots)")                  \
   X(pending_bytes, "bytes accepted, not yet on disk: index memtables, buffered values")   \
