@@ -207,12 +207,17 @@ void StoreImpl::FlushIfDue() {
   }
 }
 
+Status StoreImpl::SyncValues() {
+  if (writer_) writer_->Hurry();  // the writes the sync waits for start without delay
+  return gens_->SyncAll();
+}
+
 Status StoreImpl::Flush() {
   if (!db_) return Status::IOError("store is closed");
   // No generation is dropped while its column family is being flushed.
   std::lock_guard evict(evict_mu_);
   // Values first: a durable record must never point at bytes that are not.
-  if (Status s = gens_->SyncAll(); !s.ok()) return s;
+  if (Status s = SyncValues(); !s.ok()) return s;
   std::vector<rocksdb::ColumnFamilyHandle*> cfs{default_cf_};
   std::vector<GenerationPtr> all = gens_->All();  // held: a drop cannot free a handle in use
   for (auto& g : all) cfs.push_back(g->cf);

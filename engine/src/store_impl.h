@@ -264,6 +264,8 @@ class StoreImpl final : public Store {
   // entry ever refers to a freed segment), then its files and segments go.
   Status DropGeneration(const GenerationPtr& g, const std::function<void()>& remove_entries);
   void MaintenanceLoop();
+  // Makes every value appended so far durable (the write-behind skipped): before an index flush.
+  Status SyncValues();
   // Drops every non-head generation with no live entry left. Caller holds evict_mu_.
   void DropEmptyGenerations();
   // Removes the expired entries of index shards [first, first + n).

@@ -181,7 +181,7 @@ rocksdb::DBOptions StoreImpl::DbOptions() {
   db.write_buffer_manager = wbm_;
   db.listeners.push_back(std::make_shared<SyncValuesBeforeFlush>(
       [this] {
-        if (gens_) gens_->SyncAll().PermitUncheckedError();  // a failed sync fails the next Flush
+        if (gens_) SyncValues().PermitUncheckedError();  // a failed sync fails the next Flush
       },
       &memtable_seals_));
   return db;

@@ -30,8 +30,23 @@ void ValueWriter::Submit(BlobFilePtr file, uint64_t offset, std::shared_ptr<Pend
   // One write larger than the whole budget still goes, alone.
   room_cv_.wait(lock, [&] { return pending_ == 0 || pending_ + n <= max_pending_; });
   pending_ += n;
-  queue_.push_back(Job{std::move(file), offset, std::move(w)});
+  queue_.push_back(Job{std::move(file), offset, std::move(w), ++submitted_,
+                       std::chrono::steady_clock::now() + kWriteBehind});
   work_cv_.notify_one();
+}
+
+bool ValueWriter::FrontIsDue() const {
+  const Job& front = queue_.front();
+  return stop_ || front.seq <= hurried_ || 2 * pending_ >= max_pending_ ||
+         std::chrono::steady_clock::now() >= front.due;
+}
+
+void ValueWriter::Hurry() {
+  {
+    std::lock_guard lock(mu_);
+    hurried_ = submitted_;
+  }
+  work_cv_.notify_all();
 }
 
 void ValueWriter::Work() {
@@ -39,6 +54,10 @@ void ValueWriter::Work() {
   for (;;) {
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stop_
+    if (!FrontIsDue()) {
+      work_cv_.wait_until(lock, queue_.front().due);
+      continue;
+    }
     Job job = std::move(queue_.front());
     queue_.pop_front();
     ++in_flight_;
@@ -55,6 +74,7 @@ void ValueWriter::Work() {
 }
 
 void ValueWriter::Drain() {
+  Hurry();
   std::unique_lock lock(mu_);
   drained_cv_.wait(lock, [&] { return queue_.empty() && in_flight_ == 0; });
 }

@@ -7,8 +7,14 @@
 // Until its write completes, a value is read from its buffer (BlobFile keeps the pending
 // ranges). Writers wait (backpressure) while the bytes not yet written exceed the budget
 // given at construction. Threads are named larder:write.
+//
+// A write waits kWriteBehind before it starts (unless half the budget is queued, or a sync
+// hurries it): a value replaced or deleted meanwhile is dropped from its file unwritten
+// (BlobFile::Punch), so a key overwritten in a burst costs the disk and the page cache one
+// write, not one per version. It moves a write later, never an acknowledgement.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -32,8 +38,11 @@ class ValueWriter {
   // Queues `w`, already registered in `file` at `offset` (BlobFile::AppendPending). Blocks
   // while too many bytes are pending. `on_error` runs on a writer thread if the write fails.
   void Submit(BlobFilePtr file, uint64_t offset, std::shared_ptr<PendingWrite> w);
+  // Starts every write queued so far without waiting out kWriteBehind (a sync wants them).
+  void Hurry();
   // Waits until every write queued before the call has completed.
   void Drain();
+  static constexpr std::chrono::milliseconds kWriteBehind{20};
   uint64_t pending_bytes() const;
 
  private:
@@ -41,8 +50,12 @@ class ValueWriter {
     BlobFilePtr file;
     uint64_t offset;
     std::shared_ptr<PendingWrite> w;
+    uint64_t seq;                               // Submit's count
+    std::chrono::steady_clock::time_point due;  // when kWriteBehind is out
   };
   void Work();
+  // Whether the queue's first job should start now. Caller holds mu_.
+  bool FrontIsDue() const;
 
   const uint64_t max_pending_;
   mutable std::mutex mu_;
@@ -50,6 +63,8 @@ class ValueWriter {
   std::deque<Job> queue_;
   uint64_t pending_ = 0;  // bytes queued or being written
   uint64_t in_flight_ = 0;
+  uint64_t submitted_ = 0;
+  uint64_t hurried_ = 0;  // jobs with seq <= this start at once
   bool stop_ = false;
   std::vector<std::thread> threads_;
 };
