@@ -9,17 +9,8 @@ server=${1:-build/bin/larder-server}
 sizes=${2:-"1048576 4194304 16777216"}
 modes=${3:-"remote always remote"}
 per_mib=${4:-4000}
-lport=$((20000 + RANDOM % 20000)) rport=$((40000 + RANDOM % 20000))
-work=$(mktemp -d /tmp/larder-send-modes.XXXXXX)
-cleanup() {
-  redis-cli -p "$lport" shutdown nosave >/dev/null 2>&1 || true
-  redis-cli -p "$rport" shutdown nosave >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-wait_port() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done; exit 1; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# shellcheck source=bench/resp/beside_redis.sh
+source "$(dirname "$0")/beside_redis.sh" send-modes
 # run NAME PID PORT SIZE N: one redis-benchmark GET pass, printed as a table row
 run() {
   local t0 t1 rps
@@ -30,9 +21,6 @@ run() {
     -v n="$5" 'BEGIN { printf "| %s | %d | %s | %.3f |\n", name, size, rps, ticks * 1000 / hz / n }'
 }
 
-redis-server --port "$rport" --dir "$work" --save "" --appendonly no --daemonize yes >/dev/null
-wait_port "$rport"
-rpid=$(redis-cli -p "$rport" info server | awk -F: '/^process_id/{print $2+0}')
 echo "| server | value bytes | GET/s | server CPU ms per GET |"
 echo "|---|---|---|---|"
 for size in $sizes; do

@@ -11,21 +11,9 @@ sizes=${2:-"1048576 4194304 16777216"}
 extra=${3:-}
 larder_args=${4:-}
 per_mib=3000  # requests per size: 3000 MiB of values, at least 100
-lport=$((20000 + RANDOM % 20000)) rport=$((40000 + RANDOM % 20000))
-work=$(mktemp -d /tmp/larder-set-vs-redis.XXXXXX)
-cleanup() {
-  redis-cli -p "$lport" shutdown nosave >/dev/null 2>&1 || true
-  redis-cli -p "$rport" shutdown nosave >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=bench/resp/beside_redis.sh
+source "$(dirname "$0")/beside_redis.sh" set-vs-redis
 
-wait_port() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done; exit 1; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-
-redis-server --port "$rport" --dir "$work" --save "" --appendonly no --daemonize yes >/dev/null
-wait_port "$rport"
-rpid=$(redis-cli -p "$rport" info server | awk -F: '/^process_id/{print $2+0}')
 mkdir "$work/larder"
 # shellcheck disable=SC2086
 "$server" --port "$lport" --dir "$work/larder" --unixsocket "" $larder_args >"$work/larder.log" 2>&1 &
