@@ -170,8 +170,9 @@ void BlobFile::WritePending(uint64_t offset, const PendingWrite& w) {
   {
     std::lock_guard lock(pending_mu_);
     auto it = pending_.find(offset);
-    if (w.superseded || it == pending_.end() || it->second.get() != &w) {  // or punched
-      if (it != pending_.end() && it->second.get() == &w) pending_.erase(it);
+    const bool registered = it != pending_.end() && it->second.get() == &w;  // not punched
+    if (!registered || w.superseded) {
+      if (registered) pending_.erase(it);
       pending_cv_.notify_all();
       return;
     }

@@ -152,7 +152,7 @@ void SortLeastValuableFirst(std::vector<RecordMember>* v, int64_t now) {
 
 }  // namespace
 
-bool StoreImpl::DropsInPart(EvictionPolicy policy) const {
+bool StoreImpl::KeepsInPlaceByRecency(EvictionPolicy policy) const {
   return keep_in_place_ && (policy == EvictionPolicy::kLru || policy == EvictionPolicy::kLruReuse);
 }
 
@@ -251,7 +251,7 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* fr
     if (m.at.seg.file)
       evicting_.kept.push_back({m.at.seg.file, m.at.entry.offset, m.at.entry.size});
   }
-  if (DropsInPart(policy)) {
+  if (KeepsInPlaceByRecency(policy)) {
     const uint64_t goal = need + generation_bytes_ / 16;  // a few rounds per generation
     uint64_t droppable = 0;
     for (const RecordMember& m : drop) droppable += m.at.entry.is_inline() ? 0 : m.at.entry.size;

@@ -225,8 +225,9 @@ class StoreImpl final : public Store {
   // next open drops: their ranges are holes). Tells the listener of the round (*report).
   Status DropPart(const GenerationPtr& victim, std::vector<RecordMember>* drop, uint64_t goal,
                   GenerationEvicted* report);
-  // Whether eviction by `policy` drops the oldest generation in parts (in place, by recency).
-  bool DropsInPart(EvictionPolicy policy) const;
+  // Whether eviction by `policy` keeps entries in place by recency: generations are windows of
+  // accesses (hits close the head too) and the oldest one goes in parts.
+  bool KeepsInPlaceByRecency(EvictionPolicy policy) const;
   // Counts the dropped entries (expired at `now`, or evicted), tells the listener of them, then
   // removes their companions.
   void ReportDropped(const std::vector<RecordMember>& dropped, int64_t now,
@@ -292,7 +293,7 @@ class StoreImpl final : public Store {
   bool punch_ = false;          // the filesystem frees ranges of files (punches holes)
   bool keep_in_place_ = false;  // Options::keep_in_place, and punch_
   // The head closes after generation_bytes_ of writes and hits (a window of accesses), not of
-  // writes alone: keep_in_place_ with a recency policy (see PolicyKeepsInPlace). A write closes
+  // writes alone: KeepsInPlaceByRecency of the store's policy. A write closes
   // it (MaybeRotate), so a read never waits on the new column family.
   bool rotate_on_hits_ = false;
   std::atomic<uint64_t> hit_bytes_{0};  // value bytes of hits since the head opened
