@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/args.h"
+#include "common/uninitialized_string.h"
 
 namespace larder::resp {
 namespace {
@@ -258,11 +259,12 @@ void RequestParser::GrowBigArg() {
     target = size * kGrowthFactor;
   }
   // A fresh string so reserve() allocates exactly `target` (growing in place may round up to
-  // twice the old capacity) and only the received prefix is copied.
+  // twice the old capacity) and only the received prefix is copied. The rest is left unwritten:
+  // the body's bytes land there next, and nothing reads past received_.
   std::string grown;
   grown.reserve(target);
   grown.append(arg.data(), received_);
-  grown.resize(target);
+  common::ResizeUninitialized(&grown, target);
   arg.swap(grown);
 }
 
