@@ -72,6 +72,14 @@ std::shared_ptr<PendingWrite> PendingWrite::Adopt(std::string&& value) {
   return w;
 }
 
+void PendingWrite::ReleaseBuffer() {
+  aligned.reset();
+  std::string().swap(owned);
+  data = nullptr;
+  released = true;
+  if (on_release) on_release();
+}
+
 BlobFile::BlobFile(std::string path, int fd, const format::BlobFileHeader& header, uint64_t end)
     : path_(std::move(path)), fd_(fd), header_(header), end_(end), synced_(end) {}
 
@@ -333,6 +341,7 @@ void BlobFile::SkipOrAwaitPendingIn(uint64_t begin, uint64_t end) {
   };
   for (auto it = overlapping(); it != pending_.end() && it->first < end;) {
     if (!it->second->started) {
+      it->second->ReleaseBuffer();
       it = pending_.erase(it);  // its writer finds it gone and skips it
     } else {
       ++it;

@@ -38,6 +38,10 @@ struct PendingWrite {
   size_t capacity = 0;  // the bytes held: AlignUp(size) in `aligned`, else size
   // Runs on a writer thread if the write fails (the store then forgets the value).
   std::function<void(const Status&)> on_error;
+  // Runs, under the file's pending lock, when the write is dropped unwritten and its buffer
+  // freed (ReleaseBuffer): the writer stops counting the bytes then, not at the job's turn.
+  std::function<void()> on_release;
+  std::atomic<bool> released{false};  // ReleaseBuffer ran
   // Replaced or deleted before it was written: nobody can reach it any more, so the writer
   // skips it (its range stays a hole: garbage that occupies no disk block).
   std::atomic<bool> superseded{false};
@@ -56,6 +60,10 @@ struct PendingWrite {
   static std::shared_ptr<PendingWrite> CopyOf(std::string_view value);
   // Takes `value`'s buffer as it is (not aligned: for buffered writes only).
   static std::shared_ptr<PendingWrite> Adopt(std::string&& value);
+  // Frees the buffer of a write dropped unwritten (no longer registered in its file, so nobody
+  // reads it), though the writer's queue still holds this object until its turn; then runs
+  // on_release. `size` and `capacity` stay as they were.
+  void ReleaseBuffer();
 };
 
 class BlobFile {
@@ -160,7 +168,7 @@ class BlobFile {
   // Waits until no write below `end` is pending.
   void WaitPendingBelow(uint64_t end);
   // Before a punch of [begin, end): forgets the pending writes inside it that no writer took
-  // yet (they are skipped) and waits for those under way.
+  // yet (they are skipped, their buffers freed at once) and waits for those under way.
   void SkipOrAwaitPendingIn(uint64_t begin, uint64_t end);
   // The O_DIRECT descriptor, opened on first use; -1 where the filesystem refuses O_DIRECT.
   int DirectFd();

@@ -29,10 +29,17 @@ void ValueWriter::Submit(BlobFilePtr file, uint64_t offset, std::shared_ptr<Pend
   std::unique_lock lock(mu_);
   // One write larger than the whole budget still goes, alone.
   room_cv_.wait(lock, [&] { return pending_ == 0 || pending_ + n <= max_pending_; });
+  // A writer needs waking only when the queue was empty (writers wait for work, not for a
+  // time) or the write is due at once; otherwise one already waits for the front's due time,
+  // which a job at the back does not move. Waking one per Submit cost two context switches
+  // per SET.
+  const bool was_empty = queue_.empty();
   pending_ += n;
+  // Nobody drops `w` before Submit returns: its index record is written after (StoreImpl).
+  w->on_release = [this, n] { Released(n); };
   queue_.push_back(Job{std::move(file), offset, std::move(w), ++submitted_,
                        std::chrono::steady_clock::now() + kWriteBehind});
-  work_cv_.notify_one();
+  if (was_empty || FrontIsDue()) work_cv_.notify_one();
 }
 
 bool ValueWriter::FrontIsDue() const {
@@ -55,15 +62,17 @@ void ValueWriter::Work() {
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stop_
     if (!FrontIsDue()) {
-      work_cv_.wait_until(lock, queue_.front().due);
+      work_cv_.wait_until(lock, queue_.front().due + kWakeSlack);
       continue;
     }
     Job job = std::move(queue_.front());
     queue_.pop_front();
+    if (!queue_.empty()) work_cv_.notify_one();  // another writer may take the next job
     ++in_flight_;
     lock.unlock();
     job.file->WritePending(job.offset, *job.w);
-    const uint64_t n = job.w->capacity;
+    // Dropped unwritten: its bytes left the count then (Released).
+    const uint64_t n = job.w->released ? 0 : job.w->capacity;
     job.w.reset();
     lock.lock();
     --in_flight_;
@@ -71,6 +80,14 @@ void ValueWriter::Work() {
     room_cv_.notify_all();
     if (queue_.empty() && in_flight_ == 0) drained_cv_.notify_all();
   }
+}
+
+void ValueWriter::Released(uint64_t n) {
+  {
+    std::lock_guard lock(mu_);
+    pending_ -= n;
+  }
+  room_cv_.notify_all();
 }
 
 void ValueWriter::Drain() {

@@ -1,8 +1,8 @@
-// ValueWriter: writes acknowledged values to their blob files in the background, with O_DIRECT
-// from aligned buffers the engine owns, so that a SET costs neither a copy into the page cache
-// nor a wait for the disk. Used with the WAL off, where an acknowledged write that a crash
-// loses is already the contract (its index record is not durable either until a flush, and a
-// flush first waits for the writes it covers; see BlobFile::Sync).
+// ValueWriter: writes acknowledged values to their blob files in the background (through the
+// page cache, or with O_DIRECT from aligned buffers with Options::direct_writes), so that a SET
+// waits neither for the copy into the file nor for the disk. Used with the WAL off, where an
+// acknowledged write that a crash loses is already the contract (its index record is not durable
+// either until a flush, and a flush first waits for the writes it covers; see BlobFile::Sync).
 //
 // Until its write completes, a value is read from its buffer (BlobFile keeps the pending
 // ranges). Writers wait (backpressure) while the bytes not yet written exceed the budget
@@ -43,6 +43,9 @@ class ValueWriter {
   // Waits until every write queued before the call has completed.
   void Drain();
   static constexpr std::chrono::milliseconds kWriteBehind{20};
+  // A writer waiting for the first job's time sleeps this much past it, so the jobs that fell
+  // due meanwhile go in one wakeup rather than one each.
+  static constexpr std::chrono::milliseconds kWakeSlack{5};
   uint64_t pending_bytes() const;
 
  private:
@@ -54,6 +57,8 @@ class ValueWriter {
     std::chrono::steady_clock::time_point due;  // when kWriteBehind is out
   };
   void Work();
+  // A queued write was dropped unwritten and its buffer freed (PendingWrite::on_release).
+  void Released(uint64_t n);
   // Whether the queue's first job should start now. Caller holds mu_.
   bool FrontIsDue() const;
 
@@ -61,7 +66,7 @@ class ValueWriter {
   mutable std::mutex mu_;
   std::condition_variable work_cv_, room_cv_, drained_cv_;
   std::deque<Job> queue_;
-  uint64_t pending_ = 0;  // bytes queued or being written
+  uint64_t pending_ = 0;  // bytes queued or being written, less those dropped unwritten
   uint64_t in_flight_ = 0;
   uint64_t submitted_ = 0;
   uint64_t hurried_ = 0;  // jobs with seq <= this start at once
