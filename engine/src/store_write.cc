@@ -56,15 +56,20 @@ Status WriteFailed(const rocksdb::Status& s, const std::string& dir, const char*
 Status StoreImpl::AppendValue(std::string_view key, std::string_view value, std::string* owned,
                               const Generations::WriteTicket& t, Entry* e,
                               format::IndexRecord* rec) {
-  // WAL off: copied into an engine buffer and written in the background (ValueWriter) --
-  // unless a background write failed lately: then in place, so that a full disk answers the
-  // writer itself, until a write succeeds again.
-  // A caller's string is taken as it is when the write goes through the page cache; O_DIRECT
-  // needs the aligned copy.
+  // WAL off: a caller's string (PutOwned) is taken as it is and written in the background
+  // (ValueWriter); with direct_writes every value is copied into an aligned engine buffer for
+  // O_DIRECT and written in the background. A value the caller keeps (Put), written through
+  // the page cache, goes in place from the caller's memory: a copy into an engine buffer would
+  // cost what the copy into the page cache does, plus a fresh allocation, and that copy would
+  // still follow. After a background write failed, every value goes in place until a write
+  // succeeds again, so that a full disk answers the writer itself.
   std::shared_ptr<PendingWrite> pending;
   if (writer_ && !write_failed_.load()) {
-    pending = owned && !options_.direct_writes ? PendingWrite::Adopt(std::move(*owned))
-                                               : PendingWrite::CopyOf(value);
+    if (options_.direct_writes) {
+      pending = PendingWrite::CopyOf(value);
+    } else if (owned) {
+      pending = PendingWrite::Adopt(std::move(*owned));
+    }
   }
   BlobFilePtr file;
   {

@@ -88,10 +88,12 @@ struct Options {
   // Default: 0.
   uint64_t memtable_bytes = 0;
 
-  // With the WAL off, a value of 16 KiB or more is acknowledged once it is in a buffer (the
-  // caller's with PutOwned, else a copy), and background writers move it to its blob file about
-  // 20 ms later (see direct_writes); reads are served from the buffer meanwhile, and a value
-  // replaced or deleted before then is never written. This bounds the bytes waiting there;
+  // With the WAL off, a value of 16 KiB or more given with PutOwned (or any value, with
+  // direct_writes: an aligned copy) is acknowledged once it is in a buffer, and background
+  // writers move it to its blob file about 20 ms later; reads are served from the buffer
+  // meanwhile, and a value replaced or deleted before then is never written. A value given with
+  // Put goes to its file as the call runs (one copy into the page cache, from the caller's
+  // memory, where a buffer would cost the same copy again). This bounds the bytes waiting there;
   // writers wait beyond it, and writes start at once past half of it. A crash loses them, as it
   // loses every write of the WAL-off mode not flushed yet; a flush waits for them.
   // 0 = max_disk_bytes / 64 clamped to [64 MiB, 1 GiB]. Default: 0.
