@@ -9,6 +9,7 @@
 // Asserted: zero wrong values, zero failed opens, zero corruptions counted; with the WAL on, no
 // acknowledged operation lost. Lost acknowledged keys per mode are printed.
 // CI: 20 cycles per mode; LARDER_LONG=1: 200. LARDER_CRASH_SEED fixes the seed.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -148,14 +149,9 @@ class CrashCycles {
     std::snprintf(spec, sizeof(spec), "%d %d %llu %llu %s", wal_ ? 1 : 0, fds[1],
                   static_cast<unsigned long long>(rng_()), static_cast<unsigned long long>(seq_),
                   dir_.path().c_str());
-    pid_t pid = fork();
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);  // the child keeps only the write end
+    pid_t pid = test::ReexecSelf(kChildEnv, spec);
     ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      close(fds[0]);
-      setenv(kChildEnv, spec, 1);
-      execl("/proc/self/exe", "engine_test", "--gtest_list_tests", static_cast<char*>(nullptr));
-      _exit(7);
-    }
     close(fds[1]);
     std::string buf;
     auto drain = [&](int timeout_ms) {

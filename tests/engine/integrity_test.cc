@@ -91,15 +91,37 @@ TEST(Integrity, FlippedBlobBytesAreMissesNeverWrongBytes) {
   EXPECT_EQ(static_cast<uint64_t>(good), report->ok);
 }
 
+// The store of AReplacedOrDeletedValueGivesItsBytesBackAtOnce, in the parent and its child.
+Options ReplacedOrDeletedOptions() {
+  Options o;
+  o.maintenance_interval_ms = 0;
+  o.max_disk_bytes = 1ull << 30;
+  return o;
+}
+constexpr size_t kReplacedOrDeletedSize = 1 << 20;  // whole blocks: what is freed is the value
+constexpr const char* kReplaceCrashChild = "LARDER_REPLACE_CRASH_CHILD";
+
+// The crash of that test, in a re-executed child (test::ReexecSelf) entered before main():
+// replace one key and delete another in the store at the directory named by the variable,
+// then exit without a flush or a close.
+[[maybe_unused]] const bool kIsReplaceCrashChild = [] {
+  const char* dir = std::getenv(kReplaceCrashChild);
+  if (dir == nullptr) return false;
+  auto r = Store::Open(ReplacedOrDeletedOptions(), dir);
+  if (!r.ok()) _exit(2);
+  const std::string value = MakeValue("crash-replaced, again", kReplacedOrDeletedSize);
+  if (!(*r)->Put("crash-replaced", value).ok()) _exit(3);
+  if (!(*r)->Delete("crash-deleted").ok()) _exit(4);
+  _exit(0);
+}();
+
 TEST(Integrity, AReplacedOrDeletedValueGivesItsBytesBackAtOnce) {
   // Its range is freed as the version leaves the index. A crash that forgets the removal (WAL
   // off, nothing flushed since) brings its record back pointing into a hole: the open drops it
   // as gone, not as damage, and the older version does not come back either.
   test::TempDir dir;
-  Options o;
-  o.maintenance_interval_ms = 0;
-  o.max_disk_bytes = 1ull << 30;
-  const size_t size = 1 << 20;  // whole blocks: what is freed is exactly the value
+  const Options o = ReplacedOrDeletedOptions();
+  const size_t size = kReplacedOrDeletedSize;
   const std::vector<std::string> keys = {"replaced", "deleted", "crash-replaced", "crash-deleted",
                                          "kept"};
   {
@@ -115,15 +137,8 @@ TEST(Integrity, AReplacedOrDeletedValueGivesItsBytesBackAtOnce) {
     EXPECT_EQ(s->GetStats().value_file_bytes, before - size) << "the deleted value still counts";
     ASSERT_TRUE(s->Close().ok());
   }
-  pid_t pid = fork();
+  pid_t pid = test::ReexecSelf(kReplaceCrashChild, dir.path());  // the crash
   ASSERT_GE(pid, 0);
-  if (pid == 0) {  // the crash: no flush, no close
-    auto r = Store::Open(o, dir.path());
-    if (!r.ok()) _exit(2);
-    if (!(*r)->Put("crash-replaced", MakeValue("crash-replaced, again", size)).ok()) _exit(3);
-    if (!(*r)->Delete("crash-deleted").ok()) _exit(4);
-    _exit(0);
-  }
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child failed: " << status;

@@ -80,4 +80,20 @@ inline uint64_t DirBytes(const std::string& dir) {
   return n;
 }
 
+// Starts this test binary again as a child process with env_name=value set, for a child that
+// must crash (or be killed) with the store open: a static initializer of the test file reads
+// the variable and runs the child's work before main(). A re-executed child, not a bare fork,
+// because the parent has threads (RocksDB's pools outlive its stores), and a forked child of a
+// threaded process may find their locks held for ever (and ThreadSanitizer refuses it).
+// Returns the child's pid, or -1 if fork failed.
+inline pid_t ReexecSelf(const char* env_name, const std::string& value) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv(env_name, value.c_str(), 1);
+    execl("/proc/self/exe", "engine_test", "--gtest_list_tests", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
 }  // namespace larder::test
