@@ -257,7 +257,7 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* fr
     for (const RecordMember& m : drop) droppable += m.at.entry.is_inline() ? 0 : m.at.entry.size;
     if (droppable > goal) {
       report.whole = false;
-      Status s = DropPart(victim, &drop, goal, &report);
+      Status s = DropPart(victim, &drop, goal, now, &report);
       note_freed();
       return s;
     }
@@ -282,8 +282,7 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* fr
 }
 
 Status StoreImpl::DropPart(const GenerationPtr& victim, std::vector<RecordMember>* drop,
-                           uint64_t goal, GenerationEvicted* report) {
-  const int64_t now = Now();
+                           uint64_t goal, int64_t now, GenerationEvicted* report) {
   SortLeastValuableFirst(drop, now);
   std::vector<RecordMember> gone;
   uint64_t bytes = 0;

@@ -222,9 +222,10 @@ class StoreImpl final : public Store {
   // `goal` value bytes went: the deepest places in a prefix first, then the least recently used;
   // values kept inside their records stay for the generation's drop. Their ranges are freed as
   // they leave the index, then their records are deleted (an error there leaves records the
-  // next open drops: their ranges are holes). Tells the listener of the round (*report).
+  // next open drops: their ranges are holes). Expiry is judged at `now`, the time the round
+  // selected them. Tells the listener of the round (*report).
   Status DropPart(const GenerationPtr& victim, std::vector<RecordMember>* drop, uint64_t goal,
-                  GenerationEvicted* report);
+                  int64_t now, GenerationEvicted* report);
   // Whether eviction by `policy` keeps entries in place by recency: generations are windows of
   // accesses (hits close the head too) and the oldest one goes in parts.
   bool KeepsInPlaceByRecency(EvictionPolicy policy) const;
