@@ -228,14 +228,7 @@ TEST(EvictionInPlace, TheBudgetCountsTheBlocksTheFilesOccupy) {
   // occupy on disk.
   Fixture f(EvictionPolicy::kLruReuse);
   FillThenReuseTheFirstTwo(f, 12);
-  auto blocks = [&] {
-    uint64_t n = 0;
-    for (const auto& e : std::filesystem::directory_iterator(f.dir.path() + "/values")) {
-      struct stat st {};
-      if (::stat(e.path().c_str(), &st) == 0) n += static_cast<uint64_t>(st.st_blocks) * 512;
-    }
-    return n;
-  };
+  auto blocks = [&] { return test::DirBytes(f.dir.path() + "/values"); };
   EXPECT_EQ(f.store->GetStats().value_file_bytes, blocks());
   Reopen(f);
   WriteWhileReadingTheFirstTwo(f, 6);
