@@ -1,7 +1,6 @@
 #include "blob_file.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -212,39 +211,30 @@ bool BlobFile::ReadPending(uint64_t offset, char* buf, size_t n) const {
   return true;
 }
 
-Status BlobFile::HashInPlace(uint64_t offset, size_t n, uint64_t* hash) const {
-  static const uint64_t kPage = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  constexpr uint64_t kPiece = 2 << 20;  // a multiple of the page size
+bool BlobFile::CopyCached(uint64_t offset, char* buf, size_t n, format::ChecksumStream* stream,
+                          Status* s) const {
+  if (offset + n > end() || IsPending(offset, n)) return false;
+  std::shared_ptr<const FileMapping::View> view = mapping_.Covering(offset + n);
+  if (!view || !view->EndsCached(offset, n)) return false;
+  return GuardedCopyAndUpdate(stream, buf, view->At(offset), n, s, path_);
+}
+
+Status BlobFile::HashInPlace(uint64_t offset, size_t n, bool keep_mapping, uint64_t* hash) const {
   if (n == 0) {
     *hash = format::Checksum(nullptr, 0);
     return Status::OK();
   }
-  const uint64_t start = offset / kPage * kPage;
-  const size_t len = static_cast<size_t>(offset + n - start);
-  void* m = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd_, static_cast<off_t>(start));
-  if (m == MAP_FAILED) return Status::IOError("mapping " + path_ + ": " + ErrnoText(errno));
-  const char* base = static_cast<const char*>(m);
-  // A value whose last page is not cached has every read queued at once, so the disk works
-  // ahead while the pieces already read are hashed (a cached one skips the page-cache walk).
-  if (len > kPiece) {
-    unsigned char last_cached = 0;
-    char* last_page = const_cast<char*>(base) + (len - 1) / kPage * kPage;
-    if (::mincore(last_page, kPage, &last_cached) != 0 || !(last_cached & 1)) Prefetch(offset, n);
-  }
+  std::shared_ptr<const FileMapping::View> view =
+      keep_mapping ? mapping_.Covering(offset + n) : mapping_.Transient(offset, n);
+  if (!view) return Status::IOError("mapping " + path_ + ": " + ErrnoText(errno));
+  // A value not wholly cached has every read queued at once, so the disk works ahead while the
+  // pages already read are hashed.
+  if (!view->EndsCached(offset, n)) Prefetch(offset, n);
   format::ChecksumStream stream;
   Status s;
-  for (uint64_t at = 0; at < len && s.ok(); at += kPiece) {
-    const uint64_t piece = std::min<uint64_t>(kPiece, len - at);
-    if (::madvise(const_cast<char*>(base) + at, piece, MADV_POPULATE_READ) != 0) {
-      s = Status::IOError("reading " + path_ + ": " + ErrnoText(errno));
-      break;
-    }
-    const uint64_t from = std::max<uint64_t>(at, offset - start);  // the value's bytes only
-    if (!GuardedUpdate(&stream, base + from, at + piece - from, &s, path_)) break;
-  }
-  if (s.ok()) *hash = stream.Digest();
-  ::munmap(m, len);
-  return s;
+  if (!GuardedUpdate(&stream, view->At(offset), n, &s, path_)) return s;
+  *hash = stream.Digest();
+  return Status::OK();
 }
 
 void BlobFile::Prefetch(uint64_t offset, size_t n) const {

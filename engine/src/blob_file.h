@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "file_mapping.h"
 #include "format.h"
 #include "larder/status.h"
 
@@ -109,13 +110,21 @@ class BlobFile {
   size_t ReadCached(uint64_t offset, char* buf, size_t n) const;
   // The same through O_DIRECT: `buf` and `n` multiples of kValueAlign and `offset` aligned.
   Status ReadDirect(uint64_t offset, char* buf, size_t n);
-  // XXH3 of [offset, offset + n) read in place: through a temporary mapping of the file whose
-  // pages are made present first (MADV_POPULATE_READ, which reports an unreadable page as an
-  // error rather than a SIGBUS), so the bytes are hashed where they lie in the page cache, with
-  // no copy. The range must not be pending. IOError naming the file if it cannot be read.
-  // Pieces are made present and hashed in turn, after all of the range's reads were queued
-  // (Prefetch), so the disk reads ahead of the hash.
-  Status HashInPlace(uint64_t offset, size_t n, uint64_t* hash) const;
+  // Copies [offset, offset + n) into buf through the file's mapping (FileMapping), hashing
+  // the copy into `stream` as it goes (GuardedCopyAndUpdate), if the page cache holds the
+  // range (its first and last pages) and no write of it is pending. False, with nothing read,
+  // if not: the caller reads with Read. *s: an IOError naming the file if a page could not be
+  // read (then false as well).
+  bool CopyCached(uint64_t offset, char* buf, size_t n, format::ChecksumStream* stream,
+                  Status* s) const;
+  // XXH3 of [offset, offset + n) read in place, through the file's kept mapping or, without
+  // `keep_mapping`, one made for this call, so the bytes are hashed where they lie in the page
+  // cache, with no copy. A range not cached has all its reads queued first (Prefetch), so the
+  // disk reads ahead of the hash. The range must not be pending. IOError naming the file if it
+  // cannot be mapped or a page cannot be read.
+  Status HashInPlace(uint64_t offset, size_t n, bool keep_mapping, uint64_t* hash) const;
+  // Lets go of the file's mapping (Store::UnmapFiles).
+  void Unmap() { mapping_.Reset(); }
   // Starts reading [offset, offset + n) into the page cache and returns (a hint: the kernel may
   // drop it; errors are ignored, the read that follows reports them).
   void Prefetch(uint64_t offset, size_t n) const;
@@ -183,6 +192,7 @@ class BlobFile {
 
   const std::string path_;
   const int fd_;
+  mutable FileMapping mapping_{fd_};
   int direct_fd_ = -1;  // opened on first use
   bool direct_tried_ = false;
   std::mutex direct_mu_;

@@ -101,6 +101,10 @@ void larder_options_set_blob_cache_bytes(larder_options_t*, uint64_t) {}
 void larder_options_set_direct_reads(larder_options_t* o, int on) {
   o->options.direct_reads = on != 0;
 }
+
+void larder_options_set_mapped_reads(larder_options_t* o, int on) {
+  o->options.mapped_reads = on != 0;
+}
 void larder_options_set_direct_writes(larder_options_t* o, int on) {
   o->options.direct_writes = on != 0;
 }
@@ -263,6 +267,13 @@ void larder_stats(larder_t* db, larder_stats_t* out) {
 
 int larder_flush(larder_t* db, char** errptr) {
   return Guard(errptr, [&] { return Report(db->store->Flush(), errptr); });
+}
+
+void larder_unmap_files(larder_t* db) {
+  Guard(nullptr, [&] {
+    db->store->UnmapFiles();
+    return 0;
+  });
 }
 
 void larder_free(void* p) {

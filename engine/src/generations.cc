@@ -298,7 +298,7 @@ void Generations::Release(const GenerationPtr& g) {
   }
 }
 
-Status Generations::SyncAll() const {
+Status Generations::ForEachFile(const std::function<Status(BlobFile&)>& fn) const {
   for (const GenerationPtr& g : All()) {
     std::vector<BlobFilePtr> files;
     {
@@ -307,11 +307,15 @@ Status Generations::SyncAll() const {
       for (const auto& [name, b] : g->borrowed) files.push_back(b.file);
     }
     for (const BlobFilePtr& f : files) {
-      if (!f || !f->NeedsSync()) continue;
-      if (Status s = f->Sync(); !s.ok()) return s;
+      if (!f) continue;
+      if (Status s = fn(*f); !s.ok()) return s;
     }
   }
   return Status::OK();
+}
+
+Status Generations::SyncAll() const {
+  return ForEachFile([](BlobFile& f) { return f.NeedsSync() ? f.Sync() : Status::OK(); });
 }
 
 void Generations::ReleaseAll() {

@@ -193,6 +193,10 @@ class Generations {
   // Bytes of every live blob file on disk (BlobFile::accounted()).
   uint64_t FileBytes() const { return file_bytes_.load(std::memory_order_relaxed); }
   void AddFileBytes(uint64_t n) { file_bytes_.fetch_add(n, std::memory_order_relaxed); }
+  // Calls fn(BlobFile&) for every file of every live generation, its own and those it
+  // borrows (a file borrowed by several generations comes once per holder), until fn returns a
+  // non-OK status, which is returned.
+  Status ForEachFile(const std::function<Status(BlobFile&)>& fn) const;
   // fdatasync of every file with bytes not yet synced.
   Status SyncAll() const;
   // Releases every handle (before the DB closes).

@@ -1,7 +1,9 @@
 #include "guarded_read.h"
 
+#include <algorithm>
 #include <csetjmp>
 #include <csignal>
+#include <cstring>
 #include <mutex>
 
 #include "format.h"
@@ -69,6 +71,20 @@ uint64_t GuardedChecksum(const char* p, size_t n, Status* s, const std::string& 
 bool GuardedUpdate(format::ChecksumStream* stream, const char* p, size_t n, Status* s,
                    const std::string& what) {
   return Guarded([&] { stream->Update(p, n); }, s, what);
+}
+
+bool GuardedCopyAndUpdate(format::ChecksumStream* stream, char* dst, const char* p, size_t n,
+                          Status* s, const std::string& what) {
+  constexpr size_t kPiece = 16 * 1024;  // half of a small L1 data cache
+  return Guarded(
+      [&] {
+        for (size_t done = 0; done < n; done += kPiece) {
+          const size_t k = std::min(kPiece, n - done);
+          std::memcpy(dst + done, p + done, k);
+          stream->Update(dst + done, k);
+        }
+      },
+      s, what);
 }
 
 }  // namespace larder

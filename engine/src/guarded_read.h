@@ -20,5 +20,11 @@ uint64_t GuardedChecksum(const char* p, size_t n, Status* s, const std::string& 
 // SIGBUS, after which the stream's digest is meaningless.
 bool GuardedUpdate(format::ChecksumStream* stream, const char* p, size_t n, Status* s,
                    const std::string& what);
+// Copies mapped bytes p[0..n) into dst and adds the copy to `stream`, a piece at a time, each
+// piece hashed while it is still in the CPU's cache. The copy is what is hashed, so what the
+// caller gets is what the checksum covers even if the mapped bytes change meanwhile. False
+// (and *s an IOError) on a SIGBUS, after which dst and the stream's digest are meaningless.
+bool GuardedCopyAndUpdate(format::ChecksumStream* stream, char* dst, const char* p, size_t n,
+                          Status* s, const std::string& what);
 
 }  // namespace larder

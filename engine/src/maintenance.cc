@@ -236,4 +236,13 @@ Status StoreImpl::Compact() {
   return Status::OK();
 }
 
+void StoreImpl::UnmapFiles() {
+  gens_
+      ->ForEachFile([](BlobFile& f) {
+        f.Unmap();
+        return Status::OK();
+      })
+      .PermitUncheckedError();
+}
+
 }  // namespace larder

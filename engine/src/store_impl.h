@@ -92,6 +92,7 @@ class StoreImpl final : public Store {
   void ResetCounters() override;
   Status Flush() override;
   Status Compact() override;
+  void UnmapFiles() override;
   Status Close() override;
 
   // Reads and checks every entry without repairing anything (larder::Verify).

@@ -16,6 +16,8 @@ namespace larder {
 namespace {
 
 constexpr uint64_t kMinDirectBytes = 64 * 1024;
+// Below this a value is read with pread: its system call costs more than the copy it saves.
+constexpr uint64_t kMinMappedBytes = 64 * 1024;
 
 bool Aligned(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % format::kValueAlign == 0;
@@ -50,12 +52,21 @@ Status StoreImpl::ReadVerified(uint64_t hash, std::string_view key, const Locate
   return Status::OK();
 }
 
-// Through the page cache, a piece at a time, each piece hashed while it is still in the CPU's
-// cache: the checksum then costs little more than the copy (one pass over memory, not two), and
-// for a cold value the disk reads ahead of the copy and hash.
+// A value the page cache holds is copied out of the file's mapping and hashed in the same pass
+// (BlobFile::CopyCached); otherwise it is read through the page cache a piece at a time, each
+// piece hashed while it is still in the CPU's cache, and for a cold value the disk reads ahead
+// of the copy and hash.
 Status StoreImpl::ReadAndHashInPieces(BlobFile& f, const Entry& e, char* buf, uint64_t* sum) {
   constexpr size_t kPiece = 256 * 1024;
   format::ChecksumStream stream;
+  if (options_.mapped_reads && e.size >= kMinMappedBytes) {
+    Status mapped;
+    if (f.CopyCached(e.offset, buf, e.size, &stream, &mapped)) {
+      *sum = stream.Digest();
+      return Status::OK();
+    }
+    if (!mapped.ok()) return mapped;
+  }
   size_t done = 0;
   if (e.size > kPiece) {
     // A value not wholly cached has all its reads queued at once, so the disk works ahead of

@@ -104,7 +104,7 @@ Result<Store::FileRange> StoreImpl::GetFileRange(std::string_view key) {
   // Hashed where the bytes lie in the page cache (a cold value is read into it first), so the
   // caller's sendfile finds them there.
   uint64_t hash_read = 0;
-  Status s = f->HashInPlace(e.offset, e.size, &hash_read);
+  Status s = f->HashInPlace(e.offset, e.size, options_.mapped_reads, &hash_read);
   const bool good = s.ok() && (hash_read ^ format::KeyTag(key)) == e.check;
   if (Status fin = FinishRead(hash, key, *at, good); !fin.ok()) {
     return fin.IsCorruption() ? Status::NotFound("corrupt value removed") : Status::NotFound();

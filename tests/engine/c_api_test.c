@@ -6,14 +6,14 @@
 #include "larder/larder_c.h"
 
 static int passed, failed;
-#define CHECK(cond)                                              \
-  do {                                                           \
-    if (cond) {                                                  \
-      passed++;                                                  \
-    } else {                                                     \
-      failed++;                                                  \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (cond) {                                                                \
+      passed++;                                                                \
+    } else {                                                                   \
+      failed++;                                                                \
       fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                            \
+    }                                                                          \
   } while (0)
 
 static void count_key(const char* k, size_t n, void* arg) {
@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   char* err = NULL;
   larder_options_t* o = larder_options_create();
   larder_options_set_max_disk_bytes(o, 1u << 30);
+  larder_options_set_mapped_reads(o, 1);
   CHECK(larder_options_set_eviction_policy(o, "fifo") == LARDER_OK);
   CHECK(larder_options_set_eviction_policy(o, "bogus") == LARDER_ERR_INVALID);
   larder_t* db = larder_open(o, dir, &err);
@@ -69,11 +70,12 @@ int main(int argc, char** argv) {
 
   larder_stats_t st;
   larder_stats(db, &st);
-  CHECK(st.keys == 1 && st.hits == 2 && st.misses == 1);  /* too small: no read */
+  CHECK(st.keys == 1 && st.hits == 2 && st.misses == 1); /* too small: no read */
 
   CHECK(larder_delete(db, "a", 1, &err) == LARDER_OK);
   CHECK(larder_delete(db, "a", 1, &err) == LARDER_NOT_FOUND);
   CHECK(larder_flush(db, &err) == LARDER_OK);
+  larder_unmap_files(db); /* any time: the next read maps again */
   CHECK(larder_close(db, &err) == LARDER_OK);
   larder_options_destroy(o);
 

@@ -181,6 +181,7 @@ class CrashCycles {
     }
     close(fds[0]);
     ASSERT_TRUE(WIFSIGNALED(status)) << "child exited early with code " << WEXITSTATUS(status);
+    ASSERT_EQ(WTERMSIG(status), SIGKILL) << "child died of signal " << WTERMSIG(status);
     Apply(buf);
     Verify();
   }

@@ -250,6 +250,11 @@ class Store {
     Call([](larder_t* db, char** err) { return larder_flush(db, err); });
   }
 
+  void UnmapFiles() {
+    std::shared_lock lock(mu_);
+    larder_unmap_files(Open());
+  }
+
   void Close() {
     larder_t* db;
     {
@@ -401,6 +406,9 @@ PYBIND11_MODULE(larder_native, m) {
            py::arg("count") = 100, "One page: (next cursor, [keys]); cursor 0 = done.")
       .def("stats", &Store::Stats, "Counters, as in INFO larder.")
       .def("flush", &Store::Flush, "Writes memtables to blob files.")
+      .def("unmap_files", &Store::UnmapFiles,
+           "Lets go of the value files' read mappings, so that posix_fadvise(DONTNEED) can drop "
+           "their pages from the page cache.")
       .def("close", &Store::Close, "Flushes and closes; further calls raise ValueError.")
       .def("__enter__", [](Store& s) -> Store& { return s; })
       .def("__exit__", [](Store& s, const py::args&) { s.Close(); });

@@ -40,8 +40,10 @@ int larder_options_set_eviction_policy(larder_options_t* o, const char* name);
 void larder_options_set_wal(larder_options_t* o, int on);
 /* Kept for ABI compatibility; does nothing (the page cache holds hot values). */
 void larder_options_set_blob_cache_bytes(larder_options_t* o, uint64_t v);
-/* Options::direct_reads, direct_writes, read_queue_depth and sync_writes (see larder/options.h). */
+/* Options::direct_reads, mapped_reads, direct_writes, read_queue_depth and sync_writes (see
+   larder/options.h). */
 void larder_options_set_direct_reads(larder_options_t* o, int on);
+void larder_options_set_mapped_reads(larder_options_t* o, int on);
 void larder_options_set_direct_writes(larder_options_t* o, int on);
 void larder_options_set_read_queue_depth(larder_options_t* o, int depth);
 void larder_options_set_sync_writes(larder_options_t* o, int on);
@@ -97,6 +99,9 @@ typedef struct larder_stats_t {
 void larder_stats(larder_t* db, larder_stats_t* out);
 
 int larder_flush(larder_t* db, char** errptr);
+/* Store::UnmapFiles: lets go of the value files' read mappings, so that posix_fadvise(DONTNEED)
+   can drop their pages from the page cache. */
+void larder_unmap_files(larder_t* db);
 void larder_free(void* p);
 
 #ifdef __cplusplus

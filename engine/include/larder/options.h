@@ -111,6 +111,17 @@ struct Options {
   // bypassed (and not filled). Warm values are faster through the page cache. Default: false.
   bool direct_reads = false;
 
+  // Read values the page cache holds through one read-only mapping of each value file, kept
+  // for later reads: the read copies the bytes out of the mapping and hashes each piece of the
+  // copy while it is in the CPU's cache, one pass over memory where pread and a hash make two,
+  // and a value read again finds its pages mapped (measured with larder-peers, warm Get). The
+  // server's GET with sendfile hashes the value through the same mapping. Mapped pages count in
+  // the process's resident set, as file pages, and are reclaimed under memory pressure as any
+  // page cache, but fadvise(DONTNEED) and drop_caches skip them (Store::UnmapFiles). Off, every
+  // read is a pread into the caller's memory, then a hash, and sendfile's hash maps the value
+  // for that call only. Default: true.
+  bool mapped_reads = true;
+
   // Reads MultiGetInto keeps in flight at once (the engine's read threads). Default: 8.
   int read_queue_depth = 8;
 

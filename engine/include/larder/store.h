@@ -112,10 +112,12 @@ class Store {
   // Get for many keys; one Result per key, in order.
   virtual std::vector<Result<Value>> MultiGet(const std::vector<std::string_view>& keys) = 0;
 
-  // Reads the verified value of `key` into buf[0..cap) and returns its size: one read into the
-  // caller's memory (O_DIRECT with Options::direct_reads when buf is 4 KiB-aligned), then XXH3
-  // over it. NotFound as Get; InvalidArgument (buffer untouched) if cap is smaller than the
-  // value. On any error the buffer's contents are unspecified. Counts a reuse.
+  // Reads the verified value of `key` into buf[0..cap) and returns its size: a value the page
+  // cache holds is copied from the file's mapping (see UnmapFiles) and hashed (XXH3) a piece at a
+  // time as it is copied; another is read into the caller's memory (O_DIRECT with
+  // Options::direct_reads when buf is 4 KiB-aligned), then hashed. NotFound as Get;
+  // InvalidArgument (buffer untouched) if cap is smaller than the value. On any error the
+  // buffer's contents are unspecified. Counts a reuse.
   virtual Result<uint64_t> GetInto(std::string_view key, char* buf, size_t cap) = 0;
 
   // GetInto for many keys at once: the reads run on the engine's read threads, up to
@@ -213,6 +215,13 @@ class Store {
   // Compacts the index (small: keys and locations). Never rewrites values: space comes back by
   // dropping generations.
   virtual Status Compact() = 0;
+
+  // Reads of cached values go through one read-only mapping of each value file, kept for the
+  // next reads (docs/architecture.md, "Read paths"). The kernel reclaims mapped pages under
+  // memory pressure as any page cache, but posix_fadvise(POSIX_FADV_DONTNEED) and drop_caches
+  // skip them: this lets go of every mapping (reads map the files again as needed), so that the
+  // store's values can be dropped from the page cache, as a benchmark of cold reads does.
+  virtual void UnmapFiles() = 0;
 
   // Flushes (when the WAL is off) and closes. Further calls return IOError. Also called by
   // the destructor.
