@@ -63,9 +63,11 @@ void WriteClients(const InfoInput& in, std::string* out) {
 }
 
 void WriteMemory(const InfoInput& in, std::string* out) {
-  const uint64_t rss = ResidentBytes();
-  Field(out, "used_memory", rss);
-  Field(out, "used_memory_rss", rss);
+  // used_memory: the server's own resident memory; used_memory_rss also counts the value files'
+  // pages that reads mapped (page cache, see MEMORY PURGE).
+  const ResidentMemory rss = ReadResidentMemory();
+  Field(out, "used_memory", rss.own());
+  Field(out, "used_memory_rss", rss.total);
   Field(out, "maxmemory", in.engine.max_disk_bytes);
   Field(out, "maxmemory_policy", in.cfg.eviction_policy);
   Field(out, "used_disk_bytes", in.engine.disk_bytes);

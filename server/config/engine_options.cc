@@ -16,6 +16,7 @@ larder::Options EngineOptions(const ServerConfig& c) {
   o.memtable_bytes = c.memtable_bytes;
   o.write_buffer_bytes = c.write_buffer_bytes;
   o.direct_reads = c.direct_reads;
+  o.mapped_reads = c.mapped_reads;
   o.direct_writes = c.direct_writes;
   o.read_queue_depth = static_cast<int>(c.read_queue_depth);
   o.maintenance_interval_ms = static_cast<uint32_t>(c.maintenance_interval_ms);

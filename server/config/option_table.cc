@@ -472,6 +472,8 @@ std::vector<Option> EngineRows() {
            "wal no: write values with O_DIRECT, bypassing the page cache"),
       Bool("direct-reads", &S::direct_reads, kStartup,
            "read cold values into aligned buffers with O_DIRECT (in-process GetInto)"),
+      Bool("mapped-reads", &S::mapped_reads, kStartup,
+           "read cached values through mappings of the value files, kept for later reads"),
       Int("read-queue-depth", &S::read_queue_depth, kStartup, 1, 256,
           "reads a batched in-process read keeps in flight"),
       Int("maintenance-interval-ms", &S::maintenance_interval_ms, kStartup, 0, kUint32Max,

@@ -120,6 +120,7 @@ struct ServerConfig {
   uint64_t memtable_bytes = kEngineDefaults.memtable_bytes;          // 0 = from the budget
   uint64_t write_buffer_bytes = kEngineDefaults.write_buffer_bytes;  // 0 = from the budget
   bool direct_reads = kEngineDefaults.direct_reads;
+  bool mapped_reads = kEngineDefaults.mapped_reads;
   bool direct_writes = kEngineDefaults.direct_writes;
   int64_t read_queue_depth = kEngineDefaults.read_queue_depth;                // [1, 256]
   int64_t maintenance_interval_ms = kEngineDefaults.maintenance_interval_ms;  // [0, 2^32-1]

@@ -10,14 +10,25 @@
 
 namespace larder::server {
 
-// Resident set size in bytes (/proc/self/statm), 0 if unreadable.
-inline uint64_t ResidentBytes() {
+// Resident memory in bytes (/proc/self/statm; zeros if unreadable).
+struct ResidentMemory {
+  uint64_t total = 0;  // the resident set size
+  // Of it, pages backed by files or shared memory: mostly the value files' pages that reads
+  // mapped (they are the page cache's, shared with every reader of the file), not the
+  // server's own memory.
+  uint64_t file_backed = 0;
+  uint64_t own() const { return total - file_backed; }
+};
+
+inline ResidentMemory ReadResidentMemory() {
   FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  unsigned long pages = 0, rss = 0;
-  int n = std::fscanf(f, "%lu %lu", &pages, &rss);
+  if (f == nullptr) return {};
+  unsigned long pages = 0, rss = 0, shared = 0;
+  int n = std::fscanf(f, "%lu %lu %lu", &pages, &rss, &shared);
   std::fclose(f);
-  return n == 2 ? rss * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
+  if (n != 3 || shared > rss) return {};
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return {rss * page, shared * page};
 }
 
 struct CpuTime {

@@ -98,8 +98,13 @@ void WriteServer(Core& core, Page& page) {
            Number(static_cast<uint64_t>(core.clients ? core.clients->Count() : 0)));
   page.One("larder_uptime_seconds", "gauge", "seconds since the server started",
            Number(static_cast<uint64_t>((core.NowMs() - core.process.start_ms) / 1000)));
-  page.One("larder_resident_memory_bytes", "gauge", "resident set size of the server process",
-           Number(ResidentBytes()));
+  const ResidentMemory rss = ReadResidentMemory();
+  page.One("larder_resident_memory_bytes", "gauge",
+           "resident set size of the server process, the value files' mapped pages included",
+           Number(rss.total));
+  page.One("larder_used_memory_bytes", "gauge",
+           "resident memory of the server's own (INFO used_memory): not file-backed",
+           Number(rss.own()));
   const CpuTime cpu = CpuTimeOf(RUSAGE_SELF);
   page.Family("larder_cpu_seconds_total", "counter", "CPU time of the server process");
   page.Sample("larder_cpu_seconds_total", "mode=\"user\"", Number(CpuTime::Seconds(cpu.user)));

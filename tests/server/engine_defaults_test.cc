@@ -23,6 +23,7 @@ TEST(EngineDefaults, ServerDefaultsAreTheEngineDefaults) {
   EXPECT_EQ(server.memtable_bytes, engine.memtable_bytes);
   EXPECT_EQ(server.write_buffer_bytes, engine.write_buffer_bytes);
   EXPECT_EQ(server.direct_reads, engine.direct_reads);
+  EXPECT_EQ(server.mapped_reads, engine.mapped_reads);
   EXPECT_EQ(server.direct_writes, engine.direct_writes);
   EXPECT_EQ(server.read_queue_depth, engine.read_queue_depth);
   EXPECT_EQ(server.max_key_bytes, engine.max_key_bytes);
@@ -55,6 +56,7 @@ TEST(EngineDefaults, EveryMappedOptionReachesTheEngine) {
   c.memtable_bytes = 1ull << 29;
   c.write_buffer_bytes = 1ull << 28;
   c.direct_reads = true;
+  c.mapped_reads = false;
   c.direct_writes = true;
   c.read_queue_depth = 3;
   c.max_key_bytes = 100;
@@ -73,6 +75,7 @@ TEST(EngineDefaults, EveryMappedOptionReachesTheEngine) {
   EXPECT_EQ(o.memtable_bytes, 1ull << 29);
   EXPECT_EQ(o.write_buffer_bytes, 1ull << 28);
   EXPECT_TRUE(o.direct_reads);
+  EXPECT_FALSE(o.mapped_reads);
   EXPECT_TRUE(o.direct_writes);
   EXPECT_EQ(o.read_queue_depth, 3);
   EXPECT_EQ(o.max_key_bytes, 100u);

@@ -85,7 +85,7 @@ CONTAINER_CASES = [
     ["COMMAND", "nope"], ["CONFIG", "GET"], ["CONFIG", "SET", "a"], ["CLIENT", "SETNAME"],
     ["OBJECT", "ENCODING"], ["CONFIG", "HELP", "x"], ["CLIENT", "KILL"], ["COMMAND", "COUNT", "x"],
     ["MEMORY", "USAGE", "k", "SAMPLES"], ["MEMORY", "USAGE", "k", "FOO", "1"],
-    ["CLIENT", "SETNAME", "a b"],
+    ["CLIENT", "SETNAME", "a b"], ["MEMORY", "PURGE"], ["MEMORY", "PURGE", "x"],
 ]
 HELP_OF = ["CLIENT", "CONFIG", "OBJECT", "MEMORY", "COMMAND"]
 

@@ -234,6 +234,24 @@ class CommandsTest(unittest.TestCase):
         self.assertGreaterEqual(int(raw("MEMORY", "USAGE", "o1")[1:]), 7)
         self.assertEqual(raw("MEMORY", "USAGE", "nope"), b"$-1\r\n")
 
+    def test_memory_purge_unmaps_the_value_files(self):
+        c = self.c
+        value = b"m" * (1 << 20)
+        c("SET", "mapped", value)
+        c("SAVE")  # written to its file: a GET of a cached value then reads the file's mapping
+        maps = "/proc/%d/maps" % c("INFO", "server")["process_id"]
+
+        def value_file_mappings():
+            with open(maps) as f:
+                return sum("/values/" in line for line in f)
+        self.assertEqual(c("GET", "mapped"), value)
+        self.assertGreater(value_file_mappings(), 0)
+        memory = c("INFO", "memory")
+        self.assertLess(memory["used_memory"], memory["used_memory_rss"])
+        self.assertEqual(self.raw("MEMORY", "PURGE"), b"+OK\r\n")
+        self.assertEqual(value_file_mappings(), 0)
+        self.assertEqual(c("GET", "mapped"), value)
+
     def test_scan_keys_rename(self):
         c = self.c
         for i in range(50):
