@@ -6,11 +6,11 @@ larder-server, one file per chunk read with preadv, and the in-process engine's 
 read (`Store.multi_get_into`, MultiGetInto), which the plugin is measured against.
 
 Every peer reads all chunks in batches of --batch keys into the same caller-owned buffers
-(allocated and touched before the clock starts), warm (in the page cache) and cold (after a
-sync and POSIX_FADV_DONTNEED on every data file), --rounds times, peers on the same data in
-alternation so that the machine's drift falls on all of them. Every value read is compared
-with what was written, outside the timed region; a wrong or missing value is an error and the
-exit code is 1. The engine and the plugins verify XXH3 themselves; the files peer has no
+(allocated and touched before the clock starts), warm (in the page cache) and cold (after
+Larder let go of its files' mappings, a sync and POSIX_FADV_DONTNEED on every data file),
+--rounds times, peers on the same data in alternation so that the machine's drift falls on all
+of them. Every value read is compared with what was written, outside the timed region; a wrong
+or missing value is an error and the exit code is 1. The engine and the plugins verify XXH3 themselves; the files peer has no
 checksum, so it is an upper bound.
 
 Prints one JSON object per (peer, pass) line:
@@ -94,15 +94,17 @@ def timed_pass(name, kind, read_batch, keys, values, bufs, args):
     return seconds
 
 
-def measure(peers, keys, values, bufs, data_dir, args):
+def measure(peers, keys, values, bufs, data_dir, args, unmap=lambda: None):
     """`peers`: (name, read_batch) over the same data, measured in alternation: --rounds times,
-    a warm pass of each in turn, then for each a cold pass with the cache dropped before it.
-    One row per (peer, pass) with the bytes of all rounds over their summed time."""
+    a warm pass of each in turn, then for each a cold pass with the cache dropped before it
+    (after `unmap()`: Larder's mapped pages would stay cached). One row per (peer, pass) with
+    the bytes of all rounds over their summed time."""
     seconds = {(name, kind): 0.0 for name, _ in peers for kind in ("warm", "cold")}
     for _ in range(args.rounds):
         for name, read_batch in peers:
             seconds[name, "warm"] += timed_pass(name, "warm", read_batch, keys, values, bufs, args)
         for name, read_batch in peers:
+            unmap()
             drop_cache(data_dir)
             seconds[name, "cold"] += timed_pass(name, "cold", read_batch, keys, values, bufs, args)
     for (name, kind), secs in seconds.items():
@@ -123,7 +125,7 @@ def engine_and_plugin(native, keys, values, bufs, work, args):
     def engine_read(ks, bs):
         return [n == args.chunk for n in store.multi_get_into(ks, bs)]
     measure([("engine multi_get_into", engine_read), ("native_plugin in-process", plugin.get)],
-            keys, values, bufs, path, args)
+            keys, values, bufs, path, args, unmap=store.unmap_files)
     plugin.close()
     store.close()
 
@@ -144,8 +146,10 @@ def server_peers(keys, values, bufs, work, args):
             plugin.set(keys[lo:lo + args.batch], values[lo:lo + args.batch])
         srv.client().execute_command("SAVE")
         resp = Plugin(MpRespClient("127.0.0.1", srv.port, num_workers=8))
+        admin = srv.client()
         measure([("native_plugin over larder-server", plugin.get),
-                 ("resp (MP adapter wire pattern)", resp.get)], keys, values, bufs, srv.tmp, args)
+                 ("resp (MP adapter wire pattern)", resp.get)], keys, values, bufs, srv.tmp, args,
+                unmap=lambda: admin.execute_command("MEMORY", "PURGE"))
         plugin.close()
         resp.close()
     finally:

@@ -52,8 +52,8 @@ DEFINE_string(ram_measure_dir, "", "internal: the re-executed process of the ram
 
 namespace {
 
-using larder::bench::SizeListOrExit;
 using larder::bench::ProcIoBytes;
+using larder::bench::SizeListOrExit;
 using larder::bench::SplitList;
 
 using Clock = std::chrono::steady_clock;
@@ -157,6 +157,7 @@ Row Throughput(const std::string& base, uint64_t size, int threads) {
   read_all();  // warm the page cache
   double warm_s = read_all();
   sync();
+  store->UnmapFiles();  // mapped pages would stay cached
   larder::bench::DropPageCache(dir);
   double cold_s = read_all();
   double bytes = static_cast<double>(n) * size;

@@ -3,7 +3,9 @@
 //
 //   put_gbs    Put of --bytes_per_case of values plus the peer's Sync (flush / syncfs)
 //   warm_gbs   every key read once, shuffled, page cache hot (after one untimed pass)
-//   cold_gbs   the same after fdatasync + fadvise(DONTNEED) on every file of the peer
+//   cold_gbs   the same after the peer is closed and opened again (a store that maps its
+//              files keeps mapped pages from fadvise) and fdatasync + fadvise(DONTNEED) on
+//              every file of the peer
 //   multiget_cold_gbs  (peers with a batched read: larder's MultiGetInto) the same cold
 //              preparation again, then every key (shuffled) in batches of --batch keys per
 //              call into --batch 4 KiB-aligned caller buffers per thread; p50/p99 per batch
@@ -47,6 +49,8 @@ DEFINE_bool(verify, true, "check each value read (off only to profile the harnes
 DEFINE_string(dir, "", "parent of the peers' directories (default: a temp dir, removed)");
 DEFINE_uint32(batch, 8, "keys per batched read (MultiGetInto) in the multiget pass");
 DEFINE_bool(larder_direct_reads, false, "larder peer: Options::direct_reads (O_DIRECT reads)");
+DEFINE_bool(larder_mapped_reads, true,
+            "larder peer: Options::mapped_reads (cached values through kept mappings)");
 DEFINE_int32(larder_read_queue_depth, 8, "larder peer: Options::read_queue_depth");
 DEFINE_uint64(larder_memtable_bytes, 0, "larder peer: Options::memtable_bytes (0 = derived)");
 DEFINE_bool(test_plant_wrong_value, false,
@@ -245,6 +249,7 @@ void RunCase(const std::string& base, const std::string& peer, uint64_t size, in
   const Values v = MakeValues(size);
   larder::bench::LarderPeerOptions lo;
   lo.direct_reads = FLAGS_larder_direct_reads;
+  lo.mapped_reads = FLAGS_larder_mapped_reads;
   lo.read_queue_depth = FLAGS_larder_read_queue_depth;
   lo.memtable_bytes = FLAGS_larder_memtable_bytes;
   auto db = larder::bench::OpenPeer(peer, dir, lo);
@@ -263,12 +268,18 @@ void RunCase(const std::string& base, const std::string& peer, uint64_t size, in
   const uint64_t rw0 = ProcIoBytes("read_bytes");
   Pass warm = RunPass(threads, v.shuffled, get);
   const uint64_t warm_read = ProcIoBytes("read_bytes") - rw0;
-  DropPageCache(dir);
+  auto reopen_cold = [&] {
+    db.reset();
+    db = larder::bench::OpenPeer(peer, dir, lo);
+    if (!db) std::exit(2);
+    DropPageCache(dir);
+  };
+  reopen_cold();
   const uint64_t r0 = ProcIoBytes("read_bytes");
   Pass cold = RunPass(threads, v.shuffled, get);
   const uint64_t cold_read = ProcIoBytes("read_bytes") - r0;
   const uint64_t written = ProcIoBytes("write_bytes") - w0;
-  DropPageCache(dir);
+  reopen_cold();
   std::optional<Pass> mg = BatchPass(*db, threads, v);
   const std::string options = db->OptionsJson();
   db.reset();

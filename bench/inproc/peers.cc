@@ -58,10 +58,11 @@ class LarderPeer : public Peer {
   std::string OptionsJson() const override {
     char b[256];
     std::snprintf(b, sizeof b,
-                  "\"wal\":false,\"direct_reads\":%s,\"read_queue_depth\":%d,"
-                  "\"memtable_bytes\":%llu,\"max_disk_bytes\":%llu",
-                  o_.direct_reads ? "true" : "false", o_.read_queue_depth,
-                  (unsigned long long)o_.memtable_bytes, (unsigned long long)o_.max_disk_bytes);
+                  "\"wal\":false,\"direct_reads\":%s,\"mapped_reads\":%s,"
+                  "\"read_queue_depth\":%d,\"memtable_bytes\":%llu,\"max_disk_bytes\":%llu",
+                  o_.direct_reads ? "true" : "false", o_.mapped_reads ? "true" : "false",
+                  o_.read_queue_depth, (unsigned long long)o_.memtable_bytes,
+                  (unsigned long long)o_.max_disk_bytes);
     return b;
   }
 
@@ -179,6 +180,7 @@ std::unique_ptr<Peer> OpenPeer(const std::string& name, const std::string& dir,
     Options o;
     o.max_disk_bytes = lo.max_disk_bytes;
     o.direct_reads = lo.direct_reads;
+    o.mapped_reads = lo.mapped_reads;
     o.read_queue_depth = lo.read_queue_depth;
     o.memtable_bytes = lo.memtable_bytes;
     auto r = Store::Open(o, dir);

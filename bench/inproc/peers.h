@@ -60,6 +60,7 @@ class Peer {
 // Engine options of the larder peer (bench flags; defaults are the engine's).
 struct LarderPeerOptions {
   bool direct_reads = false;    // Options::direct_reads
+  bool mapped_reads = true;     // Options::mapped_reads
   int read_queue_depth = 8;     // Options::read_queue_depth
   uint64_t memtable_bytes = 0;  // Options::memtable_bytes (0 = derived from the budget)
   uint64_t max_disk_bytes = 64ull << 30;

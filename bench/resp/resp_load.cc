@@ -1,9 +1,9 @@
 // resp-load: a RESP load generator that checks every value it reads back.
 //
 // Phases (--phases, in this order when listed): `set` writes --keys values of --size bytes,
-// `get` reads each key once in a shuffled order, `cold` sends SAVE (--save_before_cold),
-// drops the page cache of every file under --cold_dir and reads each key again, `exists`
-// times single-key EXISTS on one connection. Each phase prints one JSON object on a line:
+// `get` reads each key once in a shuffled order, `cold` sends SAVE (--save_before_cold) and
+// MEMORY PURGE, drops the page cache of every file under --cold_dir and reads each key again,
+// `exists` times single-key EXISTS on one connection. Each phase prints one JSON object on a line:
 // GB/s (1e9 value bytes per second), per-request latency p50/p99 in ms, the server's device
 // bytes written and read per value byte (/proc/<--server_pid>/io) and the count of wrong
 // replies.
@@ -73,13 +73,21 @@ uint64_t ServerIo(const char* counter) {
   return FLAGS_server_pid > 0 ? larder::bench::ProcIoBytes(counter, FLAGS_server_pid) : 0;
 }
 
-bool Save() {
+// Sends `command` on a connection of its own; true if the reply is +OK (else says what it was).
+bool CommandOk(const std::vector<std::string_view>& command) {
   auto c = larder::bench::Conn::Dial(FLAGS_host, FLAGS_port);
   if (!c) return false;
-  c->SendCommand({"SAVE"});
+  c->SendCommand(command);
   std::string reply = c->ReadSimple();
-  if (reply != "+OK") std::fprintf(stderr, "resp-load: SAVE: %s\n", reply.c_str());
+  if (reply != "+OK") {
+    std::fprintf(stderr, "resp-load: %.*s: %s\n", static_cast<int>(command[0].size()),
+                 command[0].data(), reply.c_str());
+  }
   return reply == "+OK";
+}
+
+bool Save() {
+  return CommandOk({"SAVE"});
 }
 
 double Percentile(std::vector<double>* v, double q) {
@@ -237,7 +245,10 @@ bool GetPhase(Workload& w) {
 // GET after SAVE and dropping the data directory's page cache: reads from the device.
 bool ColdPhase(Workload& w) {
   if (FLAGS_save_before_cold && !Save()) return false;
-  if (!FLAGS_cold_dir.empty()) DropPageCache(FLAGS_cold_dir);
+  if (!FLAGS_cold_dir.empty()) {
+    CommandOk({"MEMORY", "PURGE"});  // larder-server unmaps its files: mapped pages stay cached
+    DropPageCache(FLAGS_cold_dir);
+  }
   GetKeys(w, "cold");
   return true;
 }
