@@ -4,6 +4,8 @@
 # gets the same value (SET by redis-benchmark, then SAVE so it sits in a blob file).
 #   bench/resp/get_send_modes.sh [larder-server] [sizes] [modes] [requests-per-MiB]
 #   e.g. bench/resp/get_send_modes.sh build/bin/larder-server "1048576 4194304" "remote always"
+# A mode may carry other options of larder.conf after commas, each name=value, for the same
+# comparison under another setting: "remote remote,mapped-reads=no".
 set -euo pipefail
 server=${1:-build/bin/larder-server}
 sizes=${2:-"1048576 4194304 16777216"}
@@ -25,15 +27,18 @@ echo "| server | value bytes | GET/s | server CPU ms per GET |"
 echo "|---|---|---|---|"
 for size in $sizes; do
   n=$(( per_mib * 1048576 / size )); n=$(( n < 100 ? 100 : n ))
-  for mode in $modes; do
+  for entry in $modes; do
+    mode=${entry%%,*} extra=()
+    IFS=, read -ra opts <<<"${entry#"$mode"}"
+    for opt in "${opts[@]}"; do [ -n "$opt" ] && extra+=("--${opt%%=*}" "${opt#*=}"); done
     rm -rf "$work/larder" && mkdir "$work/larder"
     "$server" --port "$lport" --dir "$work/larder" --unixsocket "" --sendfile "$mode" \
-      >"$work/larder.log" 2>&1 &
+      "${extra[@]}" >"$work/larder.log" 2>&1 &
     lpid=$!
     wait_port "$lport"
     redis-benchmark -p "$lport" -d "$size" -n 20 -c 4 -t set -q >/dev/null 2>&1
     redis-cli -p "$lport" save >/dev/null
-    run "larder, sendfile $mode" "$lpid" "$lport" "$size" "$n"
+    run "larder, sendfile $entry" "$lpid" "$lport" "$size" "$n"
     redis-cli -p "$lport" shutdown nosave >/dev/null 2>&1 || true
     wait "$lpid" || true
   done
