@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "file_mapping.h"
 #include "format.h"
+#include "guarded_read.h"
 #include "larder/store.h"
 #include "test_util.h"
 
@@ -244,6 +246,39 @@ TEST_F(ReadPathsTest, CachedValuesAreCopiedFromTheMappingAndItsDamageIsSeenAtOnc
   EXPECT_EQ(buf, MakeValue("p", size));
   ASSERT_TRUE(store_->GetFileRange("p").ok());
   EXPECT_EQ(ValueFileMappings(), 0);
+}
+
+TEST(GuardedReadTest, ASigbusOnAMappedPageFailsTheReadNotTheProcess) {
+  test::TempDir dir;
+  const std::string path = dir.path() + "/f";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0600);
+  ASSERT_GE(fd, 0);
+  const std::string bytes(3 * 4096, 'b');
+  ASSERT_EQ(::pwrite(fd, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+  FileMapping mapping(fd);
+  std::shared_ptr<const FileMapping::View> view = mapping.Covering(bytes.size());
+  ASSERT_NE(view, nullptr);
+  std::string copy(bytes.size(), '\0');
+  format::ChecksumStream whole;
+  Status s;
+  ASSERT_TRUE(GuardedCopyAndUpdate(&whole, copy.data(), view->At(0), bytes.size(), &s, path));
+  EXPECT_EQ(copy, bytes);
+  EXPECT_EQ(whole.Digest(), format::Checksum(bytes));
+  // Pages past the file's end raise SIGBUS when touched, as an unreadable page does.
+  ASSERT_EQ(::ftruncate(fd, 0), 0);
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the guard is armed again for each read
+    format::ChecksumStream stream;
+    Status failed;
+    EXPECT_FALSE(
+        GuardedCopyAndUpdate(&stream, copy.data(), view->At(0), bytes.size(), &failed, path));
+    EXPECT_NE(failed.ToString().find("SIGBUS"), std::string::npos) << failed.ToString();
+    Status hashed;
+    EXPECT_FALSE(GuardedUpdate(&stream, view->At(4096), 4096, &hashed, path));
+    EXPECT_NE(hashed.ToString().find("SIGBUS"), std::string::npos) << hashed.ToString();
+  }
+  view.reset();
+  mapping.Reset();
+  ::close(fd);
 }
 
 TEST_F(ReadPathsTest, DirectWritesLandTheSameBytes) {
