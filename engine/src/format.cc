@@ -66,7 +66,8 @@ std::string IndexKey(uint64_t hash, std::string_view key) {
   for (size_t i = 0; i < kIndexKeyPrefix; ++i) {
     out[i] = static_cast<char>(hash >> (8 * (kIndexKeyPrefix - 1 - i)));
   }
-  std::memcpy(out.data() + kIndexKeyPrefix, key.data(), key.size());
+  // An empty key (a seek by hash alone) may have no data pointer, which memcpy must not get.
+  if (!key.empty()) std::memcpy(out.data() + kIndexKeyPrefix, key.data(), key.size());
   return out;
 }
 
