@@ -62,12 +62,6 @@ bool Guarded(Fn&& fn, Status* s, const std::string& what) {
 
 }  // namespace
 
-uint64_t GuardedChecksum(const char* p, size_t n, Status* s, const std::string& what) {
-  uint64_t h = 0;
-  Guarded([&] { h = format::Checksum(p, n); }, s, what);
-  return h;
-}
-
 bool GuardedUpdate(format::ChecksumStream* stream, const char* p, size_t n, Status* s,
                    const std::string& what) {
   return Guarded([&] { stream->Update(p, n); }, s, what);

@@ -1,11 +1,10 @@
 // Reading mapped file pages without risking the process: a page that cannot be read (an I/O
-// error after the page left the page cache) raises SIGBUS on access. GuardedChecksum hashes
+// error after the page left the page cache) raises SIGBUS on access. These functions read
 // mapped bytes with a SIGBUS handler armed for this thread only, which turns the fault into an
 // error status instead of a crash. Other threads' SIGBUS keep their previous disposition.
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <string>
 
 #include "format.h"
@@ -13,11 +12,8 @@
 
 namespace larder {
 
-// XXH3 of p[0..n), mapped file bytes. On a SIGBUS while reading them, *s becomes an IOError
-// naming `what` and the returned value is meaningless.
-uint64_t GuardedChecksum(const char* p, size_t n, Status* s, const std::string& what);
-// The same for one piece of a longer run: stream->Update(p, n). False (and *s an IOError) on a
-// SIGBUS, after which the stream's digest is meaningless.
+// Adds mapped bytes p[0..n) to `stream` (stream->Update(p, n)). False (and *s an IOError
+// naming `what`) on a SIGBUS, after which the stream's digest is meaningless.
 bool GuardedUpdate(format::ChecksumStream* stream, const char* p, size_t n, Status* s,
                    const std::string& what);
 // Copies mapped bytes p[0..n) into dst and adds the copy to `stream`, a piece at a time, each
