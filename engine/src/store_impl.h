@@ -173,8 +173,9 @@ class StoreImpl final : public Store {
   // NotFound (the bytes belong to another key with the same hash, or were never durable).
   Status ReadVerified(uint64_t hash, std::string_view key, const Located& at, char* buf,
                       bool allow_direct);
-  // ReadVerified's two ways of reading a blob value: sets *sum to Checksum() of the bytes read.
-  Status ReadAndHashInPieces(BlobFile& f, const Entry& e, char* buf, uint64_t* sum);
+  // ReadVerified's ways of reading a blob value (from the file's mapping when cached, else in
+  // pieces through the page cache; or with O_DIRECT): set *sum to Checksum() of the bytes read.
+  Status ReadCachedOrInPieces(BlobFile& f, const Entry& e, char* buf, uint64_t* sum);
   Status ReadDirectThenHash(BlobFile& f, const Entry& e, char* buf, uint64_t* sum);
   // GetInto's work after the lookup; counts hits, misses, corruptions.
   Result<uint64_t> ReadInto(uint64_t hash, std::string_view key, char* buf, size_t cap);

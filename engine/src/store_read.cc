@@ -45,7 +45,7 @@ Status StoreImpl::ReadVerified(uint64_t hash, std::string_view key, const Locate
     const bool direct =
         allow_direct && options_.direct_reads && Aligned(buf) && e.size >= kMinDirectBytes;
     Status s = direct ? ReadDirectThenHash(*at.seg.file, e, buf, &sum)
-                      : ReadAndHashInPieces(*at.seg.file, e, buf, &sum);
+                      : ReadCachedOrInPieces(*at.seg.file, e, buf, &sum);
     if (!s.ok()) return Status::Corruption(s.message());
   }
   if ((sum ^ format::KeyTag(key)) != e.check) return Status::Corruption("checksum mismatch");
@@ -56,7 +56,7 @@ Status StoreImpl::ReadVerified(uint64_t hash, std::string_view key, const Locate
 // (BlobFile::CopyCached); otherwise it is read through the page cache a piece at a time, each
 // piece hashed while it is still in the CPU's cache, and for a cold value the disk reads ahead
 // of the copy and hash.
-Status StoreImpl::ReadAndHashInPieces(BlobFile& f, const Entry& e, char* buf, uint64_t* sum) {
+Status StoreImpl::ReadCachedOrInPieces(BlobFile& f, const Entry& e, char* buf, uint64_t* sum) {
   constexpr size_t kPiece = 256 * 1024;
   format::ChecksumStream stream;
   if (options_.mapped_reads && e.size >= kMinMappedBytes) {
