@@ -13,12 +13,11 @@
 namespace larder::server {
 
 Connection::Connection(Server& server, Socket socket, std::shared_ptr<ClientState> state,
-                       resp::Limits limits, std::shared_ptr<TlsContext> tls)
+                       std::shared_ptr<TlsContext> tls)
     : server_(server),
       socket_(std::move(socket)),
       tls_ctx_(std::move(tls)),
       state_(std::move(state)),
-      parser_(limits),
       inbuf_(kReadBufferBytes),
       hold_timer_(socket_.get_executor()) {
   bufs_.reserve(kMaxIov);
@@ -151,7 +150,7 @@ void Connection::Process() {
   while (!closed_ && !busy_ && !held_ && !close_after_write_ && pending_out_ < kPauseOutputBytes &&
          !server_.stopping() && rpos_ < wpos_) {
     size_t used = 0;
-    auto st = parser_.Feed(inbuf_.data() + rpos_, wpos_ - rpos_, &used);
+    auto st = FeedParser(Cfg().proto_max_bulk_len, inbuf_.data() + rpos_, wpos_ - rpos_, &used);
     rpos_ += used;
     if (st == resp::RequestParser::State::kNeedMore) {
       if (QueryLimitExceeded()) return;
@@ -173,6 +172,18 @@ void Connection::Process() {
     StartRead();
   }
   StartWrite();
+}
+
+// Feeds the parser under the limits that hold for this client now: proto-max-bulk-len as
+// configured, and the pre-AUTH limits until it authenticates (AUTH runs before the next
+// command is parsed, so a pipelined "AUTH ..., SET <big value>" is accepted as in Redis).
+resp::RequestParser::State Connection::FeedParser(uint64_t max_bulk_len, const char* data, size_t n,
+                                                  size_t* used) {
+  resp::Limits limits;
+  limits.max_bulk_len = max_bulk_len;
+  limits.unauthenticated = !state_->authenticated;
+  parser_.set_limits(limits);
+  return parser_.Feed(data, n, used);
 }
 
 void Connection::Execute() {
@@ -264,7 +275,9 @@ size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool
   while (rpos < wpos && done < kMaxBatchCommands && w.queue().bytes() < kMaxBatchBytes &&
          !state_->close_after_reply && !server_.stopping()) {
     size_t used = 0;
-    auto st = parser_.Feed(inbuf_.data() + rpos, wpos - rpos, &used);
+    // On the pool: the configuration cache is the io thread's, so the bulk limit stays as the
+    // io thread last set it.
+    auto st = FeedParser(parser_.limits().max_bulk_len, inbuf_.data() + rpos, wpos - rpos, &used);
     rpos += used;
     if (st == resp::RequestParser::State::kNeedMore) break;  // the io thread reads the rest
     if (st == resp::RequestParser::State::kError) {

@@ -38,7 +38,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   using Socket = asio::generic::stream_protocol::socket;
 
   // `tls`: the context to handshake with, or null for a plain-text connection.
-  Connection(Server& server, Socket socket, std::shared_ptr<ClientState> state, resp::Limits limits,
+  Connection(Server& server, Socket socket, std::shared_ptr<ClientState> state,
              std::shared_ptr<TlsContext> tls);
   ~Connection();
 
@@ -83,6 +83,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   static constexpr auto kHoldRecheck = std::chrono::milliseconds(5);
 
   void Process();
+  resp::RequestParser::State FeedParser(uint64_t max_bulk_len, const char* data, size_t n,
+                                        size_t* used);
   void Execute();
   // Keeps the parsed request (held by CLIENT PAUSE) and plans it again after kHoldRecheck;
   // nothing else is parsed meanwhile, so replies stay in order.

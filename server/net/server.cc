@@ -280,9 +280,7 @@ void Server::Admit(asio::generic::stream_protocol::socket socket, bool is_unix, 
   state->created_ms = core_.NowMs();
   state->last_active_ms = state->created_ms;
   state->authenticated = cfg->requirepass.empty();
-  resp::Limits limits;
-  limits.max_bulk_len = cfg->proto_max_bulk_len;
-  auto conn = std::make_shared<Connection>(*this, std::move(socket), state, limits,
+  auto conn = std::make_shared<Connection>(*this, std::move(socket), state,
                                            tls ? TlsContextNow() : nullptr);
   state->push = Connection::PushSinkOf(conn);
   {

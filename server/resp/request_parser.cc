@@ -15,6 +15,8 @@ constexpr char kErrMultibulkLen[] = "ERR Protocol error: invalid multibulk lengt
 constexpr char kErrBulkLen[] = "ERR Protocol error: invalid bulk length";
 constexpr char kErrMbulkTooBig[] = "ERR Protocol error: too big mbulk count string";
 constexpr char kErrBulkTooBig[] = "ERR Protocol error: too big bulk count string";
+constexpr char kErrUnauthMultibulkLen[] = "ERR Protocol error: unauthenticated multibulk length";
+constexpr char kErrUnauthBulkLen[] = "ERR Protocol error: unauthenticated bulk length";
 constexpr char kErrInlineTooBig[] = "ERR Protocol error: too big inline request";
 constexpr char kErrUnbalanced[] = "ERR Protocol error: unbalanced quotes in request";
 
@@ -115,6 +117,9 @@ RequestParser::State RequestParser::ParseMultibulkHeader(const char** p, const c
   if (!ok || (count > 0 && static_cast<uint64_t>(count) > limits_.max_multibulk_len)) {
     return Fail(kErrMultibulkLen);
   }
+  if (limits_.unauthenticated && count > static_cast<int64_t>(kUnauthenticatedMaxArgs)) {
+    return Fail(kErrUnauthMultibulkLen);
+  }
   if (count <= 0) {
     phase_ = Phase::kStart;  // Redis ignores empty and negative multibulks
   } else {
@@ -142,6 +147,9 @@ RequestParser::State RequestParser::ParseBulkHeader(const char** p, const char* 
   line_.clear();
   if (!ok || bulk_len < 0 || static_cast<uint64_t>(bulk_len) > limits_.max_bulk_len) {
     return Fail(kErrBulkLen);
+  }
+  if (limits_.unauthenticated && static_cast<uint64_t>(bulk_len) > kUnauthenticatedMaxBulkLen) {
+    return Fail(kErrUnauthBulkLen);
   }
   StartBulk(static_cast<uint64_t>(bulk_len), p, end);
   return phase_ == Phase::kDone ? State::kComplete : State::kNeedMore;

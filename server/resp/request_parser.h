@@ -21,7 +21,14 @@ struct Limits {
   // terminator ('\n' for inline lines, including any '\r' before it; '\r' for header lines,
   // including the '*' or '$').
   size_t max_inline_len = 64 * 1024;
+  // A client that has not authenticated while a password is required (Redis's authRequired())
+  // may send a multibulk of at most kUnauthenticatedMaxArgs arguments, each at most
+  // kUnauthenticatedMaxBulkLen bytes, as in Redis 7.0.15+: a connection that has not proven it
+  // knows the password cannot make the server buffer more than a small command.
+  bool unauthenticated = false;
 };
+inline constexpr uint64_t kUnauthenticatedMaxArgs = 10;
+inline constexpr uint64_t kUnauthenticatedMaxBulkLen = 16 * 1024;
 
 // Parses one command at a time out of a byte stream.
 //
@@ -70,6 +77,10 @@ class RequestParser {
 
   RequestParser(const RequestParser&) = delete;
   RequestParser& operator=(const RequestParser&) = delete;
+
+  // The limits the next headers are checked against (a header already accepted stays so).
+  void set_limits(const Limits& limits) { limits_ = limits; }
+  const Limits& limits() const { return limits_; }
 
   // Consumes bytes from data[0..len) and sets *consumed to the number used. Returns
   // kComplete right after the last byte of one command (later pipelined bytes are left

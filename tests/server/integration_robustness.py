@@ -6,7 +6,7 @@ import sys
 import time
 import unittest
 
-from server_harness import ServerProcess, encode, info_stat, wait_for
+from server_harness import RedisProcess, ServerProcess, encode, info_stat, wait_for
 
 
 class BadInputTest(unittest.TestCase):
@@ -38,6 +38,23 @@ class BadInputTest(unittest.TestCase):
         self.assertTrue(rc.closed_by_server())
         rc.close()
         self.assertServerFine()
+
+    def test_bulk_limit_set_at_runtime_holds_for_connected_clients(self):
+        """As in Redis, CONFIG SET proto-max-bulk-len applies to the next request of every
+        connected client, the one that set it included (Redis 7 beside Larder)."""
+        redis = RedisProcess().start()
+        self.addCleanup(redis.cleanup)
+        for name, srv in (("larder", self.srv), ("redis", redis)):
+            rc, admin = srv.raw(), srv.raw()
+            self.addCleanup(admin.close)
+            self.addCleanup(admin.call, "CONFIG", "SET", "proto-max-bulk-len",
+                            admin.call("CONFIG", "GET", "proto-max-bulk-len").split(b"\r\n")[4])
+            self.assertEqual(rc.call("SET", "k", "v" * (2 << 20)), b"+OK\r\n", name)
+            self.assertEqual(admin.call("CONFIG", "SET", "proto-max-bulk-len", "1mb"), b"+OK\r\n")
+            rc.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n" % (2 << 20))
+            self.assertEqual(rc.reply(), b"-ERR Protocol error: invalid bulk length\r\n", name)
+            self.assertTrue(rc.closed_by_server(), name)
+            rc.close()
 
     def test_huge_header_then_disconnect(self):
         srv = ServerProcess().start()  # default proto-max-bulk-len 512mb: header accepted
@@ -204,6 +221,38 @@ class AuthTest(unittest.TestCase):
         rc = self.srv.raw()
         self.assertEqual(rc.call("MULTI"), b"-NOAUTH Authentication required.\r\n")
         rc.close()
+
+    def test_commands_before_auth_are_small_as_in_redis(self):
+        """Before AUTH a command has at most 10 arguments of at most 16 KiB each; more is
+        refused and the connection closed. Redis 7 with the same password beside Larder."""
+        noauth = b"-NOAUTH Authentication required.\r\n"
+        # (request, its replies, the reply to a PING after them; None: the server closes)
+        cases = [
+            (b"*11\r\n", b"-ERR Protocol error: unauthenticated multibulk length\r\n", None),
+            (b"*1\r\n$100000000\r\n", b"-ERR Protocol error: unauthenticated bulk length\r\n",
+             None),
+            (encode("SET", "k", "v" * 16384), noauth, noauth),
+            (encode("AUTH", "s3cret") + encode("SET", "big", "v" * 20000) + encode("STRLEN", "big"),
+             b"+OK\r\n+OK\r\n:20000\r\n", b"+PONG\r\n"),
+        ]
+        redis = RedisProcess(["--requirepass", "s3cret"]).start()
+        self.addCleanup(redis.cleanup)
+        for request, replies, after in cases:
+            for name, srv in (("larder", self.srv), ("redis", redis)):
+                rc = srv.raw()
+                rc.send(request)
+                got = b""
+                while len(got) < len(replies):
+                    chunk = rc.sock.recv(4096)
+                    if not chunk:
+                        break
+                    got += chunk
+                self.assertEqual(got, replies, (name, request[:40]))
+                if after is None:
+                    self.assertTrue(rc.closed_by_server(), name)
+                else:
+                    self.assertEqual(rc.call("PING"), after, name)
+                rc.close()
 
 
 class ConcurrencyTest(unittest.TestCase):

@@ -329,6 +329,35 @@ TEST(RequestParserTest, ErrorIsSticky) {
   EXPECT_EQ(parser.error(), "");
 }
 
+TEST(RequestParserTest, UnauthenticatedClientsSendSmallCommandsOnly) {
+  Limits before_auth;
+  before_auth.unauthenticated = true;
+  const auto refused = [&](std::string_view bytes) {
+    RequestParser parser(before_auth);
+    return Feed(parser, bytes).state == State::kError ? parser.error() : std::string();
+  };
+  EXPECT_EQ(refused("*11\r\n"), "ERR Protocol error: unauthenticated multibulk length");
+  EXPECT_EQ(refused("*1\r\n$16385\r\n"), "ERR Protocol error: unauthenticated bulk length");
+  // The absolute limits come first, as in Redis.
+  EXPECT_EQ(refused("*3000000000\r\n"), "ERR Protocol error: invalid multibulk length");
+  EXPECT_EQ(refused("*1\r\n$600000000\r\n"), "ERR Protocol error: invalid bulk length");
+  // At the limits, and inline requests (bounded by max_inline_len), are accepted.
+  EXPECT_EQ(refused("*10\r\n$16384\r\n"), "");
+  EXPECT_EQ(refused("AUTH " + std::string(20000, 'p') + "\r\n"), "");
+
+  // Limits set between commands apply from the next header on.
+  RequestParser parser(before_auth);
+  const std::string big_set =
+      "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$20000\r\n" + std::string(20000, 'v') + "\r\n";
+  const std::string in = "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n" + big_set;
+  const Fed auth = Feed(parser, in);
+  ASSERT_EQ(auth.state, State::kComplete);
+  parser.set_limits(Limits{});
+  const Fed set = Feed(parser, std::string_view(in).substr(auth.used));
+  ASSERT_EQ(set.state, State::kComplete);
+  EXPECT_EQ(parser.args()[2].size(), 20000u);
+}
+
 TEST(RequestParserTest, HugeDeclaredBulkWithoutBodyAllocatesLittle) {
   constexpr size_t kInitial = RequestParser::kBigArgInitialReserve;
   Limits limits;
