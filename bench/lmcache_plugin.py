@@ -10,8 +10,8 @@ Every peer reads all chunks in batches of --batch keys into the same caller-owne
 Larder let go of its files' mappings, a sync and POSIX_FADV_DONTNEED on every data file),
 --rounds times, peers on the same data in alternation so that the machine's drift falls on all
 of them. Every value read is compared with what was written, outside the timed region; a wrong
-or missing value is an error and the exit code is 1. The engine and the plugins verify XXH3 themselves; the files peer has no
-checksum, so it is an upper bound.
+or missing value is an error and the exit code is 1. The engine and the plugins verify XXH3
+themselves; the files peer has no checksum, so it is an upper bound.
 
 Prints one JSON object per (peer, pass) line:
   {"peer", "pass": "warm"|"cold", "chunk", "chunks", "batch", "rounds", "gbs"}

@@ -101,7 +101,6 @@ void larder_options_set_blob_cache_bytes(larder_options_t*, uint64_t) {}
 void larder_options_set_direct_reads(larder_options_t* o, int on) {
   o->options.direct_reads = on != 0;
 }
-
 void larder_options_set_mapped_reads(larder_options_t* o, int on) {
   o->options.mapped_reads = on != 0;
 }
