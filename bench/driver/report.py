@@ -161,6 +161,15 @@ def peer_name(r):
     return r["peer"] + (" (direct_reads)" if is_direct(r) else "")
 
 
+def rounds_note(raw):
+    """How the in-process figures were taken: one run, or the median of interleaved rounds."""
+    n = max([r.get("rounds", 1) for r in raw.get("inproc", [])] or [1])
+    if n == 1:
+        return "one round per case"
+    return ("each figure the median of %d rounds, the peers in alternation; raw.json has every "
+            "round's GB/s" % n)
+
+
 def inproc_table(raw):
     rows = raw.get("inproc", [])
     out = ["## In-process: liblarder vs plain RocksDB vs one file per chunk (larder-peers)", "",
@@ -175,7 +184,7 @@ def inproc_table(raw):
            "no fsync (syncfs at the end), `read(2)` into the same kind of buffer. ×files = this "
            "peer over `files`, same size and threads. device B/value B = /proc/self/io "
            "write_bytes (flushes and compactions included) per value byte; cold read B/value B "
-           "= read_bytes over the cold pass per value byte.", "",
+           "= read_bytes over the cold pass per value byte. Figures: %s." % rounds_note(raw), "",
            "| value | threads | peer | Put GB/s | ×files | warm GET GB/s | ×files | cold GET "
            "GB/s | ×files | cold p50/p99 ms | cold read B/value B | device B/value B |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -393,9 +402,9 @@ def goals(raw):
              for kind in ("warm", "cold")], 0.8)
     out = ["## Goals", "", "Each goal over every case this run measured (worst case shown; "
            "ratios compare peers measured in this run). In-process: liblarder with its default "
-           "options (`larder-peers`); RESP: requests/s of `redis-benchmark -c 4`, except cold "
+           "options (`larder-peers`, %s); RESP: requests/s of `redis-benchmark -c 4`, except cold "
            "GET (resp-load, every value checked); RAM per key: `larder-bench --parts ram`; "
-           "device bytes: `larder-bench --parts wa`.", ""] + t.lines
+           "device bytes: `larder-bench --parts wa`." % rounds_note(raw), ""] + t.lines
     if any(is_direct(r) for r in raw.get("inproc", [])):
         d = GoalTable()
         inproc_goals(d, raw, direct=True)

@@ -31,14 +31,14 @@ KiB, MiB = 1 << 10, 1 << 20
 
 # Value sizes are in bytes; every tool gets them as plain integers.
 FULL = dict(sizes=[256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB, 32 * MiB], conns=[1, 4, 16],
-            server_bytes=512 * MiB, peers_bytes=512 * MiB, peer_threads="1,2",
+            server_bytes=512 * MiB, peers_bytes=512 * MiB, peer_threads="1,2", peer_rounds=3,
             fio_bytes=1024 * MiB, fio_depths=[4, 8], bench_sizes=[1 * MiB, 4 * MiB, 16 * MiB],
             bench_bytes=512 * MiB, bench_min_n=16, ram_keys=300000, wa_budget=1024 * MiB,
             trace_turns=2000, trace_users=400, trace_caps="0.1,0.25,0.5,1.0",
             plugin_chunks=32, migration_gib=2)
 QUICK = dict(sizes=[1 * MiB, 4 * MiB, 32 * MiB], conns=[1, 4], server_bytes=128 * MiB,
-             peers_bytes=128 * MiB, peer_threads="1", fio_bytes=256 * MiB, fio_depths=[4, 8],
-             bench_sizes=[1 * MiB, 4 * MiB, 16 * MiB], bench_bytes=64 * MiB, bench_min_n=8,
+             peers_bytes=128 * MiB, peer_threads="1", peer_rounds=1, fio_bytes=256 * MiB,
+             fio_depths=[4, 8], bench_sizes=[1 * MiB, 4 * MiB, 16 * MiB], bench_bytes=64 * MiB, bench_min_n=8,
              ram_keys=20000, wa_budget=128 * MiB, trace_turns=600, trace_users=150,
              trace_caps="0.25,0.5,1.0", plugin_chunks=8, migration_gib=1)
 RAM_VALUE_BYTES = 16 << 10  # the smallest values that go to blob files
@@ -328,7 +328,8 @@ def part_tls(raw, bins, work, cfg):
 def part_inproc(raw, bins, work, cfg):
     log("in-process peers")
     common = ["--sizes", ",".join(map(str, cfg["sizes"])), "--threads", cfg["peer_threads"],
-              "--bytes_per_case", str(cfg["peers_bytes"]), "--dir", work]
+              "--bytes_per_case", str(cfg["peers_bytes"]), "--rounds", str(cfg["peer_rounds"]),
+              "--dir", work]
     raw["inproc"] = run_checked([bins["larder-peers"]] + common, "larder-peers", raw["errors"])
     # liblarder once more with O_DIRECT reads (Options::direct_reads); its rows carry
     # options.direct_reads = true.

@@ -1,5 +1,7 @@
 // larder-peers: liblarder against plain RocksDB and one-file-per-chunk, in one process, same
-// values, same checks. Prints one JSON object per (peer, size, threads) case:
+// values, same checks. Each (size, threads) case runs --rounds times, every peer once per round
+// in alternation; one JSON object per (peer, size, threads) then gives each figure's median
+// over the rounds (and `rounds`, and *_gbs_rounds: each throughput's value per round):
 //
 //   put_gbs    Put of --bytes_per_case of values plus the peer's Sync (flush / syncfs)
 //   warm_gbs   every key read once, shuffled, page cache hot (after one untimed pass)
@@ -47,6 +49,8 @@ DEFINE_string(threads, "1,2", "thread counts");
 DEFINE_uint64(bytes_per_case, 512ull << 20, "value bytes written per case");
 DEFINE_bool(verify, true, "check each value read (off only to profile the harness itself)");
 DEFINE_string(dir, "", "parent of the peers' directories (default: a temp dir, removed)");
+DEFINE_uint32(rounds, 1,
+              "rounds per case, the peers in alternation; each figure is the median over them");
 DEFINE_uint32(batch, 8, "keys per batched read (MultiGetInto) in the multiget pass");
 DEFINE_bool(larder_direct_reads, false, "larder peer: Options::direct_reads (O_DIRECT reads)");
 DEFINE_bool(larder_mapped_reads, true,
@@ -202,51 +206,103 @@ std::optional<Pass> BatchPass(Peer& db, int threads, const Values& v) {
   return p;
 }
 
-struct Passes {
-  const Pass &put, &warm, &cold;
-  const std::optional<Pass>& multiget;
-};
-// /proc/self/io bytes: written from the first Put to the end of the cold pass; read over the
-// warm and over the cold pass.
-struct IoBytes {
-  uint64_t written, warm_read, cold_read;
+// The figures of one case in one round (throughput in GB/s of value bytes, latency in ms).
+struct Figures {
+  uint64_t values = 0, bad = 0;
+  double put_gbs = 0, warm_gbs = 0, cold_gbs = 0;
+  double put_p50 = 0, put_p99 = 0, warm_p50 = 0, warm_p99 = 0, cold_p50 = 0, cold_p99 = 0;
+  // /proc/self/io bytes per value byte: written from the first Put to the end of the cold
+  // pass; read over the warm and over the cold pass.
+  double device = 0, warm_read = 0, cold_read = 0;
+  bool has_multiget = false;
+  double mg_gbs = 0, mg_p50 = 0, mg_p99 = 0;
+  std::string options;
 };
 
-void PrintCase(const std::string& peer, const Values& v, int threads, const Passes& p,
-               const IoBytes& io, uint64_t bad, const std::string& options) {
-  const Pass &put = p.put, &warm = p.warm, &cold = p.cold;
-  const std::optional<Pass>& mg = p.multiget;
-  const double bytes = static_cast<double>(v.n) * v.size;
+double Median(const std::vector<Figures>& rounds, double Figures::*field) {
+  std::vector<double> v;
+  for (const auto& f : rounds) v.push_back(f.*field);
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string Series(const std::vector<Figures>& rounds, double Figures::*field) {
+  std::string out = "[";
+  char b[32];
+  for (const auto& f : rounds) {
+    std::snprintf(b, sizeof b, "%s%.4f", out.size() > 1 ? "," : "", f.*field);
+    out += b;
+  }
+  return out + "]";
+}
+
+// One JSON line per case: the median of each figure over the rounds (each figure on its own,
+// so a line's figures can come from different rounds), each throughput's value per round, and
+// the bad reads of all rounds.
+void PrintCase(const std::string& peer, uint64_t size, int threads,
+               const std::vector<Figures>& rounds) {
+  const Figures& first = rounds.front();
+  uint64_t bad = 0;
+  for (const auto& f : rounds) bad += f.bad;
+  auto m = [&](double Figures::*field) { return Median(rounds, field); };
   char b[1024];
   std::snprintf(
       b, sizeof b,
-      "{\"peer\":\"%s\",\"size\":%llu,\"threads\":%d,\"values\":%llu,\"put_gbs\":%.4f,"
-      "\"warm_gbs\":%.4f,\"cold_gbs\":%.4f,\"put_p50_ms\":%.4f,\"put_p99_ms\":%.4f,"
-      "\"warm_p50_ms\":%.4f,\"warm_p99_ms\":%.4f,\"cold_p50_ms\":%.4f,\"cold_p99_ms\":%.4f,"
-      "\"device_per_value_byte\":%.4f,\"warm_read_per_value_byte\":%.4f,"
+      "{\"peer\":\"%s\",\"size\":%llu,\"threads\":%d,\"values\":%llu,\"rounds\":%zu,"
+      "\"put_gbs\":%.4f,\"warm_gbs\":%.4f,\"cold_gbs\":%.4f,\"put_p50_ms\":%.4f,"
+      "\"put_p99_ms\":%.4f,\"warm_p50_ms\":%.4f,\"warm_p99_ms\":%.4f,\"cold_p50_ms\":%.4f,"
+      "\"cold_p99_ms\":%.4f,\"device_per_value_byte\":%.4f,\"warm_read_per_value_byte\":%.4f,"
       "\"cold_read_per_value_byte\":%.4f,\"bad\":%llu",
-      peer.c_str(), (unsigned long long)v.size, threads, (unsigned long long)v.n,
-      bytes / put.seconds / 1e9, bytes / warm.seconds / 1e9, bytes / cold.seconds / 1e9,
-      Pct(put.lat_ms, 0.5), Pct(put.lat_ms, 0.99), Pct(warm.lat_ms, 0.5), Pct(warm.lat_ms, 0.99),
-      Pct(cold.lat_ms, 0.5), Pct(cold.lat_ms, 0.99), io.written / bytes, io.warm_read / bytes,
-      io.cold_read / bytes, (unsigned long long)bad);
+      peer.c_str(), (unsigned long long)size, threads, (unsigned long long)first.values,
+      rounds.size(), m(&Figures::put_gbs), m(&Figures::warm_gbs), m(&Figures::cold_gbs),
+      m(&Figures::put_p50), m(&Figures::put_p99), m(&Figures::warm_p50), m(&Figures::warm_p99),
+      m(&Figures::cold_p50), m(&Figures::cold_p99), m(&Figures::device), m(&Figures::warm_read),
+      m(&Figures::cold_read), (unsigned long long)bad);
   std::string line = b;
-  if (mg) {
+  line += ",\"put_gbs_rounds\":" + Series(rounds, &Figures::put_gbs) +
+          ",\"warm_gbs_rounds\":" + Series(rounds, &Figures::warm_gbs) +
+          ",\"cold_gbs_rounds\":" + Series(rounds, &Figures::cold_gbs);
+  if (first.has_multiget) {
     std::snprintf(b, sizeof b,
                   ",\"batch\":%u,\"multiget_cold_gbs\":%.4f,\"multiget_p50_ms\":%.4f,"
                   "\"multiget_p99_ms\":%.4f",
-                  FLAGS_batch, bytes / mg->seconds / 1e9, Pct(mg->lat_ms, 0.5),
-                  Pct(mg->lat_ms, 0.99));
+                  FLAGS_batch, m(&Figures::mg_gbs), m(&Figures::mg_p50), m(&Figures::mg_p99));
     line += b;
+    line += ",\"multiget_cold_gbs_rounds\":" + Series(rounds, &Figures::mg_gbs);
   }
-  if (!options.empty()) line += ",\"options\":{" + options + "}";
+  if (!first.options.empty()) line += ",\"options\":{" + first.options + "}";
   std::printf("%s}\n", line.c_str());
   std::fflush(stdout);
 }
 
-void RunCase(const std::string& base, const std::string& peer, uint64_t size, int threads) {
+Figures Summarize(const Values& v, const Pass& put, const Pass& warm, const Pass& cold,
+                  const std::optional<Pass>& mg) {
+  const double bytes = static_cast<double>(v.n) * v.size;
+  Figures f;
+  f.values = v.n;
+  f.put_gbs = bytes / put.seconds / 1e9;
+  f.warm_gbs = bytes / warm.seconds / 1e9;
+  f.cold_gbs = bytes / cold.seconds / 1e9;
+  f.put_p50 = Pct(put.lat_ms, 0.5);
+  f.put_p99 = Pct(put.lat_ms, 0.99);
+  f.warm_p50 = Pct(warm.lat_ms, 0.5);
+  f.warm_p99 = Pct(warm.lat_ms, 0.99);
+  f.cold_p50 = Pct(cold.lat_ms, 0.5);
+  f.cold_p99 = Pct(cold.lat_ms, 0.99);
+  if (mg) {
+    f.has_multiget = true;
+    f.mg_gbs = bytes / mg->seconds / 1e9;
+    f.mg_p50 = Pct(mg->lat_ms, 0.5);
+    f.mg_p99 = Pct(mg->lat_ms, 0.99);
+  }
+  return f;
+}
+
+// One round of one case: the peer's passes over v in a fresh directory, removed after.
+Figures RunCase(const std::string& base, const std::string& peer, const Values& v, int threads) {
+  const uint64_t size = v.size;
   std::string dir = base + "/" + peer + "-" + std::to_string(size) + "-" + std::to_string(threads);
-  const Values v = MakeValues(size);
   larder::bench::LarderPeerOptions lo;
   lo.direct_reads = FLAGS_larder_direct_reads;
   lo.mapped_reads = FLAGS_larder_mapped_reads;
@@ -281,11 +337,31 @@ void RunCase(const std::string& base, const std::string& peer, uint64_t size, in
   const uint64_t written = ProcIoBytes("write_bytes") - w0;
   reopen_cold();
   std::optional<Pass> mg = BatchPass(*db, threads, v);
-  const std::string options = db->OptionsJson();
+  Figures f = Summarize(v, put, warm, cold, mg);
+  const double bytes = static_cast<double>(v.n) * v.size;
+  f.device = written / bytes;
+  f.warm_read = warm_read / bytes;
+  f.cold_read = cold_read / bytes;
+  f.bad = g_bad.load() - bad0;
+  f.options = db->OptionsJson();
   db.reset();
   fs::remove_all(dir);
-  PrintCase(peer, v, threads, {put, warm, cold, mg}, {written, warm_read, cold_read},
-            g_bad.load() - bad0, options);
+  return f;
+}
+
+// Every peer of one (size, threads) case, --rounds times in alternation (the peers' order
+// reversed every other round, so none always runs after the same one), then one line each.
+void RunCases(const std::string& base, const std::vector<std::string>& peers, uint64_t size,
+              int threads) {
+  const Values v = MakeValues(size);
+  std::vector<std::vector<Figures>> rounds(peers.size());
+  for (uint32_t r = 0; r < std::max<uint32_t>(1, FLAGS_rounds); ++r) {
+    for (size_t k = 0; k < peers.size(); ++k) {
+      const size_t p = r % 2 ? peers.size() - 1 - k : k;
+      rounds[p].push_back(RunCase(base, peers[p], v, threads));
+    }
+  }
+  for (size_t p = 0; p < peers.size(); ++p) PrintCase(peers[p], size, threads, rounds[p]);
 }
 
 }  // namespace
@@ -296,9 +372,8 @@ int main(int argc, char** argv) {
   const larder::bench::WorkDir work(FLAGS_dir, "peers");
   const std::string& base = work.path();
   for (uint64_t size : SizeListOrExit("sizes", FLAGS_sizes)) {
-    for (const auto& ts : SplitList(FLAGS_threads)) {
-      for (const auto& peer : SplitList(FLAGS_peers)) RunCase(base, peer, size, std::stoi(ts));
-    }
+    for (const auto& ts : SplitList(FLAGS_threads))
+      RunCases(base, SplitList(FLAGS_peers), size, std::stoi(ts));
   }
   if (g_bad)
     std::fprintf(stderr, "ERROR: %llu bad reads or failed writes\n",

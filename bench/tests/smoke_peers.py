@@ -75,6 +75,23 @@ class PeersSmoke(unittest.TestCase):
             self.assertIn("bad reads", p.stderr)
             # The untimed warming pass, warm, cold (and larder's MultiGetInto pass).
             self.assertEqual(rows[0]["bad"], passes, peer)
+        # With rounds, every round's passes count.
+        p, rows, _ = run_peers("--peers", "files", "--threads", "1", "--rounds", "2",
+                               "--test_plant_wrong_value")
+        self.assertEqual((p.returncode, rows[0]["bad"]), (1, 6), p.stderr)
+
+    def test_rounds_give_the_median_of_each_figure_and_every_round_s_value(self):
+        p, rows, left = run_peers("--peers", "larder,files", "--threads", "1", "--rounds", "3")
+        self.assertEqual((p.returncode, left), (0, []), p.stderr)
+        self.assertEqual([r["peer"] for r in rows], ["larder", "files"])
+        for r in rows:
+            self.assertEqual((r["rounds"], r["bad"]), (3, 0), r["peer"])
+            keys = ["put_gbs", "warm_gbs", "cold_gbs"]
+            keys += ["multiget_cold_gbs"] if r["peer"] == "larder" else []
+            for k in keys:
+                per_round = r[k + "_rounds"]
+                self.assertEqual(len(per_round), 3, (r["peer"], k))
+                self.assertAlmostEqual(r[k], sorted(per_round)[1], places=4, msg=(r["peer"], k))
 
 
 if __name__ == "__main__":

@@ -31,8 +31,8 @@ def server_rows():
 
 def inproc_rows():
     def row(peer, put, warm, cold, **extra):
-        r = {"peer": peer, "size": 4 * MiB, "threads": 1, "put_gbs": put, "warm_gbs": warm,
-             "cold_gbs": cold, "cold_p50_ms": 3.0, "cold_p99_ms": 5.0,
+        r = {"peer": peer, "size": 4 * MiB, "threads": 1, "rounds": 3, "put_gbs": put,
+             "warm_gbs": warm, "cold_gbs": cold, "cold_p50_ms": 3.0, "cold_p99_ms": 5.0,
              "device_per_value_byte": 1.0}
         r.update(extra)
         return r
@@ -126,6 +126,11 @@ class ReportSmoke(unittest.TestCase):
         for section in ("## Over RESP", "## In-process", "## RAM per key",
                         "## Device bytes written per value byte", "## Hit ratio vs capacity"):
             self.assertIn(section, self.md)
+
+    def test_in_process_figures_say_they_are_medians_of_rounds(self):
+        self.assertIn("`larder-peers`, each figure the median of 3 rounds", self.md)
+        self.assertIn("Figures: each figure the median of 3 rounds, the peers in alternation",
+                      self.md)
 
     def test_in_process_goals(self):
         md = self.md
