@@ -38,8 +38,8 @@ FULL = dict(sizes=[256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB, 32 * MiB], conns=[1, 4
             plugin_chunks=32, migration_gib=2)
 QUICK = dict(sizes=[1 * MiB, 4 * MiB, 32 * MiB], conns=[1, 4], server_bytes=128 * MiB,
              peers_bytes=128 * MiB, peer_threads="1", peer_rounds=1, fio_bytes=256 * MiB,
-             fio_depths=[4, 8], bench_sizes=[1 * MiB, 4 * MiB, 16 * MiB], bench_bytes=64 * MiB, bench_min_n=8,
-             ram_keys=20000, wa_budget=128 * MiB, trace_turns=600, trace_users=150,
+             fio_depths=[4, 8], bench_sizes=[1 * MiB, 4 * MiB, 16 * MiB], bench_bytes=64 * MiB,
+             bench_min_n=8, ram_keys=20000, wa_budget=128 * MiB, trace_turns=600, trace_users=150,
              trace_caps="0.25,0.5,1.0", plugin_chunks=8, migration_gib=1)
 RAM_VALUE_BYTES = 16 << 10  # the smallest values that go to blob files
 BINARIES = ("larder-server", "resp-load", "larder-peers", "larder-trace", "larder-bench")
