@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +13,13 @@
 #include "common/units.h"
 
 namespace larder::bench {
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  const size_t k = std::min(v.size() - 1, static_cast<size_t>(q * v.size()));
+  std::nth_element(v.begin(), v.begin() + k, v.end());
+  return v[k];
+}
 
 std::vector<std::string> SplitList(const std::string& s) {
   std::vector<std::string> items = common::Split(s, ',');

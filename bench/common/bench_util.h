@@ -1,5 +1,6 @@
-// Helpers every benchmark tool shares (byte sizes: common/units.h): flag-list parsing, the kernel's
-// per-process I/O counters, and dropping the page cache of a data directory for cold reads.
+// Helpers every benchmark tool shares (byte sizes: common/units.h): percentiles, flag-list
+// parsing, the kernel's per-process I/O counters, and dropping the page cache of a data
+// directory for cold reads.
 #ifndef LARDER_BENCH_COMMON_BENCH_UTIL_H_
 #define LARDER_BENCH_COMMON_BENCH_UTIL_H_
 
@@ -10,6 +11,10 @@
 #include <vector>
 
 namespace larder::bench {
+
+// The q-quantile of v by nearest rank (v[floor(q * n)] of v sorted, the last for q = 1); 0 if v
+// is empty. Latency percentiles of every tool.
+double Percentile(std::vector<double> v, double q);
 
 // "a,b,,c" -> {"a", "b", "c"} (empty items skipped).
 std::vector<std::string> SplitList(const std::string& s);

@@ -67,6 +67,7 @@ using larder::bench::AlignedBuffer;
 using larder::bench::BatchItem;
 using larder::bench::DropPageCache;
 using larder::bench::Peer;
+using larder::bench::Percentile;
 using larder::bench::ProcIoBytes;
 using larder::bench::SizeListOrExit;
 using larder::bench::SplitList;
@@ -108,13 +109,6 @@ Pass RunPass(int threads, const std::vector<uint64_t>& order, F&& body) {
   p.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   for (auto& l : lat) p.lat_ms.insert(p.lat_ms.end(), l.begin(), l.end());
   return p;
-}
-
-double Pct(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  size_t k = std::min(v.size() - 1, static_cast<size_t>(q * v.size()));
-  std::nth_element(v.begin(), v.begin() + k, v.end());
-  return v[k];
 }
 
 std::atomic<uint64_t> g_bad{0};
@@ -284,17 +278,17 @@ Figures Summarize(const Values& v, const Pass& put, const Pass& warm, const Pass
   f.put_gbs = bytes / put.seconds / 1e9;
   f.warm_gbs = bytes / warm.seconds / 1e9;
   f.cold_gbs = bytes / cold.seconds / 1e9;
-  f.put_p50 = Pct(put.lat_ms, 0.5);
-  f.put_p99 = Pct(put.lat_ms, 0.99);
-  f.warm_p50 = Pct(warm.lat_ms, 0.5);
-  f.warm_p99 = Pct(warm.lat_ms, 0.99);
-  f.cold_p50 = Pct(cold.lat_ms, 0.5);
-  f.cold_p99 = Pct(cold.lat_ms, 0.99);
+  f.put_p50 = Percentile(put.lat_ms, 0.5);
+  f.put_p99 = Percentile(put.lat_ms, 0.99);
+  f.warm_p50 = Percentile(warm.lat_ms, 0.5);
+  f.warm_p99 = Percentile(warm.lat_ms, 0.99);
+  f.cold_p50 = Percentile(cold.lat_ms, 0.5);
+  f.cold_p99 = Percentile(cold.lat_ms, 0.99);
   if (mg) {
     f.has_multiget = true;
     f.mg_gbs = bytes / mg->seconds / 1e9;
-    f.mg_p50 = Pct(mg->lat_ms, 0.5);
-    f.mg_p99 = Pct(mg->lat_ms, 0.99);
+    f.mg_p50 = Percentile(mg->lat_ms, 0.5);
+    f.mg_p99 = Percentile(mg->lat_ms, 0.99);
   }
   return f;
 }

@@ -51,6 +51,7 @@ DEFINE_string(label, "", "copied into every JSON line");
 namespace {
 
 using larder::bench::DropPageCache;
+using larder::bench::Percentile;
 using larder::bench::SplitList;
 
 using Clock = std::chrono::steady_clock;
@@ -90,13 +91,6 @@ bool Save() {
   return CommandOk({"SAVE"});
 }
 
-double Percentile(std::vector<double>* v, double q) {
-  if (v->empty()) return 0;
-  size_t k = std::min(v->size() - 1, static_cast<size_t>(q * v->size()));
-  std::nth_element(v->begin(), v->begin() + k, v->end());
-  return (*v)[k];
-}
-
 struct PhaseResult {
   std::string phase;
   uint64_t ops = 0, bytes = 0, bad = 0;
@@ -108,7 +102,7 @@ struct PhaseResult {
 };
 
 void Print(PhaseResult& r) {
-  double p50 = Percentile(&r.lat_ms, 0.50), p99 = Percentile(&r.lat_ms, 0.99);
+  double p50 = Percentile(r.lat_ms, 0.50), p99 = Percentile(r.lat_ms, 0.99);
   std::printf(
       "{\"label\":\"%s\",\"phase\":\"%s\",\"size\":%llu,\"conns\":%d,\"pipeline\":%d,"
       "\"ops\":%llu,\"seconds\":%.6f,\"gbs\":%.4f,\"ops_per_s\":%.1f,\"p50_ms\":%.4f,"
