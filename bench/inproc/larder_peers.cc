@@ -270,11 +270,20 @@ void PrintCase(const std::string& peer, uint64_t size, int threads,
   std::fflush(stdout);
 }
 
+// /proc/self/io bytes: written from the first Put to the end of the cold pass; read over the
+// warm and over the cold pass.
+struct IoBytes {
+  uint64_t written, warm_read, cold_read;
+};
+
 Figures Summarize(const Values& v, const Pass& put, const Pass& warm, const Pass& cold,
-                  const std::optional<Pass>& mg) {
+                  const std::optional<Pass>& mg, const IoBytes& io) {
   const double bytes = static_cast<double>(v.n) * v.size;
   Figures f;
   f.values = v.n;
+  f.device = io.written / bytes;
+  f.warm_read = io.warm_read / bytes;
+  f.cold_read = io.cold_read / bytes;
   f.put_gbs = bytes / put.seconds / 1e9;
   f.warm_gbs = bytes / warm.seconds / 1e9;
   f.cold_gbs = bytes / cold.seconds / 1e9;
@@ -331,11 +340,7 @@ Figures RunCase(const std::string& base, const std::string& peer, const Values& 
   const uint64_t written = ProcIoBytes("write_bytes") - w0;
   reopen_cold();
   std::optional<Pass> mg = BatchPass(*db, threads, v);
-  Figures f = Summarize(v, put, warm, cold, mg);
-  const double bytes = static_cast<double>(v.n) * v.size;
-  f.device = written / bytes;
-  f.warm_read = warm_read / bytes;
-  f.cold_read = cold_read / bytes;
+  Figures f = Summarize(v, put, warm, cold, mg, {written, warm_read, cold_read});
   f.bad = g_bad.load() - bad0;
   f.options = db->OptionsJson();
   db.reset();
