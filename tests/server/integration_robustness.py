@@ -241,13 +241,7 @@ class AuthTest(unittest.TestCase):
             for name, srv in (("larder", self.srv), ("redis", redis)):
                 rc = srv.raw()
                 rc.send(request)
-                got = b""
-                while len(got) < len(replies):
-                    chunk = rc.sock.recv(4096)
-                    if not chunk:
-                        break
-                    got += chunk
-                self.assertEqual(got, replies, (name, request[:40]))
+                self.assertEqual(rc.take(len(replies)), replies, (name, request[:40]))
                 if after is None:
                     self.assertTrue(rc.closed_by_server(), name)
                 else:

@@ -245,7 +245,8 @@ class RawClient:
         line, self.buf = self.buf[:i + 2], self.buf[i + 2:]
         return line
 
-    def _take(self, n):
+    def take(self, n):
+        """The next n bytes received, whatever they hold (ConnectionError if closed first)."""
         while len(self.buf) < n:
             self._fill()
         data, self.buf = self.buf[:n], self.buf[n:]
@@ -258,7 +259,7 @@ class RawClient:
             return line
         if t in (b"$", b"=", b"!"):
             n = int(line[1:-2])
-            return line if n < 0 else line + self._take(n + 2)
+            return line if n < 0 else line + self.take(n + 2)
         if t in (b"*", b"~", b">", b"%", b"|"):
             n = int(line[1:-2])
             if n < 0:
