@@ -70,6 +70,11 @@ void StoreImpl::MaybeRotate() {
 
 namespace {
 
+// In place by recency, each round of evicting the oldest generation frees what the write needs
+// plus this fraction of a generation (the room a round leaves empty is half that on average),
+// and the walk of its records that lists what to drop serves the rounds until the list runs out.
+constexpr uint64_t kDropsPerGeneration = 64;
+
 // Whether the entry was last accessed while generation `id` or a later one was the head; 16-bit
 // serial arithmetic, as live generations span far fewer than 2^15 ids.
 bool AccessedSince(const Entry& e, uint64_t id) {
@@ -240,9 +245,20 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* fr
   auto note_freed = [&] {
     *freed = std::max<uint64_t>(1, usage_before - std::min(usage_before, gens_->FileBytes()));
   };
-  if (evicting_.generation != victim->id) evicting_ = {victim->id, {}};
+  if (evicting_.generation != victim->id) {
+    evicting_ = {};
+    evicting_.generation = victim->id;
+  }
   GenerationEvicted report;
   report.generation = victim->id;
+  const bool in_parts = KeepsInPlaceByRecency(policy);
+  const uint64_t goal = need + generation_bytes_ / kDropsPerGeneration;
+  // The last walk's list still holds more than this round takes: no walk.
+  if (in_parts && evicting_.droppable_bytes > goal) {
+    Status s = DropPart(victim, goal, &report);
+    note_freed();
+    return s;
+  }
 
   std::vector<RecordMember> keep, drop;
   SelectKept(policy, all, &keep, &drop);
@@ -251,21 +267,30 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* fr
     if (m.at.seg.file)
       evicting_.kept.push_back({m.at.seg.file, m.at.entry.offset, m.at.entry.size});
   }
-  if (KeepsInPlaceByRecency(policy)) {
-    const uint64_t goal = need + generation_bytes_ / 16;  // a few rounds per generation
+  if (in_parts) {
     uint64_t droppable = 0;
     for (const RecordMember& m : drop) droppable += m.at.entry.is_inline() ? 0 : m.at.entry.size;
     if (droppable > goal) {
-      report.whole = false;
-      Status s = DropPart(victim, &drop, goal, now, &report);
+      SortLeastValuableFirst(&drop, now);
+      evicting_.droppable = std::move(drop);
+      evicting_.next = 0;
+      evicting_.droppable_bytes = droppable;
+      Status s = DropPart(victim, goal, &report);
       note_freed();
       return s;
     }
   }
+  Status s = DropWhole(victim, &drop, now, &report);
+  if (s.ok()) note_freed();
+  return s;
+}
+
+Status StoreImpl::DropWhole(const GenerationPtr& victim, std::vector<RecordMember>* drop,
+                            int64_t now, GenerationEvicted* report) {
   std::vector<RecordMember> dropped;
   // The index first: if its drop fails, every entry stays where it is, on disk and in memory.
   Status s = DropGeneration(victim, [&] {
-    for (RecordMember& m : drop) {
+    for (RecordMember& m : *drop) {
       std::lock_guard stripe(Stripe(m.hash));
       if (!index_.Erase(m.at.entry)) continue;
       LeftIndex(m.at, victim.get());  // a borrowed file's range is freed now, own files below
@@ -274,23 +299,24 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* fr
     PunchAroundKept(*victim, evicting_.kept);
   });
   if (!s.ok()) return s.IsNoSpace() ? s : Status::IOError("eviction failed: " + s.message());
-  ReportDropped(dropped, now, *victim, &report);
-  if (options_.listener) options_.listener->OnGenerationEvicted(report);
+  ReportDropped(dropped, now, *victim, report);
+  if (options_.listener) options_.listener->OnGenerationEvicted(*report);
   evicting_ = {};
-  note_freed();
   return Status::OK();
 }
 
-Status StoreImpl::DropPart(const GenerationPtr& victim, std::vector<RecordMember>* drop,
-                           uint64_t goal, int64_t now, GenerationEvicted* report) {
-  SortLeastValuableFirst(drop, now);
+Status StoreImpl::DropPart(const GenerationPtr& victim, uint64_t goal, GenerationEvicted* report) {
+  report->whole = false;
+  const int64_t now = Now();
+  std::vector<RecordMember>& list = evicting_.droppable;
   std::vector<RecordMember> gone;
   uint64_t bytes = 0;
-  for (RecordMember& m : *drop) {
-    if (bytes >= goal) break;
+  for (; evicting_.next < list.size() && bytes < goal; ++evicting_.next) {
+    RecordMember& m = list[evicting_.next];
     if (m.at.entry.is_inline()) continue;  // its record's bytes go with the column family
+    evicting_.droppable_bytes -= m.at.entry.size;
     std::lock_guard stripe(Stripe(m.hash));
-    bool used = false;  // since it was selected
+    bool used = false;  // since the walk listed it: the next walk keeps it
     if (!index_.Update(m.at.entry, [&](Entry& x) { used = AccessedSince(x, victim->id + 1); }) ||
         used || !index_.Erase(m.at.entry)) {
       continue;

@@ -220,14 +220,17 @@ class StoreImpl final : public Store {
   // stays the oldest. *freed gets the blob file bytes it freed, at least 1 (0 if nothing is left
   // to evict). An error (the index refused the drop) leaves every entry where it was.
   Status EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* freed);
-  // Drops entries of `drop` (records of the oldest generation the policy does not keep) until
-  // `goal` value bytes went: the deepest places in a prefix first, then the least recently used;
-  // values kept inside their records stay for the generation's drop. Their ranges are freed as
+  // Drops entries of the last walk's list (evicting_.droppable: records of the oldest
+  // generation the policy does not keep, least valuable first) from where the previous round
+  // stopped, until `goal` value bytes went; an entry used since the walk stays for the next one.
+  // Values kept inside their records stay for the generation's drop. Their ranges are freed as
   // they leave the index, then their records are deleted (an error there leaves records the
-  // next open drops: their ranges are holes). Expiry is judged at `now`, the time the round
-  // selected them. Tells the listener of the round (*report).
-  Status DropPart(const GenerationPtr& victim, std::vector<RecordMember>* drop, uint64_t goal,
-                  int64_t now, GenerationEvicted* report);
+  // next open drops: their ranges are holes). Tells the listener of the round (*report).
+  Status DropPart(const GenerationPtr& victim, uint64_t goal, GenerationEvicted* report);
+  // Drops the oldest generation whole with the entries of `drop` (expiry judged at `now`, when
+  // the walk listed them), keeping the ranges of the entries its rounds kept in place.
+  Status DropWhole(const GenerationPtr& victim, std::vector<RecordMember>* drop, int64_t now,
+                   GenerationEvicted* report);
   // Whether eviction by `policy` keeps entries in place by recency: generations are windows of
   // accesses (hits close the head too) and the oldest one goes in parts.
   bool KeepsInPlaceByRecency(EvictionPolicy policy) const;
@@ -316,11 +319,16 @@ class StoreImpl final : public Store {
   std::mutex stripes_[kStripes];
   std::mutex evict_mu_;
   // The eviction of the oldest generation, which partial drops (DropPart) spread over several
-  // rounds: the ranges of its files that the entries its rounds kept in place point into.
-  // Guarded by evict_mu_.
+  // rounds: the ranges of its files that the entries its rounds kept in place point into, and
+  // the entries the last walk of its records would drop, which the rounds take in turn until
+  // what is left of them is no more than a round takes (then the next round walks again, and
+  // the walk after the last partial round drops the generation whole). Guarded by evict_mu_.
   struct EvictionInProgress {
     uint64_t generation = 0;  // whose (0: none)
     std::vector<Generation::Extent> kept;
+    std::vector<RecordMember> droppable;  // least valuable first
+    size_t next = 0;                      // the first of `droppable` no round took yet
+    uint64_t droppable_bytes = 0;         // value bytes in blob files from `next` on
   } evicting_;
   std::mutex rotate_mu_;
   Counters counters_;

@@ -312,6 +312,10 @@ Status StoreImpl::Close() {
     if (s.ok() && !options_.wal) s = f;
   }
   writer_.reset();  // every queued value written (Flush waited for them already)
+  {
+    std::lock_guard lock(evict_mu_);
+    evicting_ = {};  // its records hold the oldest generation, whose column family closes next
+  }
   if (gens_) gens_->ReleaseAll();
   if (default_cf_) db_->DestroyColumnFamilyHandle(default_cf_);
   default_cf_ = nullptr;

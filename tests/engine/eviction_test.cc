@@ -1,6 +1,7 @@
 // Disk budget and eviction: order under each policy, budget held, space back at once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 
@@ -100,6 +101,28 @@ TEST(Eviction, KeepsTheHeadOfAPrefixBeforeItsTail) {
   ASSERT_GT(f.store->GetStats().evicted_keys, 0u);
   for (int i = 0; i < 8; ++i) {
     EXPECT_EQ(f.store->Contains(chunk(i)), i >= 4) << chunk(i) << " at list position " << 7 - i;
+  }
+}
+
+TEST(Eviction, EntriesReadBetweenTheRoundsOfADropAreKept) {
+  // In place, the oldest generation goes a part per write, each round taking the next entries
+  // of one walk's list of what to drop: an entry of that list read after the walk must stay.
+  Fixture f(EvictionPolicy::kLruReuse);
+  int next = 0;
+  while (f.store->GetStats().evicted_keys == 0 && next < 64) f.PutN(next, next + 1), ++next;
+  ASSERT_EQ(f.store->GetStats().evicted_keys, 1u) << "the first round dropped one entry";
+  std::vector<int> read;
+  for (int i = 0; i < next && read.size() < 3; ++i) {
+    if (f.Has(i)) read.push_back(i);
+  }
+  ASSERT_EQ(read.size(), 3u);
+  const uint64_t evicted = f.store->GetStats().evicted_keys;
+  f.PutN(next, next + 8);  // two generations' worth: the rest of the first one goes
+  EXPECT_GE(f.store->GetStats().evicted_keys, evicted + 8);
+  for (int i : read) EXPECT_TRUE(f.store->Contains(Fixture::Key(i))) << Fixture::Key(i);
+  for (int i = 0; i < 4; ++i) {
+    const bool was_read = std::find(read.begin(), read.end(), i) != read.end();
+    EXPECT_EQ(f.store->Contains(Fixture::Key(i)), was_read) << Fixture::Key(i);
   }
 }
 
