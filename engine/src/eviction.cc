@@ -255,7 +255,7 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* fr
   const uint64_t goal = need + generation_bytes_ / kDropsPerGeneration;
   // The last walk's list still holds more than this round takes: no walk.
   if (in_parts && evicting_.droppable_bytes > goal) {
-    Status s = DropPart(victim, goal, &report);
+    Status s = DropPart(victim, goal, now, &report);
     note_freed();
     return s;
   }
@@ -275,7 +275,7 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* fr
       evicting_.droppable = std::move(drop);
       evicting_.next = 0;
       evicting_.droppable_bytes = droppable;
-      Status s = DropPart(victim, goal, &report);
+      Status s = DropPart(victim, goal, now, &report);
       note_freed();
       return s;
     }
@@ -305,9 +305,9 @@ Status StoreImpl::DropWhole(const GenerationPtr& victim, std::vector<RecordMembe
   return Status::OK();
 }
 
-Status StoreImpl::DropPart(const GenerationPtr& victim, uint64_t goal, GenerationEvicted* report) {
+Status StoreImpl::DropPart(const GenerationPtr& victim, uint64_t goal, int64_t now,
+                           GenerationEvicted* report) {
   report->whole = false;
-  const int64_t now = Now();
   std::vector<RecordMember>& list = evicting_.droppable;
   std::vector<RecordMember> gone;
   uint64_t bytes = 0;

@@ -216,17 +216,21 @@ class StoreImpl final : public Store {
   Status MakeRoom(uint64_t incoming);
   // Evicts the oldest generation by `policy`, keeping (in place or by copy) what it keeps of
   // it. In place by recency, when what it would drop holds more than `need` (bytes still to
-  // free) and 1/16 generation, only that much of it goes (DropPart) and the generation
-  // stays the oldest. *freed gets the blob file bytes it freed, at least 1 (0 if nothing is left
-  // to evict). An error (the index refused the drop) leaves every entry where it was.
+  // free) and 1/64 of a generation, only that much of it goes (DropPart) and the generation
+  // stays the oldest; the next rounds take from the same walk's list (evicting_) until what is
+  // left of it is no more than a round takes, then walk again. *freed gets the blob file bytes it
+  // freed, at least 1 (0 if nothing is left to evict). An error (the index refused the drop) leaves
+  // every entry where it was.
   Status EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* freed);
   // Drops entries of the last walk's list (evicting_.droppable: records of the oldest
   // generation the policy does not keep, least valuable first) from where the previous round
   // stopped, until `goal` value bytes went; an entry used since the walk stays for the next one.
   // Values kept inside their records stay for the generation's drop. Their ranges are freed as
   // they leave the index, then their records are deleted (an error there leaves records the
-  // next open drops: their ranges are holes). Tells the listener of the round (*report).
-  Status DropPart(const GenerationPtr& victim, uint64_t goal, GenerationEvicted* report);
+  // next open drops: their ranges are holes). Expiry is judged at `now`, the round's time.
+  // Tells the listener of the round (*report).
+  Status DropPart(const GenerationPtr& victim, uint64_t goal, int64_t now,
+                  GenerationEvicted* report);
   // Drops the oldest generation whole with the entries of `drop` (expiry judged at `now`, when
   // the walk listed them), keeping the ranges of the entries its rounds kept in place.
   Status DropWhole(const GenerationPtr& victim, std::vector<RecordMember>* drop, int64_t now,
