@@ -30,7 +30,7 @@
   X(reuses, "hits + Touch calls on live keys (what eviction counts)")                 \
   X(evicted_keys, "live entries dropped by eviction")                                 \
   X(evicted_bytes, "value bytes of the entries dropped by eviction")                  \
-  X(reinserted_keys, "entries kept by eviction (moved to the newest generation)")     \
+  X(reinserted_keys, "entries kept by eviction (moved to a newer generation)")        \
   X(reinserted_bytes, "value bytes eviction copied to keep entries (none in place)")  \
   X(expired_keys, "entries removed because their TTL passed")                         \
   X(corruptions, "values that failed verification (served as misses)")                \
