@@ -12,6 +12,7 @@
 
 #include "format.h"
 #include "format_v1.h"
+#include "info_log.h"
 #include "store_impl.h"
 #include "testing.h"
 
@@ -169,9 +170,10 @@ rocksdb::DBOptions StoreImpl::DbOptions() {
   db.atomic_flush = true;  // a batch spanning two generations reaches disk whole (WAL off)
   db.max_background_jobs = std::max(2, options_.background_threads);
   db.max_open_files = -1;
-  db.keep_log_file_num = 3;
   db.max_manifest_file_size = 64 << 20;
   db.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  db.info_log =
+      std::make_shared<InfoLog>(dir_ + "/LOG", db.info_log_level);  // survives a full disk
   db.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
   db.max_total_wal_size = memtable_bytes_;
   sfm_.reset(rocksdb::NewSstFileManager(rocksdb::Env::Default()));

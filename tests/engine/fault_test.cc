@@ -1,12 +1,18 @@
 // RocksDB refusing writes (fault injection through its FileSystem): DEL, EXPIRE and eviction
 // report the error and change nothing, so that no key comes back after a restart that the
-// store said was gone, and none goes that it said was kept.
+// store said was gone, and none goes that it said was kept. And the index's info log on a disk
+// that refuses its writes.
 #include <gtest/gtest.h>
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
 
+#include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
+#include "info_log.h"
 #include "larder/store.h"
 #include "test_util.h"
 #include "testing.h"
@@ -105,6 +111,45 @@ TEST(Faults, RefusedIndexWritesChangeNothingAndNothingComesBack) {
   }
   EXPECT_EQ(s.Ttl("k3"), kTtlNoExpiry);
   EXPECT_EQ(s.GetStats().corruptions, 0u);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// RocksDB's own file logger asserts (Debian's build keeps assertions) on the line after a log
+// write failed, so a full disk aborted the process. The store's log drops what it cannot write.
+TEST(InfoLogTest, LinesTheDiskRefusesAreDroppedAndLoggingGoesOn) {
+  InfoLog log("/dev/full", rocksdb::InfoLogLevel::WARN_LEVEL);  // every write: ENOSPC
+  for (int i = 0; i < 1000; ++i) rocksdb::Warn(&log, "flush failed: %d", i);
+  EXPECT_EQ(log.GetLogFileSize(), 0u);
+}
+
+TEST(InfoLogTest, WritesWarningsWholeLinesAndRotates) {
+  test::TempDir dir;
+  const std::string path = dir.sub("LOG");
+  {
+    InfoLog log(path, rocksdb::InfoLogLevel::WARN_LEVEL);
+    rocksdb::Info(&log, "below the level");
+    rocksdb::Warn(&log, "no space left: %s", "values/gen-1.lbv");
+    rocksdb::Error(&log, "%s", std::string(10000, 'x').c_str());  // cut to one line
+  }
+  const std::string text = ReadFile(path);
+  EXPECT_EQ(text.find("below the level"), std::string::npos);
+  EXPECT_NE(text.find("[WARN] no space left: values/gen-1.lbv\n"), std::string::npos) << text;
+  ASSERT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << text;
+  EXPECT_LE(text.size() - text.find('\n') - 1, 4096u);
+
+  InfoLog log(path, rocksdb::InfoLogLevel::WARN_LEVEL);  // appends to the existing file
+  EXPECT_EQ(log.GetLogFileSize(), text.size());
+  const std::string line(1000, 'y');
+  while (!std::filesystem::exists(path + ".old")) rocksdb::Warn(&log, "%s", line.c_str());
+  EXPECT_GT(std::filesystem::file_size(path + ".old"), InfoLog::kMaxBytes - 2048);
+  EXPECT_LE(std::filesystem::file_size(path + ".old"), InfoLog::kMaxBytes);
+  EXPECT_LT(std::filesystem::file_size(path), 2048u);
 }
 
 }  // namespace
