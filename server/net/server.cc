@@ -130,8 +130,32 @@ std::shared_ptr<TlsContext> Server::TlsContextNow() const {
   return tls_ctx_;
 }
 
+// The unix socket takes its mode before it listens: no client can connect while the file still
+// has the umask's mode. It is made before the TCP ports, so that a client that can connect over
+// TCP finds it in place.
+std::optional<std::string> Server::ListenUnixSocket() {
+  const std::string& path = boot_cfg_.unixsocket;
+  ::unlink(path.c_str());
+  asio::error_code ec;
+  auto acc = std::make_unique<asio::local::stream_protocol::acceptor>(*ios_[0]);
+  asio::local::stream_protocol::endpoint ep(path);
+  acc->open(ep.protocol(), ec);
+  if (!ec) acc->bind(ep, ec);
+  if (ec) return "could not listen on unix socket " + path + ": " + ec.message();
+  if (boot_cfg_.unixsocketperm != 0 &&
+      ::chmod(path.c_str(), static_cast<mode_t>(boot_cfg_.unixsocketperm)) != 0) {
+    return "could not chmod unix socket " + path;
+  }
+  acc->listen(static_cast<int>(boot_cfg_.tcp_backlog), ec);
+  if (ec) return "could not listen on unix socket " + path + ": " + ec.message();
+  unix_ = std::move(acc);
+  return std::nullopt;
+}
+
 std::optional<std::string> Server::Listen() {
-  asio::io_context& io = *ios_[0];
+  if (!boot_cfg_.unixsocket.empty()) {
+    if (auto err = ListenUnixSocket()) return err;
+  }
   if (boot_cfg_.port != 0) {
     if (auto err = ListenTcpPort(boot_cfg_.port, false)) return err;
   }
@@ -139,22 +163,6 @@ std::optional<std::string> Server::Listen() {
     if (!TlsContextNow())
       return "tls-port " + std::to_string(boot_cfg_.tls_port) + ": no TLS context";
     if (auto err = ListenTcpPort(boot_cfg_.tls_port, true)) return err;
-  }
-  if (!boot_cfg_.unixsocket.empty()) {
-    const std::string& path = boot_cfg_.unixsocket;
-    ::unlink(path.c_str());
-    asio::error_code ec;
-    auto acc = std::make_unique<asio::local::stream_protocol::acceptor>(io);
-    asio::local::stream_protocol::endpoint ep(path);
-    acc->open(ep.protocol(), ec);
-    if (!ec) acc->bind(ep, ec);
-    if (!ec) acc->listen(static_cast<int>(boot_cfg_.tcp_backlog), ec);
-    if (ec) return "could not listen on unix socket " + path + ": " + ec.message();
-    if (boot_cfg_.unixsocketperm != 0 &&
-        ::chmod(path.c_str(), static_cast<mode_t>(boot_cfg_.unixsocketperm)) != 0) {
-      return "could not chmod unix socket " + path;
-    }
-    unix_ = std::move(acc);
   }
   if (tcp_.empty() && !unix_) {
     return "nothing to listen on: port and tls-port are 0 and no unixsocket";

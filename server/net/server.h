@@ -67,6 +67,8 @@ class Server : public ClientRegistry {
   void AcceptTcp(size_t i);
   // Opens a listener on `port` at every bind address (tls: the TLS port).
   std::optional<std::string> ListenTcpPort(int64_t port, bool tls);
+  // Opens the unix socket listener with its unixsocketperm mode.
+  std::optional<std::string> ListenUnixSocket();
   std::shared_ptr<TlsContext> TlsContextNow() const;
   void AcceptUnix();
   // After a failed accept (EMFILE, ENFILE, ENOBUFS, ...) the connection stays queued, so an
