@@ -22,16 +22,20 @@
 namespace larder::server {
 
 // The recent rate of a monotonic counter, as INFO's instantaneous_* fields report it: the
-// average over the last kWindow samples. Sample() is called by one thread (the server's
-// once-a-second cron); PerSecond() from any.
+// average over the kWindow intervals between its last kWindow + 1 samples. Sample() is called
+// by one thread (the server's once-a-second cron); PerSecond() from any.
 class RateSampler {
  public:
   static constexpr size_t kWindow = 4;
 
   void Sample(int64_t now_ms, uint64_t total) {
-    const Point oldest = points_[next_ % (kWindow + 1)];
+    if (const uint64_t r = resets_.load(std::memory_order_acquire); r != resets_seen_) {
+      resets_seen_ = r;  // samples from before a reset are not compared with those after it
+      next_ = 0;
+    }
     points_[next_ % (kWindow + 1)] = {now_ms, total};
     ++next_;
+    const Point oldest = points_[next_ % (kWindow + 1)];  // kWindow samples before this one
     if (next_ <= kWindow || now_ms <= oldest.ms || total < oldest.total) {
       per_second_.store(0, std::memory_order_relaxed);  // too few samples, or a reset
       return;
@@ -41,6 +45,11 @@ class RateSampler {
     per_second_.store(static_cast<uint64_t>(rate + 0.5), std::memory_order_relaxed);
   }
   uint64_t PerSecond() const { return per_second_.load(std::memory_order_relaxed); }
+  // CONFIG RESETSTAT, from any thread: the rate reads 0 until the window fills again.
+  void Reset() {
+    resets_.fetch_add(1, std::memory_order_release);
+    per_second_.store(0, std::memory_order_relaxed);
+  }
 
  private:
   struct Point {
@@ -48,7 +57,9 @@ class RateSampler {
     uint64_t total = 0;
   };
   std::array<Point, kWindow + 1> points_{};
-  uint64_t next_ = 0;
+  uint64_t next_ = 0;         // points_ and next_: the sampling thread's alone
+  uint64_t resets_seen_ = 0;  // of resets_, when the window last restarted
+  std::atomic<uint64_t> resets_{0};
   std::atomic<uint64_t> per_second_{0};
 };
 
@@ -75,6 +86,9 @@ struct ServerStats {
 #define LARDER_SERVER_STAT_RESET(name, doc) name.store(0, std::memory_order_relaxed);
     LARDER_SERVER_STATS(LARDER_SERVER_STAT_RESET)
 #undef LARDER_SERVER_STAT_RESET
+    ops_rate.Reset();
+    input_rate.Reset();
+    output_rate.Reset();
   }
 };
 
