@@ -141,12 +141,11 @@ std::optional<std::string> Server::ListenUnixSocket() {
   asio::local::stream_protocol::endpoint ep(path);
   acc->open(ep.protocol(), ec);
   if (!ec) acc->bind(ep, ec);
-  if (ec) return "could not listen on unix socket " + path + ": " + ec.message();
-  if (boot_cfg_.unixsocketperm != 0 &&
+  if (!ec && boot_cfg_.unixsocketperm != 0 &&
       ::chmod(path.c_str(), static_cast<mode_t>(boot_cfg_.unixsocketperm)) != 0) {
     return "could not chmod unix socket " + path;
   }
-  acc->listen(static_cast<int>(boot_cfg_.tcp_backlog), ec);
+  if (!ec) acc->listen(static_cast<int>(boot_cfg_.tcp_backlog), ec);
   if (ec) return "could not listen on unix socket " + path + ": " + ec.message();
   unix_ = std::move(acc);
   return std::nullopt;

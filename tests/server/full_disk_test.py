@@ -101,7 +101,7 @@ class FullDiskTest(unittest.TestCase):
                 first_error = first_error or reply
         self.assertGreater(errors, 0, "the disk never filled")
         for _ in range(5):  # flushes that fail on the full disk: warnings the disk refuses
-            self.assertTrue(rc.call("SAVE")[:1] in (b"+", b"-"))
+            self.assertIn(rc.call("SAVE")[:1], (b"+", b"-"))
         self.assertEqual(rc.call("PING"), b"+PONG\r\n")
         hits_full = self.read_back(rc, 120)
         self.assertGreater(hits_full, 0, "nothing readable on a full disk")
