@@ -109,6 +109,10 @@ class StoreImpl final : public Store {
   // The budget, memtable and generation sizes (Options' zeros derived from the budget).
   Status SizeFromBudget();
   rocksdb::DBOptions DbOptions();
+  // Checks the MANIFEST's records before RocksDB reads them (manifest_check.h): Corruption when
+  // it is damaged before its end, which RocksDB would open as an older index; a torn tail goes
+  // to found_ and the log.
+  Status CheckManifestRecords();
   // Opens RocksDB with every column family; format 1's go to *legacy.
   Status OpenRocks(LegacyHandles* legacy);
   // Refuses newer formats, converts format 1, marks a new directory as format 2.
@@ -346,6 +350,7 @@ class StoreImpl final : public Store {
     std::set<std::pair<uint64_t, uint16_t>> damaged_partitions;  // theirs
     std::vector<std::string> dropped_keys;  // "generation G key 'k': why", the first 1000
     std::set<uint64_t> damaged_generations;
+    std::string torn_manifest;  // ManifestBreak::Describe() of a torn MANIFEST tail, or ""
   } found_;
 
   int64_t last_flush_ms_ = 0;                // maintenance thread only

@@ -13,6 +13,7 @@
 #include "format.h"
 #include "format_v1.h"
 #include "info_log.h"
+#include "manifest_check.h"
 #include "store_impl.h"
 #include "testing.h"
 
@@ -189,6 +190,14 @@ rocksdb::DBOptions StoreImpl::DbOptions() {
   return db;
 }
 
+Status StoreImpl::CheckManifestRecords() {
+  std::optional<ManifestBreak> b = CheckManifest(dir_);
+  if (!b) return Status::OK();
+  if (b->at.records_follow) return Status::Corruption(dir_ + "/" + b->Describe());
+  found_.torn_manifest = b->Describe();
+  return Status::OK();
+}
+
 Status StoreImpl::OpenRocks(LegacyHandles* legacy) {
   rocksdb::DBOptions db = DbOptions();
   const rocksdb::ColumnFamilyOptions index_cf = IndexCfOptions(memtable_bytes_);
@@ -215,6 +224,10 @@ Status StoreImpl::OpenRocks(LegacyHandles* legacy) {
   if (s.IsCorruption()) return Status::Corruption(s.message() + DamagedTableFiles(db));
   if (!s.ok()) return s;
   db_.reset(raw);
+  if (!found_.torn_manifest.empty()) {
+    rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, db.info_log, "%s",
+                 found_.torn_manifest.c_str());
+  }
   // Background writers work on different files at once, each file a 4 KiB header: a generation
   // starts with one file per 64 MiB of it, up to one per writer (more open when all are held).
   const auto spread = static_cast<uint16_t>(
@@ -264,6 +277,7 @@ Status StoreImpl::OpenDb() {
   if (ec) return Status::IOError("creating " + dir_ + ": " + ec.message());
   LegacyHandles legacy;
   Status s = SizeFromBudget();
+  if (s.ok()) s = CheckManifestRecords();
   if (s.ok()) s = OpenRocks(&legacy);
   if (s.ok()) s = CheckFormat(&legacy);
   for (auto* h : legacy) {

@@ -241,7 +241,7 @@ struct VerifyReport {
   uint64_t missing = 0;               // an index record whose value bytes are absent
   uint64_t sst_files = 0;             // SST files checked
   uint64_t corrupt_sst_files = 0;     // SST files with a block failing its checksum
-  uint64_t damaged_manifests = 0;     // a MANIFEST whose last records do not parse: edits lost
+  uint64_t damaged_manifests = 0;     // a MANIFEST whose last record is cut short: its edit lost
   std::vector<std::string> problems;  // one line per bad entry or file (first 1000)
   bool clean() const {
     return corrupt == 0 && missing == 0 && corrupt_sst_files == 0 && damaged_manifests == 0;
