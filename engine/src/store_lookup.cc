@@ -126,6 +126,16 @@ void StoreImpl::MarkReused(const Entry& e) {
   }
 }
 
+void StoreImpl::MarkUsed(const Entry& e) {
+  const int64_t now = Now();
+  const uint16_t gen = HeadGen();
+  index_.Update(e, [&](Entry& x) {
+    x.last_access_ms = now;
+    x.access_gen = gen;
+    x.flags |= Entry::kDirty;
+  });
+}
+
 void StoreImpl::NotePosition(const Entry& e, size_t index, size_t list_size) {
   if (list_size < 2) return;
   const auto pos = static_cast<uint8_t>(std::min<size_t>(index, Entry::kNoPosition - 1));

@@ -200,9 +200,18 @@ uint64_t StoreImpl::PrefixCount(const std::vector<std::string_view>& keys) {
     if (!at) break;
     NotePosition(at->entry, n, keys.size());
   }
-  // The rest are what the caller will store, in this order.
+  // The rest are what the caller will store, in this order; the ones it has already are used
+  // by this request as much as the leading ones (LMCache stores the missing chunks and skips
+  // those), so they are marked used: once the gap is stored, the next turn reads them all.
   for (size_t i = n; i < keys.size() && keys.size() > 1; ++i) {
-    if (CheckKey(keys[i]).ok()) missing_positions_.Note(format::KeyHash(keys[i]), i);
+    if (!CheckKey(keys[i]).ok()) continue;
+    const uint64_t hash = format::KeyHash(keys[i]);
+    if (std::optional<Located> at = LookupFast(hash, keys[i])) {
+      NotePosition(at->entry, i, keys.size());
+      MarkUsed(at->entry);
+    } else {
+      missing_positions_.Note(hash, i);
+    }
   }
   return n;
 }

@@ -7,7 +7,8 @@ namespace larder::server {
 namespace {
 
 // LARDER.PREFIX key [key ...] → how many leading keys exist (one round trip for LMCache's
-// prefix lookups). Index only, no disk I/O.
+// prefix lookups). Index only, no disk I/O; keys found past the first missing one are marked
+// used for eviction (Store::PrefixCount).
 void LarderPrefix(Ctx& ctx) {
   std::vector<std::string_view> keys(ctx.argv.begin() + 1, ctx.argv.end());
   ctx.w.Integer(static_cast<int64_t>(ctx.store().PrefixCount(keys)));

@@ -222,6 +222,37 @@ TEST(EvictionInPlace, AnIdleWindowLosesTheTailsOfItsPrefixesFirst) {
   EXPECT_EQ(f.store->PrefixCount({prefix.begin(), prefix.end()}), 3u);
 }
 
+TEST(EvictionInPlace, APrefixLookupMarksTheChunksPastItsGapUsed) {
+  // LMCache looks a prefix up, reads the leading chunks found and stores the ones missing; the
+  // chunks found past the first missing one belong to the same request, and once it stores that
+  // one they serve the next turn. Keys 0-3 fill generation A and key 1 goes (a gap); while B is
+  // the head, the lookup finds key 0 only, the request reads it and stores key 1 again. When A
+  // is evicted, keys 2 and 3 stay with key 0 (moved to B, where they were last used): the whole
+  // prefix is there. Not marked used by the lookup, they would have gone with A.
+  Fixture f(EvictionPolicy::kLruReuse);
+  std::vector<std::string> prefix;
+  for (int i = 0; i < 4; ++i) prefix.push_back(Fixture::Key(i));
+  f.PutN(0, 4);
+  const uint64_t a = f.store->Info(Fixture::Key(2))->generation;
+  ASSERT_TRUE(f.store->Delete(Fixture::Key(1)).ok());
+  f.PutN(4, 6);
+  ASSERT_NE(f.store->Info(Fixture::Key(4))->generation, a) << "A is still the head";
+  ASSERT_EQ(f.store->PrefixCount({prefix.begin(), prefix.end()}), 1u);
+  EXPECT_EQ(f.store->Info(Fixture::Key(2))->reuse_count, 0u) << "a lookup is not a reuse";
+  ASSERT_TRUE(f.Has(0));
+  f.PutN(1, 2);
+  int next = 6;
+  auto in_a = [&] {
+    auto i = f.store->Info(Fixture::Key(2));
+    return i.ok() && i->generation == a;
+  };
+  while (in_a() && next < 100) f.PutN(next, next + 1), ++next;
+  ASSERT_FALSE(in_a()) << "generation A was never evicted";
+  EXPECT_TRUE(f.store->Contains(Fixture::Key(2))) << "a chunk past the gap went with A";
+  EXPECT_TRUE(f.store->Contains(Fixture::Key(3))) << "a chunk past the gap went with A";
+  EXPECT_EQ(f.store->PrefixCount({prefix.begin(), prefix.end()}), 4u);
+}
+
 TEST(EvictionInPlace, TheBudgetCountsTheBlocksTheFilesOccupy) {
   // Ranges freed in part, then again around the kept entries when their generation goes, and
   // holes found at open, each count once: the budget's figure for the blob files is what they

@@ -161,7 +161,10 @@ class Store {
   virtual uint64_t Exists(const std::vector<std::string_view>& keys) = 0;
   bool Contains(std::string_view key) { return Exists({key}) == 1; }
 
-  // How many leading keys of the ordered list exist: the length of the cached prefix.
+  // How many leading keys of the ordered list exist: the length of the cached prefix. Keys
+  // found past the first missing one are marked used (recency only, not a reuse): the caller
+  // stores the missing ones (LMCache does, in this order), and then they serve the prefix's
+  // next read; the leading keys are marked by the read that follows.
   //
   // Key lists are read as prefixes: PrefixCount, MultiGet, MultiGetInto, Touch and Prefetch
   // note each found key's place in a list of two keys or more (the largest seen: its depth in
