@@ -165,9 +165,10 @@ class StoreImpl final : public Store {
   void LeftIndex(const Located& at, const Generation* dropping = nullptr);
   // Counts a reuse of the entry (a hit or a touch).
   void MarkReused(const Entry& e);
-  // Counts a use of the entry for recency only: a key of a prefix found past the prefix's first
-  // missing key, which the caller is about to make readable again by storing that one.
-  void MarkUsed(const Entry& e);
+  // Stamps the entry used now (its last access, and the head as its access generation), and
+  // counts a reuse if `reuse`. Without: a key found past a prefix's first missing key, which
+  // the caller is about to make readable again by storing that one. False if it left the index.
+  bool MarkUsed(const Entry& e, bool reuse = false);
   // Records that the entry was found at `index` of an ordered key list of `list_size` keys into
   // its Entry::position; nothing for a list of one key, which says nothing of order.
   void NotePosition(const Entry& e, size_t index, size_t list_size);

@@ -112,24 +112,17 @@ uint16_t StoreImpl::HeadGen() const {
 }
 
 void StoreImpl::MarkReused(const Entry& e) {
-  const int64_t now = Now();
-  const uint16_t gen = HeadGen();
-  if (index_.Update(e, [&](Entry& x) {
-        if (x.reuse < 255) x.reuse++;
-        x.last_access_ms = now;
-        x.access_gen = gen;
-        x.flags |= Entry::kDirty;
-      })) {
-    counters_.reuses++;
-    // Counted towards closing the head, which the next write does (a read never waits on it).
-    if (rotate_on_hits_) hit_bytes_.fetch_add(e.size, std::memory_order_relaxed);
-  }
+  if (!MarkUsed(e, /*reuse=*/true)) return;
+  counters_.reuses++;
+  // Counted towards closing the head, which the next write does (a read never waits on it).
+  if (rotate_on_hits_) hit_bytes_.fetch_add(e.size, std::memory_order_relaxed);
 }
 
-void StoreImpl::MarkUsed(const Entry& e) {
+bool StoreImpl::MarkUsed(const Entry& e, bool reuse) {
   const int64_t now = Now();
   const uint16_t gen = HeadGen();
-  index_.Update(e, [&](Entry& x) {
+  return index_.Update(e, [&](Entry& x) {
+    if (reuse && x.reuse < 255) x.reuse++;
     x.last_access_ms = now;
     x.access_gen = gen;
     x.flags |= Entry::kDirty;
