@@ -16,6 +16,15 @@ namespace {
 constexpr size_t kLogBlock = 32768;
 constexpr size_t kLogHeader = 7;
 
+// The length and type in the header of the record at `off` (its CRC is checked apart).
+struct RecordHeader {
+  size_t len;
+  int type;
+};
+RecordHeader HeaderAt(const unsigned char* p, size_t off) {
+  return {p[off + 4] | (size_t{p[off + 5]} << 8), p[off + 6]};
+}
+
 uint32_t DecodeFixed32(const unsigned char* p) {
   return p[0] | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
 }
@@ -43,12 +52,12 @@ uint32_t MaskCrc(uint32_t crc) {
 bool ValidRecordAt(const unsigned char* p, size_t size, size_t off) {
   const size_t block_left = kLogBlock - off % kLogBlock;
   if (block_left < kLogHeader || size - off < kLogHeader) return false;
-  const size_t len = p[off + 4] | (size_t{p[off + 5]} << 8);
-  const int type = p[off + 6];
-  if (type < 1 || type > 4 || kLogHeader + len > block_left || off + kLogHeader + len > size) {
+  const RecordHeader h = HeaderAt(p, off);
+  if (h.type < 1 || h.type > 4 || kLogHeader + h.len > block_left ||
+      off + kLogHeader + h.len > size) {
     return false;
   }
-  return MaskCrc(Crc32c(p + off + 6, 1 + len)) == DecodeFixed32(p + off);
+  return MaskCrc(Crc32c(p + off + 6, 1 + h.len)) == DecodeFixed32(p + off);
 }
 
 // Whether a valid record starts anywhere after `from`: at each offset of its block, then at the
@@ -78,8 +87,7 @@ std::optional<LogBreak> FirstBreak(const unsigned char* p, size_t size) {
       continue;
     }
     if (size - off < kLogHeader) return at("record header cut short by the end of the file");
-    const size_t len = p[off + 4] | (size_t{p[off + 5]} << 8);
-    const int type = p[off + 6];
+    const auto [len, type] = HeaderAt(p, off);
     if (type == 0 && len == 0) {  // zero-filled space at the end (preallocation)
       for (size_t i = off; i < size; ++i) {
         if (p[i]) return at("data after zero-filled space");
