@@ -237,6 +237,14 @@ Status BlobFile::HashInPlace(uint64_t offset, size_t n, bool keep_mapping, uint6
   return Status::OK();
 }
 
+bool BlobFile::InMemory(uint64_t offset, size_t n, bool keep_mapping) const {
+  if (IsPending(offset, n)) return true;
+  if (n == 0 || offset + n > end()) return false;
+  std::shared_ptr<const FileMapping::View> view =
+      keep_mapping ? mapping_.Covering(offset + n) : mapping_.Transient(offset, n);
+  return view && view->Cached(offset, n);
+}
+
 void BlobFile::Prefetch(uint64_t offset, size_t n) const {
   ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_WILLNEED);
 }

@@ -123,6 +123,10 @@ class BlobFile {
   // disk reads ahead of the hash. The range must not be pending. IOError naming the file if it
   // cannot be mapped or a page cannot be read.
   Status HashInPlace(uint64_t offset, size_t n, bool keep_mapping, uint64_t* hash) const;
+  // Whether reading [offset, offset + n) needs no disk read now: a write of it is still pending
+  // (its bytes in memory), or the page cache holds every page (mincore through the kept
+  // mapping, or with !keep_mapping one made for this call). Reads nothing.
+  bool InMemory(uint64_t offset, size_t n, bool keep_mapping) const;
   // Lets go of the file's mapping (Store::UnmapFiles).
   void Unmap() { mapping_.Reset(); }
   // Starts reading [offset, offset + n) into the page cache and returns (a hint: the kernel may

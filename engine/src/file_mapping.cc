@@ -24,13 +24,27 @@ FileMapping::View::~View() {
 }
 
 bool FileMapping::View::EndsCached(uint64_t offset, size_t n) const {
+  return n > 0 && Cached(offset, 1) && Cached(offset + n - 1, 1);
+}
+
+bool FileMapping::View::Cached(uint64_t offset, size_t n) const {
   if (n == 0 || !Covers(offset, n)) return false;
-  auto cached = [&](uint64_t at) {
-    const uint64_t page = at / PageSize() * PageSize();
-    unsigned char in_core = 0;
-    return ::mincore(const_cast<char*>(At(page)), 1, &in_core) == 0 && (in_core & 1);
-  };
-  return cached(offset) && cached(offset + n - 1);
+  constexpr size_t kPagesPerCall = 4096;
+  unsigned char in_core[kPagesPerCall];
+  const uint64_t page = PageSize();
+  uint64_t at = offset / page * page;
+  const uint64_t end = offset + n;
+  while (at < end) {
+    const size_t pages =
+        static_cast<size_t>(std::min<uint64_t>((end - at + page - 1) / page, kPagesPerCall));
+    // Views start at a page boundary (Map), so `at` never lies below this one.
+    if (::mincore(const_cast<char*>(At(at)), pages * page, in_core) != 0) return false;
+    for (size_t i = 0; i < pages; ++i) {
+      if (!(in_core[i] & 1)) return false;
+    }
+    at += pages * page;
+  }
+  return true;
 }
 
 std::shared_ptr<const FileMapping::View> FileMapping::Map(uint64_t first, size_t len) const {

@@ -38,6 +38,8 @@ class FileMapping {
     // Whether the page cache holds the pages of [offset, offset + n)'s first and last bytes
     // (mincore; a cold range is read better by pread, which queues its reads ahead).
     bool EndsCached(uint64_t offset, size_t n) const;
+    // Whether the page cache holds every page of [offset, offset + n) (mincore, no I/O).
+    bool Cached(uint64_t offset, size_t n) const;
 
    private:
     const char* const base_;

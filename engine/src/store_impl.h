@@ -77,6 +77,7 @@ class StoreImpl final : public Store {
   Result<std::unique_ptr<ValueReader>> OpenValue(std::string_view key) override;
   Result<FileRange> GetFileRange(std::string_view key) override;
   void Prefetch(const std::vector<std::string_view>& keys) override;
+  bool InMemory(std::string_view key, uint64_t max_bytes) override;
   uint64_t Exists(const std::vector<std::string_view>& keys) override;
   uint64_t PrefixCount(const std::vector<std::string_view>& keys) override;
   Status Delete(std::string_view key) override;

@@ -162,6 +162,29 @@ Result<Value> StoreImpl::Get(std::string_view key) {
   return Status::NotFound();
 }
 
+bool StoreImpl::InMemory(std::string_view key, uint64_t max_bytes) {
+  if (!CheckKey(key).ok()) return false;
+  const uint64_t hash = format::KeyHash(key);
+  std::optional<Located> at;
+  // A second entry under the hash would be told apart by reading index records.
+  if (index_.ForHash(hash, [&](const Entry& e) {
+        at = Locate(e);
+        return false;
+      }) != 1) {
+    return false;
+  }
+  const Entry& e = at->entry;
+  // An expired entry is removed by the read, which may read its record.
+  if (e.ExpiredAt(Now()) || e.size > max_bytes || !at->seg.gen) return false;
+  if (e.is_inline()) {
+    rocksdb::ReadOptions ro;
+    ro.read_tier = rocksdb::kBlockCacheTier;  // Incomplete rather than a read from an SST file
+    std::string record;
+    return db_->Get(ro, at->seg.gen->cf, format::IndexKey(hash, key), &record).ok();
+  }
+  return at->seg.file && at->seg.file->InMemory(e.offset, e.size, options_.mapped_reads);
+}
+
 std::vector<Result<Value>> StoreImpl::MultiGet(const std::vector<std::string_view>& keys) {
   NotePositions(keys);
   std::vector<Result<Value>> out;

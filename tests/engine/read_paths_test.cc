@@ -248,6 +248,48 @@ TEST_F(ReadPathsTest, CachedValuesAreCopiedFromTheMappingAndItsDamageIsSeenAtOnc
   EXPECT_EQ(ValueFileMappings(), 0);
 }
 
+// Drops the page cache of the store's value files (the store closed, so nothing maps them).
+void DropValueFilesFromPageCache(const std::string& dir) {
+  for (auto& e : fs::directory_iterator(fs::path(dir) / "values")) {
+    const int fd = ::open(e.path().c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    ::fdatasync(fd);
+    ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    ::close(fd);
+  }
+}
+
+TEST_F(ReadPathsTest, InMemoryTellsWhetherAReadWouldWaitForTheDisk) {
+  const size_t size = (1 << 20) + 17;
+  ASSERT_TRUE(store_->Put("b", MakeValue("b", size)).ok());
+  ASSERT_TRUE(store_->Put("s", MakeValue("s", 100)).ok());  // kept in the index
+  ASSERT_TRUE(store_->Put("t", MakeValue("t", size), /*ttl_ms=*/1).ok());
+  EXPECT_TRUE(store_->InMemory("b", size)) << "just written: in its write buffer or cached";
+  EXPECT_FALSE(store_->InMemory("b", size - 1)) << "larger than max_bytes";
+  EXPECT_TRUE(store_->InMemory("s", size)) << "in the memtable";
+  EXPECT_FALSE(store_->InMemory("absent", size));
+  EXPECT_FALSE(store_->InMemory("", size));
+  ::usleep(20 * 1000);
+  EXPECT_FALSE(store_->InMemory("t", size)) << "expired: the read removes it";
+  ASSERT_TRUE(store_->Flush().ok());
+  store_.reset();
+  DropValueFilesFromPageCache(dir_.path());
+  Reopen();
+  const Stats before = store_->GetStats();
+  EXPECT_FALSE(store_->InMemory("b", size)) << "its pages were dropped";
+  const Stats after = store_->GetStats();
+  EXPECT_EQ(after.hits, before.hits);
+  EXPECT_EQ(after.misses, before.misses);
+  EXPECT_EQ(after.reuses, before.reuses);
+  EXPECT_EQ(ValueFileMappings(), 1) << "the kept mapping mincore looked through";
+  // A read brings the value in; the next is served from memory.
+  std::string buf(size, '\0');
+  ASSERT_TRUE(store_->GetInto("b", buf.data(), buf.size()).ok());
+  EXPECT_TRUE(store_->InMemory("b", size));
+  ASSERT_TRUE(store_->GetInto("s", buf.data(), buf.size()).ok());
+  EXPECT_TRUE(store_->InMemory("s", size)) << "its record's block is in the block cache";
+}
+
 TEST(GuardedReadTest, ASigbusOnAMappedPageFailsTheReadNotTheProcess) {
   test::TempDir dir;
   const std::string path = dir.path() + "/f";

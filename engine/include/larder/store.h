@@ -154,6 +154,16 @@ class Store {
   // absent keys, values held in memory and errors are ignored; counts nothing.
   virtual void Prefetch(const std::vector<std::string_view>& keys) = 0;
 
+  // Whether a read of `key` (Get, GetInto, GetFileRange) would find everything it needs in
+  // memory now, so it would not wait for the disk: the key is present and unexpired, no other
+  // key shares its hash, its value is at most `max_bytes`, and the value's bytes are in the
+  // page cache (every page), in a write not yet written out, or, for a small value stored in
+  // the index, in RocksDB's memtables or block cache. No disk I/O; reads, changes and counts
+  // nothing. An answer for choosing where to run the read (a server runs such reads on its
+  // event loop, the others on threads that may block), not a promise: a page the kernel
+  // reclaims before the read is read back from the disk.
+  virtual bool InMemory(std::string_view key, uint64_t max_bytes) = 0;
+
   // How many of `keys` exist (a key listed twice counts twice), from the in-memory index; no
   // disk I/O. The index identifies keys by a 64-bit hash, so for a key that is absent this
   // answers 1 with probability (keys stored) / 2^64 (5e-13 at 10 M keys); reads never return
