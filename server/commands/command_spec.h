@@ -41,6 +41,9 @@ enum CommandFlag : uint32_t {
   kMovesArgs = 1u << 14,     // the handler may take its arguments' buffers (SET's value goes to
                              // the engine as it arrived): dispatch copies what SLOWLOG and
                              // MONITOR show first
+  // Reads its one key's value: runs on the connection's io thread when Store::InMemory says
+  // the read will not wait for the disk (values up to inline-get-max-bytes), else as any other.
+  kFastIfInMemory = 1u << 15,
 };
 
 // The words a row's `flags` may hold, in the order COMMAND reports them. Reported words are
@@ -66,6 +69,7 @@ inline constexpr FlagWord kFlagWords[] = {
     {"pubsub_context", kPubSubContext, false},
     {"may_replicate", kMayReplicate, false},
     {"moves_args", kMovesArgs, false},
+    {"fast_if_in_memory", kFastIfInMemory, false},
 };
 
 // Redis key positions: argv[first], argv[first + step], ... up to argv[last] (-1: the last

@@ -171,12 +171,21 @@ void RunObserved(Ctx& ctx, Run run) {
 
 }  // namespace
 
+bool Dispatcher::ReadsFromMemory(const CommandSpec& spec,
+                                 const std::vector<std::string>& argv) const {
+  if (!spec.Has(kFastIfInMemory)) return false;
+  const uint64_t max_bytes = core_.config.snapshot()->inline_get_max_bytes;
+  return max_bytes > 0 &&
+         core_.store.InMemory(argv[static_cast<size_t>(spec.keys.first)], max_bytes);
+}
+
 Plan Dispatcher::PlanOf(const ClientState& client, const std::vector<std::string>& argv) const {
   Plan plan;
   plan.spec = FindCommand(argv[0]);
   const CommandSpec* spec = plan.spec;
   bool cheap = spec == nullptr || !ArityOk(spec->arity, argv.size()) ||
                QueuedByMulti(client, *spec) || spec->Has(kFast);
+  if (!cheap) cheap = plan.in_memory = ReadsFromMemory(*spec, argv);
   plan.route = cheap ? Route::kInline : Route::kPool;
   if (spec != nullptr && ArityOk(spec->arity, argv.size()) &&
       core_.pause.Holds(PausedByWrite(client, *spec), core_.NowMs())) {

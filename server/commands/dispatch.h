@@ -16,8 +16,9 @@ class Dispatcher final : public RequestExecutor {
  public:
   explicit Dispatcher(Core& core) : core_(core) {}
 
-  // Inline when the command is unknown, has the wrong arity, will be queued by MULTI or is
-  // `fast`; the engine pool otherwise.
+  // Inline when the command is unknown, has the wrong arity, will be queued by MULTI, is
+  // `fast`, or is `fast_if_in_memory` and its value is in memory (ReadsFromMemory); the engine
+  // pool otherwise.
   Plan PlanOf(const ClientState& client, const std::vector<std::string>& argv) const override;
   void Run(const Plan& plan, ClientState& client, std::vector<std::string>& argv,
            resp::ReplyWriter& w) override;
@@ -27,6 +28,10 @@ class Dispatcher final : public RequestExecutor {
   // arity, not authenticated); a refused request inside MULTI makes EXEC abort.
   bool Admit(const CommandSpec* spec, ClientState& client, const std::vector<std::string>& argv,
              resp::ReplyWriter& w) const;
+  // Whether `spec` is fast_if_in_memory and the value of its key in argv (arity checked) is in
+  // memory and at most inline-get-max-bytes (Store::InMemory): reading it will not wait for
+  // the disk.
+  bool ReadsFromMemory(const CommandSpec& spec, const std::vector<std::string>& argv) const;
 
   Core& core_;
 };

@@ -428,7 +428,7 @@ void Lcs(Ctx& ctx) {
 }
 
 constexpr CommandRow kRows[] = {
-    {"get", 2, "readonly", kOneKey, Get},
+    {"get", 2, "readonly fast_if_in_memory", kOneKey, Get},
     {"set", -3, "write moves_args", kOneKey, Set},
     {"setnx", 3, "write", kOneKey, SetNx},
     {"getset", 3, "write exclusive", kOneKey, GetSet},

@@ -384,6 +384,9 @@ std::vector<Option> NetworkRows() {
       Enum("sendfile", &S::sendfile, kRuntime, {"remote", "always", "never"},
            "send GET's values from their files with sendfile: to clients on other hosts, to "
            "every client, or to none"),
+      Bytes("inline-get-max-bytes", &S::inline_get_max_bytes, kRuntime, 0,
+            "a GET of a value in memory up to this size runs on the connection's io thread; "
+            "0 = every GET on engine-threads"),
       Bool("cluster-enabled", &S::cluster_enabled, kStartup,
            "serve the Redis Cluster protocol, with the topology kvrocks-controller pushes"),
   };

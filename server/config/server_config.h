@@ -68,6 +68,8 @@ struct ServerConfig {
   int64_t engine_threads = 8;                  // [1, 256] threads running blocking engine calls
   int64_t pipeline_nice = 10;                  // [0, 19] CPU nice of the pipelined-batch threads
   std::string sendfile = "remote";             // remote | always | never: GET's sendfile use
+  // GETs of values in memory up to this run on the io thread; 0 = every GET on engine-threads
+  uint64_t inline_get_max_bytes = 16ull << 20;
 
   // --- cluster ---
   bool cluster_enabled = false;  // Redis Cluster protocol, topology from kvrocks-controller

@@ -21,6 +21,7 @@ enum class Route {
 struct Plan {
   Route route = Route::kInline;
   const CommandSpec* spec = nullptr;  // null: not a known command (Run replies the error)
+  bool in_memory = false;             // kInline because the value it reads is in memory
 };
 
 class RequestExecutor {

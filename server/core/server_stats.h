@@ -17,7 +17,8 @@
   X(client_query_buffer_limit_disconnections, "clients closed at client-query-buffer-limit")   \
   X(client_output_buffer_limit_disconnections, "clients closed at client-output-buffer-limit") \
   X(total_error_replies, "error replies sent (INFO errorstats counts them by code)")           \
-  X(tls_handshake_failures, "TLS connections closed in their handshake (plain text, no cert)")
+  X(tls_handshake_failures, "TLS connections closed in their handshake (plain text, no cert)") \
+  X(gets_on_io_thread, "GETs run on their connection's io thread, the value in memory")
 
 namespace larder::server {
 

@@ -433,6 +433,49 @@ class CommandsTest(unittest.TestCase):
             self.r.config_set("sendfile", "remote")
             self.r.delete(*values)
 
+    def test_gets_of_values_in_memory_run_on_the_io_thread(self):
+        """A GET whose value is in memory and at most inline-get-max-bytes runs on the io thread
+        (INFO gets_on_io_thread); one over it, one whose value must come from the disk, and
+        every GET with the option 0 run on engine threads. The bytes are the same either way."""
+        c = self.c
+        small, big = os.urandom(1 << 20), os.urandom(3 << 20)
+        c("SET", "io:small", small)
+        c("SET", "io:big", big)
+
+        def on_io_thread():
+            return int(c("INFO", "stats")["gets_on_io_thread"])
+        try:
+            self.assertEqual(c("CONFIG", "SET", "inline-get-max-bytes", "2mb"), b"OK")
+            for mode in ("remote", "always", "never"):
+                c("CONFIG", "SET", "sendfile", mode)
+                before = on_io_thread()
+                self.assertTrue(c("GET", "io:small") == small, mode)
+                self.assertEqual(on_io_thread(), before + 1, mode)
+                self.assertTrue(c("GET", "io:big") == big, mode)
+                self.assertEqual(on_io_thread(), before + 1, "3 MiB over 2mb: " + mode)
+            # Written out, unmapped and dropped from the page cache: the next read is the disk's.
+            c("SAVE")
+            self.assertEqual(self.raw("MEMORY", "PURGE"), b"+OK\r\n")
+            values = os.path.join(self.srv.tmp, "data", "values")
+            for name in os.listdir(values):
+                fd = os.open(os.path.join(values, name), os.O_RDONLY)
+                try:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                finally:
+                    os.close(fd)
+            before = on_io_thread()
+            self.assertTrue(c("GET", "io:small") == small)
+            self.assertEqual(on_io_thread(), before, "a value on disk was read on the io thread")
+            self.assertTrue(c("GET", "io:small") == small)
+            self.assertEqual(on_io_thread(), before + 1, "read once, it is in memory")
+            c("CONFIG", "SET", "inline-get-max-bytes", "0")
+            self.assertTrue(c("GET", "io:small") == small)
+            self.assertEqual(on_io_thread(), before + 1, "inline-get-max-bytes 0")
+        finally:
+            c("CONFIG", "SET", "inline-get-max-bytes", "16mb")
+            c("CONFIG", "SET", "sendfile", "remote")
+            c("DEL", "io:small", "io:big")
+
     def test_native_client_bytes(self):
         """LMCache's native RESP client: exact +OK, :1/:0 and $<N> replies."""
         rc = self.srv.raw()
