@@ -20,8 +20,8 @@ RUNTIME_MUTABLE = {
     "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit", "loglevel",
     "notify-keyspace-events", "slowlog-log-slower-than", "slowlog-max-len",
     "latency-monitor-threshold", "latency-tracking", "latency-tracking-info-percentiles",
-    "sendfile", "tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-ca-cert-dir",
-    "tls-auth-clients", "tls-protocols", "tls-ciphers", "tls-ciphersuites",
+    "sendfile", "inline-get-max-bytes", "tls-cert-file", "tls-key-file", "tls-ca-cert-file",
+    "tls-ca-cert-dir", "tls-auth-clients", "tls-protocols", "tls-ciphers", "tls-ciphersuites",
     "tls-prefer-server-ciphers",
 }
 IMMUTABLE_ERR = b"-ERR CONFIG SET failed (possibly related to argument '%s') - can't set " \
