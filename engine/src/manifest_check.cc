@@ -6,6 +6,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "le_coding.h"
+
 namespace larder {
 namespace {
 
@@ -22,11 +24,8 @@ struct RecordHeader {
   int type;
 };
 RecordHeader HeaderAt(const unsigned char* p, size_t off) {
-  return {p[off + 4] | (size_t{p[off + 5]} << 8), p[off + 6]};
-}
-
-uint32_t DecodeFixed32(const unsigned char* p) {
-  return p[0] | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
+  const char* len = reinterpret_cast<const char*>(p + off + 4);
+  return {format::TakeLE<uint16_t>(len), p[off + 6]};
 }
 
 // CRC32C of `n` bytes, by RocksDB's own (hardware-accelerated) implementation, which it offers
@@ -57,7 +56,8 @@ bool ValidRecordAt(const unsigned char* p, size_t size, size_t off) {
       off + kLogHeader + h.len > size) {
     return false;
   }
-  return MaskCrc(Crc32c(p + off + 6, 1 + h.len)) == DecodeFixed32(p + off);
+  const char* stored_crc = reinterpret_cast<const char*>(p + off);
+  return MaskCrc(Crc32c(p + off + 6, 1 + h.len)) == format::TakeLE<uint32_t>(stored_crc);
 }
 
 // Whether a valid record starts anywhere after `from`: at each offset of its block, then at the
