@@ -146,6 +146,9 @@ class StoreImpl final : public Store {
   uint16_t HeadGen() const;
 
   // --- finding a key (store_lookup.cc) ---
+  // The first entry under `hash`, located, and in *count how many entries it has (more than one:
+  // keys that share the hash, which only their stored records tell apart).
+  std::optional<Located> LocateFirst(uint64_t hash, size_t* count);
   // The entry of `key` as the index alone says it: the only entry with its hash. With several
   // entries for the hash (two keys share it) the stored keys decide. An expired entry is
   // removed and counts as absent. Caller holds no stripe.

@@ -17,13 +17,19 @@ void StoreImpl::LeftIndex(const Located& at, const Generation* dropping) {
   gens_->Punch(Generation::Extent{at.seg.file, at.entry.offset, at.entry.size});
 }
 
-std::optional<Located> StoreImpl::LookupFast(uint64_t hash, std::string_view key) {
+std::optional<Located> StoreImpl::LocateFirst(uint64_t hash, size_t* count) {
   std::optional<Located> first;
   // The segment is resolved while the entry is in the index, so its id cannot have been reused.
-  size_t n = index_.ForHash(hash, [&](const Entry& e) {
+  *count = index_.ForHash(hash, [&](const Entry& e) {
     if (!first) first = Locate(e);
     return false;
   });
+  return first;
+}
+
+std::optional<Located> StoreImpl::LookupFast(uint64_t hash, std::string_view key) {
+  size_t n = 0;
+  std::optional<Located> first = LocateFirst(hash, &n);
   if (n > 1) first = LookupExact(hash, key);
   if (first && first->entry.ExpiredAt(Now())) {
     RemoveExpired(first->entry);  // lazily, as Redis does on access

@@ -165,14 +165,9 @@ Result<Value> StoreImpl::Get(std::string_view key) {
 bool StoreImpl::InMemory(std::string_view key, uint64_t max_bytes) {
   if (!CheckKey(key).ok()) return false;
   const uint64_t hash = format::KeyHash(key);
-  std::optional<Located> at;
-  // A second entry under the hash would be told apart by reading index records.
-  if (index_.ForHash(hash, [&](const Entry& e) {
-        at = Locate(e);
-        return false;
-      }) != 1) {
-    return false;
-  }
+  size_t n = 0;
+  std::optional<Located> at = LocateFirst(hash, &n);
+  if (n != 1) return false;  // a second entry under the hash is told apart by reading records
   const Entry& e = at->entry;
   // An expired entry is removed by the read, which may read its record.
   if (e.ExpiredAt(Now()) || e.size > max_bytes || !at->seg.gen) return false;
