@@ -6,7 +6,8 @@ import sys
 import time
 import unittest
 
-from server_harness import RedisProcess, ServerProcess, encode, info_stat, wait_for
+from server_harness import (RedisProcess, ServerProcess, drop_page_cache, encode, info_stat,
+                            wait_for)
 
 
 class BadInputTest(unittest.TestCase):
@@ -357,16 +358,7 @@ class ConcurrencyTest(unittest.TestCase):
                 self.assertEqual(setup.call("SET", "cold%d" % i, v), b"+OK\r\n")
             self.assertEqual(setup.call("SAVE"), b"+OK\r\n")
             setup.close()
-            data = os.path.join(srv.tmp, "data")
-            for name in os.listdir(data):
-                try:
-                    fd = os.open(os.path.join(data, name), os.O_RDONLY)
-                except FileNotFoundError:  # compacted away since the listing
-                    continue
-                try:
-                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-                finally:
-                    os.close(fd)
+            drop_page_cache(os.path.join(srv.tmp, "data"))
             stop = threading.Event()
             errors = []
 

@@ -7,7 +7,7 @@ import unittest
 
 import redis
 
-from server_harness import ServerProcess, encode, wait_for
+from server_harness import ServerProcess, drop_page_cache, encode, wait_for
 from integration_robustness import *  # noqa: F401,F403 (more TestCases)
 from integration_lifecycle import *  # noqa: F401,F403
 from integration_redis_parity import *  # noqa: F401,F403
@@ -456,13 +456,7 @@ class CommandsTest(unittest.TestCase):
             # Written out, unmapped and dropped from the page cache: the next read is the disk's.
             c("SAVE")
             self.assertEqual(self.raw("MEMORY", "PURGE"), b"+OK\r\n")
-            values = os.path.join(self.srv.tmp, "data", "values")
-            for name in os.listdir(values):
-                fd = os.open(os.path.join(values, name), os.O_RDONLY)
-                try:
-                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-                finally:
-                    os.close(fd)
+            drop_page_cache(os.path.join(self.srv.tmp, "data", "values"))
             before = on_io_thread()
             self.assertTrue(c("GET", "io:small") == small)
             self.assertEqual(on_io_thread(), before, "a value on disk was read on the io thread")
