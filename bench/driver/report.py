@@ -73,8 +73,9 @@ def redis_benchmark_table(raw):
     if rb:
         out += ["", "`redis-benchmark -c 4 -d SIZE` (requests/s; it does not check values): "
                 "`-t set,get` uses one key (every SET overwrites it, every GET reads it); "
-                "`-r 100000000` runs `-t set` with a fresh random key per SET. GB/s = requests/s "
-                "× value size.", "",
+                "`-r 100000000` runs `-t set` with a fresh random key per SET. Both servers "
+                "run side by side and take turns, %s. GB/s = requests/s × value size." %
+                bench_rounds_note(rb), "",
                 "| value | op | keys | requests | larder req/s | redis req/s | larder ×Redis "
                 "| larder GB/s |", "|---|---|---|---|---|---|---|---|"]
         for size in sorted({r["size"] for r in rb}):
@@ -91,6 +92,12 @@ def redis_benchmark_table(raw):
     return out + budget_lines(raw)
 
 
+def bench_rounds_note(rows):
+    """How the redis-benchmark figures were taken: one round, or the median of several."""
+    n = max([len(r.get("rps_rounds", [])) for r in rows] or [1])
+    return "one round" if n <= 1 else "each figure the median of %d rounds" % n
+
+
 def tls_table(raw):
     """redis-benchmark on the plain port and the TLS port of the same server, in GB/s."""
     rows = raw.get("tls", [])
@@ -98,8 +105,9 @@ def tls_table(raw):
         return []
     out = ["", "TLS beside plain text: each server with both ports at once, the same "
            "certificates (client certificates required), `redis-benchmark -c 4 -t set,get "
-           "-d SIZE` (one key) on each port, `--tls --cacert --cert --key` on the TLS one. "
-           "GB/s = requests/s × value size.", "",
+           "-d SIZE` (one key) on each port, `--tls --cacert --cert --key` on the TLS one; "
+           "both servers side by side, the four ports taking turns, %s. GB/s = requests/s × "
+           "value size." % bench_rounds_note(rows), "",
            "| value | op | larder plain GB/s | larder TLS GB/s | larder TLS ×plain "
            "| redis plain GB/s | redis TLS GB/s | larder TLS ×Redis TLS |",
            "|---|---|---|---|---|---|---|---|"]

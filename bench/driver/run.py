@@ -2,20 +2,23 @@
 one run and writes bench/results/raw.json, then report.md and the plots (report.py).
 
 Peers: larder-server (default config: WAL off, budget 80% of the free space) and with
---wal yes, Redis 7 (--save '' --appendonly no) through resp-load and redis-benchmark (-c 4);
+--wal yes, Redis 7 (--save '' --appendonly no) through resp-load (each server alone) and
+redis-benchmark (-c 4; larder and Redis side by side, in alternating rounds);
 both again with a TLS port beside the plain one (redis-benchmark --tls);
 liblarder, RocksDB and one-file-per-chunk in-process (larder-peers, liblarder once more with
 direct reads); LMCache's MP-mode reads (bench/lmcache_plugin.py: native_plugin in-process and
-over the server, the resp adapter's wire pattern, files, the engine's batched read); fio direct reads (sequential and random, psync; random at queue depths 4 and 8
-with io_uring); liblarder alone (larder-bench: RAM per key after a restart, device bytes per
-value byte with eviction running); the chat trace (larder-trace); GETs while GBs of slots
-migrate between two cluster nodes (bench/cluster_migration.py).
+over the server, the resp adapter's wire pattern, files, the engine's batched read); fio direct
+reads (sequential and random, psync; random at queue depths 4 and 8 with io_uring); liblarder
+alone (larder-bench: RAM per key after a restart, device bytes per value byte with eviction
+running); the chat trace (larder-trace); GETs while GBs of slots migrate between two cluster
+nodes (bench/cluster_migration.py).
 """
 import argparse
 import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,13 +36,15 @@ KiB, MiB = 1 << 10, 1 << 20
 FULL = dict(sizes=[256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB, 32 * MiB], conns=[1, 4, 16],
             server_bytes=512 * MiB, peers_bytes=512 * MiB, peer_threads="1,2", peer_rounds=3,
             fio_bytes=1024 * MiB, fio_depths=[4, 8], bench_sizes=[1 * MiB, 4 * MiB, 16 * MiB],
-            bench_bytes=512 * MiB, bench_min_n=16, ram_keys=300000, wa_budget=1024 * MiB,
+            bench_bytes=512 * MiB, bench_min_n=16, bench_rounds=5, ram_keys=300000,
+            wa_budget=1024 * MiB,
             trace_turns=2000, trace_users=400, trace_caps="0.1,0.25,0.5,1.0",
             plugin_chunks=32, migration_gib=2)
 QUICK = dict(sizes=[1 * MiB, 4 * MiB, 32 * MiB], conns=[1, 4], server_bytes=128 * MiB,
              peers_bytes=128 * MiB, peer_threads="1", peer_rounds=1, fio_bytes=256 * MiB,
              fio_depths=[4, 8], bench_sizes=[1 * MiB, 4 * MiB, 16 * MiB], bench_bytes=64 * MiB,
-             bench_min_n=8, ram_keys=20000, wa_budget=128 * MiB, trace_turns=600, trace_users=150,
+             bench_min_n=8, bench_rounds=1, ram_keys=20000, wa_budget=128 * MiB, trace_turns=600,
+             trace_users=150,
              trace_caps="0.25,0.5,1.0", plugin_chunks=8, migration_gib=1)
 RAM_VALUE_BYTES = 16 << 10  # the smallest values that go to blob files
 BINARIES = ("larder-server", "resp-load", "larder-peers", "larder-trace", "larder-bench")
@@ -187,36 +192,42 @@ def resp_load_cases(bins, srv, name, cfg, errors):
     return rows
 
 
-def redis_benchmark_cases(srv, name, cfg, errors, connect=None,
-                          keyspaces=("one", "random")):
-    """redis-benchmark -c 4 at each of cfg["bench_sizes"]: plain `-t set,get` (keyspace
-    "one": every SET overwrites its one key, every GET reads it), then `-t set -r 100000000`
-    ("random": a fresh random key per SET). -n moves cfg["bench_bytes"] of values per case (at
-    least bench_min_n requests); FLUSHALL before each case. `connect`: redis-benchmark's
-    connection options (default: -p of the server's port)."""
+def redis_benchmark_cases(targets, cfg, errors, keyspaces=("one", "random")):
+    """redis-benchmark -c 4 at each of cfg["bench_sizes"]: plain `-t set,get` (keyspace "one":
+    every SET overwrites its one key, every GET reads it), then `-t set -r 100000000` ("random":
+    a fresh random key per SET). -n moves cfg["bench_bytes"] of values per case (at least
+    bench_min_n requests); FLUSHALL before each. `targets`: (labels, srv, connect) triples, all
+    running at once; each case runs cfg["bench_rounds"] rounds through the targets, the order
+    reversed every other round, so that the machine's drifts fall on every target alike. A row
+    per target, operation and case: `labels`, its requests/s the median over the rounds
+    (`rps_rounds` lists them)."""
     tests_of = {"one": ["-t", "set,get"], "random": ["-t", "set", "-r", "100000000"]}
-    connect = connect or ["-p", str(srv.port)]
     rows = []
-    for s in cfg["bench_sizes"]:
-        size = s
+    for size in cfg["bench_sizes"]:
         n = max(cfg["bench_min_n"], cfg["bench_bytes"] // size)
         for keyspace in keyspaces:
-            tests = tests_of[keyspace]
-            srv.command("FLUSHALL")
-            p = subprocess.run(["redis-benchmark"] + connect + ["-d", str(size), "-n",
-                                str(n), "-c", "4", "--csv"] + tests,
-                               capture_output=True, text=True)
-            got = []
-            for line in p.stdout.splitlines():
-                f = [x.strip('"') for x in line.split(",")]
-                if f[0] in ("SET", "GET"):
-                    got.append({"server": name, "size": size, "op": f[0], "keyspace": keyspace,
-                                "requests": n, "rps": float(f[1])})
-            if p.returncode != 0 or not got:
-                errors.append("redis-benchmark %s %s %s exited %d: %s" % (
-                    name, s, " ".join(tests), p.returncode, p.stderr.strip()[-300:]))
-                log("ERROR", errors[-1])
-            rows += got
+            got = {}  # (target index, op) -> requests/s of each round
+            for rnd in range(cfg["bench_rounds"]):
+                order = list(enumerate(targets))
+                for i, (labels, srv, connect) in order if rnd % 2 == 0 else order[::-1]:
+                    srv.command("FLUSHALL")
+                    cmd = ["redis-benchmark"] + connect + ["-d", str(size), "-n", str(n), "-c",
+                                                           "4", "--csv"] + tests_of[keyspace]
+                    p = subprocess.run(cmd, capture_output=True, text=True)
+                    ops = 0
+                    for line in p.stdout.splitlines():
+                        f = [x.strip('"') for x in line.split(",")]
+                        if f[0] in ("SET", "GET"):
+                            got.setdefault((i, f[0]), []).append(float(f[1]))
+                            ops += 1
+                    if p.returncode != 0 or not ops:
+                        errors.append("redis-benchmark %s %s %s exited %d: %s" % (
+                            labels, size, " ".join(tests_of[keyspace]), p.returncode,
+                            p.stderr.strip()[-300:]))
+                        log("ERROR", errors[-1])
+            for (i, op), rps in sorted(got.items()):
+                rows.append(dict(targets[i][0], size=size, op=op, keyspace=keyspace, requests=n,
+                                 rps=statistics.median(rps), rps_rounds=rps))
     return rows
 
 
@@ -232,49 +243,74 @@ def larder_info(srv):
     return info
 
 
+def started(names, work, cmd_fn, suffix=""):
+    """Servers `names` started at once, each by cmd_fn(name, port, data_dir) in its own
+    directory under `work`; a dict name -> Server (on failure, those started are stopped)."""
+    servers = {}
+    try:
+        for name in names:
+            servers[name] = Server(name + suffix, lambda port, d, name=name: cmd_fn(name, port, d),
+                                   os.path.join(work, name + suffix, "data"))
+    except BaseException:
+        stopped(servers, work, suffix)
+        raise
+    return servers
+
+
+def stopped(servers, work, suffix=""):
+    for name, srv in servers.items():
+        srv.stop()
+        shutil.rmtree(os.path.join(work, name + suffix), ignore_errors=True)
+
+
 def server_runs(bins, work, cfg, errors):
-    rows, bench_rows, infos = [], [], {}
-    for name, cmd in SERVERS.items():
+    """resp-load against each of SERVERS alone, then redis-benchmark against larder and
+    Redis running side by side (redis_benchmark_cases alternates them)."""
+    rows, infos = [], {}
+    for name in SERVERS:
         log("server", name)
-        srv = Server(name, lambda port, d, cmd=cmd: cmd(bins, port, d),
-                     os.path.join(work, name, "data"))
+        servers = started([name], work, lambda n, port, d: SERVERS[n](bins, port, d))
         try:
-            rows += resp_load_cases(bins, srv, name, cfg, errors)
-            if name != "larder-wal":
-                bench_rows += redis_benchmark_cases(srv, name, cfg, errors)
+            rows += resp_load_cases(bins, servers[name], name, cfg, errors)
             if name.startswith("larder"):
-                infos[name] = larder_info(srv)
+                infos[name] = larder_info(servers[name])
         finally:
-            srv.stop()
-            shutil.rmtree(os.path.join(work, name), ignore_errors=True)
+            stopped(servers, work)
+    log("redis-benchmark: larder beside redis")
+    servers = started(["larder", "redis"], work, lambda n, port, d: SERVERS[n](bins, port, d),
+                      "-rb")
+    try:
+        bench_rows = redis_benchmark_cases(
+            [({"server": n}, srv, ["-p", str(srv.port)]) for n, srv in servers.items()],
+            cfg, errors)
+        infos["larder (redis-benchmark)"] = larder_info(servers["larder"])
+    finally:
+        stopped(servers, work, "-rb")
     return rows, bench_rows, infos
 
 
 def tls_runs(bins, work, cfg, errors):
-    """larder-server and Redis 7, each with a plain port and a TLS port at once (the same
-    certificates, client certificates required): redis-benchmark `-t set,get` on each port.
-    Rows carry server "larder" / "redis" and transport "plain" / "tls"."""
+    """larder-server and Redis 7 side by side, each with a plain port and a TLS port at once
+    (the same certificates, client certificates required): redis-benchmark `-t set,get` on
+    each of the four ports in alternation. Rows carry server "larder" / "redis" and transport
+    "plain" / "tls"."""
     pki = tls_certs.TestPki()
-    rows = []
+    tls_ports = {name: server_harness.free_port() for name in ("larder", "redis")}
     try:
-        for name in ("larder", "redis"):
-            tls_port = server_harness.free_port()
-            log("TLS beside plain:", name)
-            srv = Server(name + "-tls", lambda port, d, name=name, tls_port=tls_port:
-                         SERVERS[name](bins, port, d) + pki.server_options(tls_port),
-                         os.path.join(work, name + "-tls", "data"))
-            try:
-                for transport, connect in (
-                        ("plain", ["-p", str(srv.port)]),
-                        ("tls", ["-p", str(tls_port)] + pki.client_options())):
-                    got = redis_benchmark_cases(srv, name, cfg, errors, connect, ("one",))
-                    rows += [dict(r, transport=transport) for r in got]
-            finally:
-                srv.stop()
-                shutil.rmtree(os.path.join(work, name + "-tls"), ignore_errors=True)
+        log("TLS beside plain: larder beside redis")
+        servers = started(list(tls_ports), work, lambda n, port, d: (
+            SERVERS[n](bins, port, d) + pki.server_options(tls_ports[n])), "-tls")
+        try:
+            targets = []
+            for name, srv in servers.items():
+                targets += [({"server": name, "transport": "plain"}, srv, ["-p", str(srv.port)]),
+                            ({"server": name, "transport": "tls"}, srv,
+                             ["-p", str(tls_ports[name])] + pki.client_options())]
+            return redis_benchmark_cases(targets, cfg, errors, ("one",))
+        finally:
+            stopped(servers, work, "-tls")
     finally:
         pki.cleanup()
-    return rows
 
 
 def larder_bench(bins, work, part, args, errors):

@@ -50,7 +50,7 @@ def redis_benchmark_rows():
         for op, keyspace, rps in (("GET", "one", get), ("SET", "one", set_one),
                                   ("SET", "random", set_r)):
             rows.append({"server": server, "size": 4 * MiB, "op": op, "keyspace": keyspace,
-                         "requests": 64, "rps": rps})
+                         "requests": 64, "rps": rps, "rps_rounds": [rps - 10, rps, rps + 20]})
     return rows
 
 
@@ -131,6 +131,11 @@ class ReportSmoke(unittest.TestCase):
         self.assertIn("`larder-peers`, each figure the median of 3 rounds", self.md)
         self.assertIn("Figures: each figure the median of 3 rounds, the peers in alternation",
                       self.md)
+
+    def test_redis_benchmark_figures_say_how_they_were_taken(self):
+        self.assertIn("Both servers run side by side and take turns, each figure the median of "
+                      "3 rounds.", self.md)
+        self.assertIn("the four ports taking turns, one round.", self.md)
 
     def test_in_process_goals(self):
         md = self.md
