@@ -179,18 +179,23 @@ bool Dispatcher::ReadsFromMemory(const CommandSpec& spec,
          core_.store.InMemory(argv[static_cast<size_t>(spec.keys.first)], max_bytes);
 }
 
-Plan Dispatcher::PlanOf(const ClientState& client, const std::vector<std::string>& argv) const {
+Plan Dispatcher::PlanOf(const ClientState& client, const std::vector<std::string>& argv,
+                        Planner planner) const {
   Plan plan;
   plan.spec = FindCommand(argv[0]);
   const CommandSpec* spec = plan.spec;
-  bool cheap = spec == nullptr || !ArityOk(spec->arity, argv.size()) ||
-               QueuedByMulti(client, *spec) || spec->Has(kFast);
+  const bool arity_ok = spec != nullptr && ArityOk(spec->arity, argv.size());
+  if (arity_ok && core_.pause.Holds(PausedByWrite(client, *spec), core_.NowMs())) {
+    plan.route = Route::kHold;
+    return plan;
+  }
+  if (planner == Planner::kPoolBatch) {
+    plan.route = Route::kPool;
+    return plan;
+  }
+  bool cheap = !arity_ok || QueuedByMulti(client, *spec) || spec->Has(kFast);
   if (!cheap) cheap = plan.in_memory = ReadsFromMemory(*spec, argv);
   plan.route = cheap ? Route::kInline : Route::kPool;
-  if (spec != nullptr && ArityOk(spec->arity, argv.size()) &&
-      core_.pause.Holds(PausedByWrite(client, *spec), core_.NowMs())) {
-    plan.route = Route::kHold;
-  }
   return plan;
 }
 

@@ -16,10 +16,11 @@ class Dispatcher final : public RequestExecutor {
  public:
   explicit Dispatcher(Core& core) : core_(core) {}
 
-  // Inline when the command is unknown, has the wrong arity, will be queued by MULTI, is
-  // `fast`, or is `fast_if_in_memory` and its value is in memory (ReadsFromMemory); the engine
-  // pool otherwise.
-  Plan PlanOf(const ClientState& client, const std::vector<std::string>& argv) const override;
+  // Held while CLIENT PAUSE holds it. Otherwise, for the io thread: inline when the command is
+  // unknown, has the wrong arity, will be queued by MULTI, is `fast`, or is `fast_if_in_memory`
+  // and its value is in memory (ReadsFromMemory); the engine pool otherwise.
+  Plan PlanOf(const ClientState& client, const std::vector<std::string>& argv,
+              Planner planner) const override;
   void Run(const Plan& plan, ClientState& client, std::vector<std::string>& argv,
            resp::ReplyWriter& w) override;
 

@@ -17,6 +17,14 @@ enum class Route {
   kHold,    // held by CLIENT PAUSE: plan it again a little later (nothing was run)
 };
 
+// Who asks PlanOf: the connection's io thread, which runs the request or hands it to a pool,
+// or a pool thread going on with a pipelined batch, which runs it where it is (only a hold
+// stops it, so the route is not worked out).
+enum class Planner {
+  kIoThread,
+  kPoolBatch,
+};
+
 // A request looked up once: where it runs and, for Run, which command it is.
 struct Plan {
   Route route = Route::kInline;
@@ -27,9 +35,11 @@ struct Plan {
 class RequestExecutor {
  public:
   virtual ~RequestExecutor() = default;
-  // Looks argv[0] up and decides where the request runs, given the client's state. Changes
+  // Looks argv[0] up and decides where the request runs, given the client's state: kHold, or
+  // for kPoolBatch kPool (where it already is), for kIoThread kInline or kPool. Changes
   // nothing.
-  virtual Plan PlanOf(const ClientState& client, const std::vector<std::string>& argv) const = 0;
+  virtual Plan PlanOf(const ClientState& client, const std::vector<std::string>& argv,
+                      Planner planner) const = 0;
   // Executes the request PlanOf planned for these very argv and client state (argv may be
   // moved from) and writes exactly one reply to w.
   virtual void Run(const Plan& plan, ClientState& client, std::vector<std::string>& argv,

@@ -189,7 +189,7 @@ resp::RequestParser::State Connection::FeedParser(uint64_t max_bulk_len, const c
 void Connection::Execute() {
   std::vector<std::string>& argv = parser_.args();
   state_->last_active_ms = server_.core().NowMs();
-  const Plan plan = server_.executor().PlanOf(*state_, argv);
+  const Plan plan = server_.executor().PlanOf(*state_, argv, Planner::kIoThread);
   if (plan.route == Route::kHold) return Hold();
   if (plan.route == Route::kInline) {
     if (plan.in_memory) ServerStats::Count(server_.core().stats.gets_on_io_thread);
@@ -286,7 +286,7 @@ size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool
       *close = true;
       break;
     }
-    const Plan plan = executor.PlanOf(*state_, parser_.args());
+    const Plan plan = executor.PlanOf(*state_, parser_.args(), Planner::kPoolBatch);
     if (plan.route == Route::kHold) {
       *held = true;
       break;
