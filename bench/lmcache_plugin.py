@@ -67,16 +67,7 @@ def value_of(i, size, body):
 def drop_cache(top):
     """Sync, then drop every file under `top` from the page cache."""
     os.sync()
-    for d, _, files in os.walk(top):
-        for f in files:
-            try:
-                fd = os.open(os.path.join(d, f), os.O_RDONLY)
-            except OSError:
-                continue
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
+    server_harness.drop_page_cache(top)
 
 
 def timed_pass(name, kind, read_batch, keys, values, bufs, args):
