@@ -59,7 +59,8 @@ struct ReplayConfig {
 std::unique_ptr<ChunkStore> OpenEngineStore(const ReplayConfig& c);
 
 // A larder-server started from `server_bin` on a free local port, on its defaults but for the
-// budget, the policy and the directory (its log: <dir>.log); stopped when the ChunkStore goes.
+// budget, the policy and the directory (its log: <dir>.log; its INFO larder at the end of the
+// replay: <dir>.info); stopped when the ChunkStore goes.
 // Reads values of up to `value_bytes`. nullptr with a message on stderr if it does not start.
 std::unique_ptr<ChunkStore> StartServerStore(const ReplayConfig& c, const std::string& server_bin,
                                              uint64_t value_bytes);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string_view>
 #include <thread>
 
@@ -48,8 +49,12 @@ constexpr int kReplyTimeoutMs = 60'000;
 
 class ServerStore : public ChunkStore {
  public:
-  ServerStore(pid_t pid, std::unique_ptr<common::RespConnection> conn, uint64_t value_cap)
-      : pid_(pid), conn_(std::move(conn)), buf_(value_cap, '\0') {}
+  ServerStore(pid_t pid, std::unique_ptr<common::RespConnection> conn, uint64_t value_cap,
+              std::string info_path)
+      : pid_(pid),
+        conn_(std::move(conn)),
+        buf_(value_cap, '\0'),
+        info_path_(std::move(info_path)) {}
   ~ServerStore() override {
     kill(pid_, SIGTERM);
     waitpid(pid_, nullptr, 0);
@@ -115,6 +120,7 @@ class ServerStore : public ChunkStore {
     r->live_bytes = InfoField(info, "live_bytes");
     r->max_disk_bytes = InfoField(info, "max_disk_bytes");
     r->device_bytes = ProcIoBytes("write_bytes", pid_);
+    std::ofstream(info_path_) << info.substr(1);  // how the budget was spent, for a reader
   }
 
  private:
@@ -134,6 +140,7 @@ class ServerStore : public ChunkStore {
   pid_t pid_;
   std::unique_ptr<common::RespConnection> conn_;
   std::string buf_;
+  std::string info_path_;
 };
 
 }  // namespace
@@ -169,7 +176,7 @@ std::unique_ptr<ChunkStore> StartServerStore(const ReplayConfig& c, const std::s
     common::ServerAddress at{"", "127.0.0.1", std::to_string(port)};
     auto conn = std::make_unique<common::RespConnection>(at, kReplyTimeoutMs);
     if (conn->Connect("", "")) {
-      return std::make_unique<ServerStore>(pid, std::move(conn), value_bytes);
+      return std::make_unique<ServerStore>(pid, std::move(conn), value_bytes, c.dir + ".info");
     }
   }
   kill(pid, SIGTERM);
