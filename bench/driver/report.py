@@ -92,10 +92,14 @@ def redis_benchmark_table(raw):
     return out + budget_lines(raw)
 
 
+def median_note(n, single):
+    """How figures measured over `n` rounds were taken: `single` for one, else their median."""
+    return single if n <= 1 else "each figure the median of %d rounds" % n
+
+
 def bench_rounds_note(rows):
     """How the redis-benchmark figures were taken: one round, or the median of several."""
-    n = max([len(r.get("rps_rounds", [])) for r in rows] or [1])
-    return "one round" if n <= 1 else "each figure the median of %d rounds" % n
+    return median_note(max([len(r.get("rps_rounds", [])) for r in rows] or [1]), "one round")
 
 
 def tls_table(raw):
@@ -172,10 +176,8 @@ def peer_name(r):
 def rounds_note(raw):
     """How the in-process figures were taken: one run, or the median of interleaved rounds."""
     n = max([r.get("rounds", 1) for r in raw.get("inproc", [])] or [1])
-    if n == 1:
-        return "one round per case"
-    return ("each figure the median of %d rounds, the peers in alternation; raw.json has every "
-            "round's GB/s" % n)
+    note = median_note(n, "one round per case")
+    return note if n <= 1 else note + ", the peers in alternation; raw.json has every round's GB/s"
 
 
 def inproc_table(raw):
