@@ -78,6 +78,7 @@ class StoreImpl final : public Store {
   Result<FileRange> GetFileRange(std::string_view key) override;
   void Prefetch(const std::vector<std::string_view>& keys) override;
   bool InMemory(std::string_view key, uint64_t max_bytes) override;
+  bool PutInMemory(std::string_view key, uint64_t value_bytes) override;
   uint64_t Exists(const std::vector<std::string_view>& keys) override;
   uint64_t PrefixCount(const std::vector<std::string_view>& keys) override;
   Status Delete(std::string_view key) override;
@@ -160,6 +161,9 @@ class StoreImpl final : public Store {
   // record->inline_value points into.
   bool RecordMatches(uint64_t hash, std::string_view key, const Located& at,
                      format::IndexRecord* record = nullptr, std::string* bytes = nullptr);
+  // Whether reading the index record of (hash, key) in `at`'s generation would not wait for
+  // the disk: it is in the memtables or the block cache, or they tell it is absent. No disk I/O.
+  bool RecordCached(uint64_t hash, std::string_view key, const Located& at);
   Located Locate(const Entry& e) const;
   // The version `at` left the index (replaced, removed, expired or evicted): its generation
   // holds one live entry fewer, and its bytes are given back at once where the filesystem frees

@@ -171,13 +171,17 @@ bool StoreImpl::InMemory(std::string_view key, uint64_t max_bytes) {
   const Entry& e = at->entry;
   // An expired entry is removed by the read, which may read its record.
   if (e.ExpiredAt(Now()) || e.size > max_bytes || !at->seg.gen) return false;
-  if (e.is_inline()) {
-    rocksdb::ReadOptions ro;
-    ro.read_tier = rocksdb::kBlockCacheTier;  // Incomplete rather than a read from an SST file
-    std::string record;
-    return db_->Get(ro, at->seg.gen->cf, format::IndexKey(hash, key), &record).ok();
-  }
+  if (e.is_inline()) return RecordCached(hash, key, *at);
   return at->seg.file && at->seg.file->InMemory(e.offset, e.size, options_.mapped_reads);
+}
+
+bool StoreImpl::RecordCached(uint64_t hash, std::string_view key, const Located& at) {
+  if (!at.seg.gen) return false;
+  rocksdb::ReadOptions ro;
+  ro.read_tier = rocksdb::kBlockCacheTier;  // Incomplete rather than a read from an SST file
+  std::string record;
+  const rocksdb::Status s = db_->Get(ro, at.seg.gen->cf, format::IndexKey(hash, key), &record);
+  return s.ok() || s.IsNotFound();  // Incomplete: the block must be read from an SST file
 }
 
 std::vector<Result<Value>> StoreImpl::MultiGet(const std::vector<std::string_view>& keys) {

@@ -170,6 +170,27 @@ Status StoreImpl::RemoveLocked(uint64_t hash, std::string_view key, const Locate
   return Status::OK();
 }
 
+bool StoreImpl::PutInMemory(std::string_view key, uint64_t value_bytes) {
+  if (!writer_ || write_failed_.load() || !CheckKey(key).ok() ||
+      value_bytes > options_.max_value_bytes) {
+    return false;
+  }
+  const uint64_t stored = format::StoredBytes(key.size(), value_bytes);
+  if (BudgetUsage() + stored > budget_) return false;  // MakeRoom would evict
+  GenerationPtr head = gens_->Head();
+  if (!head || head->bytes + hit_bytes_.load() + stored >= generation_bytes_) {
+    return false;  // the write would close the head (MaybeRotate)
+  }
+  if (value_bytes >= format::kMinBlobBytes && !writer_->HasRoomFor(format::AlignUp(value_bytes))) {
+    return false;  // Submit would wait for the writer
+  }
+  // PutImpl confirms the key's current entry by its record (LookupExact).
+  const uint64_t hash = format::KeyHash(key);
+  size_t n = 0;
+  std::optional<Located> at = LocateFirst(hash, &n);
+  return n == 0 || (n == 1 && RecordCached(hash, key, *at));
+}
+
 Status StoreImpl::Put(std::string_view key, std::string_view value, const PutOptions& opts) {
   return PutImpl(key, value, nullptr, opts);
 }

@@ -28,7 +28,7 @@ void ValueWriter::Submit(BlobFilePtr file, uint64_t offset, std::shared_ptr<Pend
   const uint64_t n = w->capacity;
   std::unique_lock lock(mu_);
   // One write larger than the whole budget still goes, alone.
-  room_cv_.wait(lock, [&] { return pending_ == 0 || pending_ + n <= max_pending_; });
+  room_cv_.wait(lock, [&] { return HasRoomForLocked(n); });
   // A writer needs waking only when the queue was empty (writers wait for work, not for a
   // time) or the write is due at once; otherwise one already waits for the front's due time,
   // which a job at the back does not move. Waking one per Submit cost two context switches
@@ -40,6 +40,11 @@ void ValueWriter::Submit(BlobFilePtr file, uint64_t offset, std::shared_ptr<Pend
   queue_.push_back(Job{std::move(file), offset, std::move(w), ++submitted_,
                        std::chrono::steady_clock::now() + kWriteBehind});
   if (was_empty || FrontIsDue()) work_cv_.notify_one();
+}
+
+bool ValueWriter::HasRoomFor(uint64_t n) const {
+  std::lock_guard lock(mu_);
+  return HasRoomForLocked(n);
 }
 
 bool ValueWriter::FrontIsDue() const {
@@ -67,7 +72,12 @@ void ValueWriter::Work() {
     }
     Job job = std::move(queue_.front());
     queue_.pop_front();
-    if (!queue_.empty()) work_cv_.notify_one();  // another writer may take the next job
+    // Dropped unwritten (its bytes left the count then): nothing to write and nobody to wake.
+    if (job.w->released) {
+      if (queue_.empty() && in_flight_ == 0) drained_cv_.notify_all();
+      continue;
+    }
+    if (!queue_.empty() && FrontIsDue()) work_cv_.notify_one();  // another writer may take it
     ++in_flight_;
     lock.unlock();
     job.file->WritePending(job.offset, *job.w);

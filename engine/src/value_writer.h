@@ -38,6 +38,8 @@ class ValueWriter {
   // Queues `w`, already registered in `file` at `offset` (BlobFile::AppendPending). Blocks
   // while too many bytes are pending. `on_error` runs on a writer thread if the write fails.
   void Submit(BlobFilePtr file, uint64_t offset, std::shared_ptr<PendingWrite> w);
+  // Whether Submit of a write of `n` bytes would return at once, not wait for room.
+  bool HasRoomFor(uint64_t n) const;
   // Starts every write queued so far without waiting out kWriteBehind (a sync wants them).
   void Hurry();
   // Waits until every write queued before the call has completed.
@@ -59,6 +61,8 @@ class ValueWriter {
   void Work();
   // A queued write was dropped unwritten and its buffer freed (PendingWrite::on_release).
   void Released(uint64_t n);
+  // HasRoomFor, the caller holding mu_.
+  bool HasRoomForLocked(uint64_t n) const { return pending_ == 0 || pending_ + n <= max_pending_; }
   // Whether the queue's first job should start now. Caller holds mu_.
   bool FrontIsDue() const;
 

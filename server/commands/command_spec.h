@@ -44,6 +44,10 @@ enum CommandFlag : uint32_t {
   // Reads its one key's value: runs on the connection's io thread when Store::InMemory says
   // the read will not wait for the disk (values up to inline-get-max-bytes), else as any other.
   kFastIfInMemory = 1u << 15,
+  // Writes argv[2] under its one key: a call with no other argument runs on the connection's
+  // io thread when Store::PutInMemory says the write will not wait for the disk (WAL off, room
+  // in the write-behind, under the budget), else as any other.
+  kFastIfPutInMemory = 1u << 16,
 };
 
 // The words a row's `flags` may hold, in the order COMMAND reports them. Reported words are
@@ -70,6 +74,7 @@ inline constexpr FlagWord kFlagWords[] = {
     {"may_replicate", kMayReplicate, false},
     {"moves_args", kMovesArgs, false},
     {"fast_if_in_memory", kFastIfInMemory, false},
+    {"fast_if_put_in_memory", kFastIfPutInMemory, false},
 };
 
 // Redis key positions: argv[first], argv[first + step], ... up to argv[last] (-1: the last

@@ -171,12 +171,15 @@ void RunObserved(Ctx& ctx, Run run) {
 
 }  // namespace
 
-bool Dispatcher::ReadsFromMemory(const CommandSpec& spec,
-                                 const std::vector<std::string>& argv) const {
+bool Dispatcher::RunsFromMemory(const CommandSpec& spec,
+                                const std::vector<std::string>& argv) const {
+  const std::string& key = argv[static_cast<size_t>(spec.keys.first)];
+  if (spec.Has(kFastIfPutInMemory)) {
+    return argv.size() == 3 && core_.store.PutInMemory(key, argv[2].size());
+  }
   if (!spec.Has(kFastIfInMemory)) return false;
   const uint64_t max_bytes = core_.config.snapshot()->inline_get_max_bytes;
-  return max_bytes > 0 &&
-         core_.store.InMemory(argv[static_cast<size_t>(spec.keys.first)], max_bytes);
+  return max_bytes > 0 && core_.store.InMemory(key, max_bytes);
 }
 
 Plan Dispatcher::PlanOf(const ClientState& client, const std::vector<std::string>& argv,
@@ -194,7 +197,7 @@ Plan Dispatcher::PlanOf(const ClientState& client, const std::vector<std::string
     return plan;
   }
   bool cheap = !arity_ok || QueuedByMulti(client, *spec) || spec->Has(kFast);
-  if (!cheap) cheap = plan.in_memory = ReadsFromMemory(*spec, argv);
+  if (!cheap) cheap = plan.in_memory = RunsFromMemory(*spec, argv);
   plan.route = cheap ? Route::kInline : Route::kPool;
   return plan;
 }
@@ -226,6 +229,10 @@ bool Dispatcher::Admit(const CommandSpec* spec, ClientState& client,
 void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::string>& argv,
                      resp::ReplyWriter& w) {
   ServerStats::Count(core_.stats.total_commands_processed);
+  if (plan.in_memory) {
+    ServerStats::Count(plan.spec->Has(kFastIfInMemory) ? core_.stats.gets_on_io_thread
+                                                       : core_.stats.sets_on_io_thread);
+  }
   const bool admitted = Admit(plan.spec, client, argv, w);
   // ASKING holds for the one command after it (the commands of a transaction too), as in Redis.
   if (!client.in_multi && (plan.spec == nullptr || plan.spec->name != "asking")) {

@@ -17,8 +17,8 @@ class Dispatcher final : public RequestExecutor {
   explicit Dispatcher(Core& core) : core_(core) {}
 
   // Held while CLIENT PAUSE holds it. Otherwise, for the io thread: inline when the command is
-  // unknown, has the wrong arity, will be queued by MULTI, is `fast`, or is `fast_if_in_memory`
-  // and its value is in memory (ReadsFromMemory); the engine pool otherwise.
+  // unknown, has the wrong arity, will be queued by MULTI, is `fast`, or runs from memory
+  // (RunsFromMemory); the engine pool otherwise.
   Plan PlanOf(const ClientState& client, const std::vector<std::string>& argv,
               Planner planner) const override;
   void Run(const Plan& plan, ClientState& client, std::vector<std::string>& argv,
@@ -29,10 +29,11 @@ class Dispatcher final : public RequestExecutor {
   // arity, not authenticated); a refused request inside MULTI makes EXEC abort.
   bool Admit(const CommandSpec* spec, ClientState& client, const std::vector<std::string>& argv,
              resp::ReplyWriter& w) const;
-  // Whether `spec` is fast_if_in_memory and the value of its key in argv (arity checked) is in
-  // memory and at most inline-get-max-bytes (Store::InMemory): reading it will not wait for
-  // the disk.
-  bool ReadsFromMemory(const CommandSpec& spec, const std::vector<std::string>& argv) const;
+  // Whether the call (arity checked) will not wait for the disk: `spec` is fast_if_in_memory
+  // and the value of its key is in memory and at most inline-get-max-bytes (Store::InMemory),
+  // or it is fast_if_put_in_memory, has no argument past its value, and the write stays in
+  // memory (Store::PutInMemory).
+  bool RunsFromMemory(const CommandSpec& spec, const std::vector<std::string>& argv) const;
 
   Core& core_;
 };

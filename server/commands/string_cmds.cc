@@ -429,7 +429,7 @@ void Lcs(Ctx& ctx) {
 
 constexpr CommandRow kRows[] = {
     {"get", 2, "readonly fast_if_in_memory", kOneKey, Get},
-    {"set", -3, "write moves_args", kOneKey, Set},
+    {"set", -3, "write moves_args fast_if_put_in_memory", kOneKey, Set},
     {"setnx", 3, "write", kOneKey, SetNx},
     {"getset", 3, "write exclusive", kOneKey, GetSet},
     {"setex", 4, "write moves_args", kOneKey, SetEx<kSeconds>},

@@ -29,7 +29,7 @@ enum class Planner {
 struct Plan {
   Route route = Route::kInline;
   const CommandSpec* spec = nullptr;  // null: not a known command (Run replies the error)
-  bool in_memory = false;             // kInline because the value it reads is in memory
+  bool in_memory = false;  // kInline because the value it reads or writes stays in memory
 };
 
 class RequestExecutor {

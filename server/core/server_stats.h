@@ -18,7 +18,8 @@
   X(client_output_buffer_limit_disconnections, "clients closed at client-output-buffer-limit") \
   X(total_error_replies, "error replies sent (INFO errorstats counts them by code)")           \
   X(tls_handshake_failures, "TLS connections closed in their handshake (plain text, no cert)") \
-  X(gets_on_io_thread, "GETs run on their connection's io thread, the value in memory")
+  X(gets_on_io_thread, "GETs run on their connection's io thread, the value in memory")        \
+  X(sets_on_io_thread, "SETs run on their connection's io thread, the write in memory")
 
 namespace larder::server {
 

@@ -192,7 +192,6 @@ void Connection::Execute() {
   const Plan plan = server_.executor().PlanOf(*state_, argv, Planner::kIoThread);
   if (plan.route == Route::kHold) return Hold();
   if (plan.route == Route::kInline) {
-    if (plan.in_memory) ServerStats::Count(server_.core().stats.gets_on_io_thread);
     w_.set_protocol(state_->resp);
     server_.executor().Run(plan, *state_, argv, w_);
     AppendOutput(w_.queue());

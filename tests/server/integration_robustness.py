@@ -304,7 +304,9 @@ class ConcurrencyTest(unittest.TestCase):
                 len(b"v%d" % i), i))
         self.assertEqual(sum(self.pipeline_thread_ticks().values()), sum(before.values()))
         n = 20000
-        rc.send(b"".join(encode("SET", "pipe:%d" % (i % 500), b"x" * 100) + encode(
+        # A SET with an option runs on the engine's threads (a plain one may run on the io
+        # thread, as may a GET of a value in memory).
+        rc.send(b"".join(encode("SET", "pipe:%d" % (i % 500), b"x" * 100, "PX", "600000") + encode(
             "GET", "pipe:%d" % (i % 500)) for i in range(n)))
         want = b"$100\r\n" + b"x" * 100 + b"\r\n"
         for _ in range(n):

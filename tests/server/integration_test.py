@@ -470,6 +470,30 @@ class CommandsTest(unittest.TestCase):
             c("CONFIG", "SET", "sendfile", "remote")
             c("DEL", "io:small", "io:big")
 
+    def test_sets_that_stay_in_memory_run_on_the_io_thread(self):
+        """A plain SET whose write stays in memory (WAL off, room in the write-behind and the
+        budget) runs on the io thread (INFO sets_on_io_thread); a SET with options runs on the
+        engine threads. The value reads back the same either way."""
+        c = self.c
+
+        def on_io_thread():
+            return int(c("INFO", "stats")["sets_on_io_thread"])
+        value = os.urandom(1 << 20)
+        try:
+            before = on_io_thread()
+            self.assertTrue(c("SET", "ioset:a", value))
+            self.assertEqual(on_io_thread(), before + 1)
+            self.assertTrue(c("SET", "ioset:a", b"x" * 100))
+            self.assertEqual(on_io_thread(), before + 2, "a small value (the index's memtable)")
+            self.assertTrue(c("SET", "ioset:b", value, "EX", "100"))
+            self.assertTrue(c("SET", "ioset:c", value, "NX"))
+            self.assertEqual(on_io_thread(), before + 2, "SETs with options")
+            self.assertTrue(c("SET", "ioset:a", value))
+            self.assertTrue(c("GET", "ioset:a") == value)
+            self.assertTrue(c("GET", "ioset:b") == value)
+        finally:
+            c("DEL", "ioset:a", "ioset:b", "ioset:c")
+
     def test_native_client_bytes(self):
         """LMCache's native RESP client: exact +OK, :1/:0 and $<N> replies."""
         rc = self.srv.raw()

@@ -164,6 +164,17 @@ class Store {
   // reclaims before the read is read back from the disk.
   virtual bool InMemory(std::string_view key, uint64_t max_bytes) = 0;
 
+  // Whether a Put or PutOwned of a value of `value_bytes` under `key`, with no condition
+  // (PutMode::kAlways), would complete in memory now, without waiting for the disk: the WAL is
+  // off and no background write has failed, so the value goes to the write-behind (or, below
+  // format's blob threshold, into the index's memtable), which has room for it; the write fits
+  // under the budget (no eviction) and in the head generation (no new generation); and the
+  // key's current record, if any, is one the write reads from memory (memtables or block
+  // cache; a second key under the same hash is told apart by reading records). No disk I/O;
+  // reads, changes and counts nothing. Like InMemory, an answer for choosing where to run the
+  // write (a server runs such writes on its event loop), not a promise.
+  virtual bool PutInMemory(std::string_view key, uint64_t value_bytes) = 0;
+
   // How many of `keys` exist (a key listed twice counts twice), from the in-memory index; no
   // disk I/O. The index identifies keys by a 64-bit hash, so for a key that is absent this
   // answers 1 with probability (keys stored) / 2^64 (5e-13 at 10 M keys); reads never return

@@ -1,0 +1,105 @@
+// The write path's answer to "would this Put wait for the disk?" (Store::PutInMemory), which
+// the server uses to run a SET on its event loop.
+#include <gtest/gtest.h>
+
+#include "format.h"
+#include "larder/store.h"
+#include "test_util.h"
+
+namespace larder {
+namespace {
+
+using test::MakeValue;
+
+// Every key starting with "c-" hashes to the same value.
+uint64_t CollidingHash(std::string_view key) {
+  return key.starts_with("c-") ? 0x0123456789abcdefull : format::Checksum(key);
+}
+
+class WritePathsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    format::SetKeyHashForTesting(&CollidingHash);
+    Reopen();
+  }
+  void TearDown() override {
+    store_.reset();
+    format::SetKeyHashForTesting(nullptr);
+  }
+  void Reopen() {
+    store_.reset();
+    opts_.maintenance_interval_ms = 0;
+    auto r = Store::Open(opts_, dir_.path());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    store_ = std::move(r).value();
+  }
+
+  test::TempDir dir_;
+  Options opts_ = [] {
+    Options o;
+    o.wal = false;
+    o.max_disk_bytes = 64 << 20;
+    o.generation_bytes = 16 << 20;
+    return o;
+  }();
+  std::unique_ptr<Store> store_;
+};
+
+constexpr size_t kMiB = 1 << 20;
+
+TEST_F(WritePathsTest, PutInMemoryTellsWhetherAWriteWouldWaitForTheDisk) {
+  const Stats before = store_->GetStats();
+  EXPECT_TRUE(store_->PutInMemory("a", kMiB)) << "a new key, room everywhere";
+  EXPECT_TRUE(store_->PutInMemory("a", 100)) << "a small value goes to the index's memtable";
+  EXPECT_FALSE(store_->PutInMemory("", kMiB)) << "an invalid key fails, not waits";
+  EXPECT_FALSE(store_->PutInMemory("a", opts_.max_value_bytes + 1));
+  EXPECT_FALSE(store_->PutInMemory("a", 16 * kMiB)) << "it would close the head generation";
+  EXPECT_FALSE(store_->PutInMemory("a", 65 * kMiB)) << "over the budget: eviction";
+  const Stats after = store_->GetStats();
+  EXPECT_EQ(after.bytes_written, before.bytes_written) << "the question writes nothing";
+  EXPECT_EQ(after.keys, 0u);
+
+  // An overwrite reads the key's current record: in the memtable, it does not wait.
+  ASSERT_TRUE(store_->Put("a", MakeValue("a", kMiB)).ok());
+  EXPECT_TRUE(store_->PutInMemory("a", kMiB));
+  // Two keys under one hash are told apart by reading their records.
+  ASSERT_TRUE(store_->Put("c-1", MakeValue("c-1", kMiB)).ok());
+  EXPECT_TRUE(store_->PutInMemory("c-2", kMiB)) << "alone under the hash, its record cached";
+  ASSERT_TRUE(store_->Put("c-2", MakeValue("c-2", kMiB)).ok());
+  EXPECT_FALSE(store_->PutInMemory("c-1", kMiB));
+  EXPECT_FALSE(store_->PutInMemory("c-3", kMiB));
+
+  // Flushed and reopened, a record lies in an SST file the block cache has not read (among
+  // enough others that the table reader's own read-ahead does not hold it either).
+  for (int i = 0; i < 40000; ++i) {
+    const std::string k = "s-" + std::to_string(i);
+    ASSERT_TRUE(store_->Put(k, MakeValue(k, 200)).ok());
+  }
+  ASSERT_TRUE(store_->Flush().ok());
+  Reopen();
+  EXPECT_FALSE(store_->PutInMemory("s-1", kMiB)) << "its record must come from the disk";
+  EXPECT_TRUE(store_->PutInMemory("b", kMiB)) << "a new key reads no record";
+  ASSERT_TRUE(store_->Put("s-1", MakeValue("s-1", kMiB)).ok());
+  EXPECT_TRUE(store_->PutInMemory("s-1", kMiB)) << "its new record is in the memtable";
+}
+
+TEST_F(WritePathsTest, AWriteOverTheBudgetWouldEvictFirst) {
+  opts_.generation_bytes = 1ull << 30;  // one generation: no write closes it
+  Reopen();
+  for (int i = 0; store_->GetStats().budget_used_bytes + 8 * kMiB <= opts_.max_disk_bytes; ++i) {
+    const std::string k = "fill-" + std::to_string(i);
+    ASSERT_TRUE(store_->Put(k, MakeValue(k, 4 * kMiB)).ok());
+  }
+  EXPECT_FALSE(store_->PutInMemory("d", 8 * kMiB));
+  EXPECT_TRUE(store_->PutInMemory("d", kMiB / 4));
+}
+
+TEST_F(WritePathsTest, WithTheWalOnEveryPutWaitsForIt) {
+  opts_.wal = true;
+  Reopen();
+  EXPECT_FALSE(store_->PutInMemory("a", kMiB));
+  EXPECT_FALSE(store_->PutInMemory("a", 100));
+}
+
+}  // namespace
+}  // namespace larder
