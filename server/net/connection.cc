@@ -150,7 +150,7 @@ void Connection::Process() {
   while (!closed_ && !busy_ && !held_ && !close_after_write_ && pending_out_ < kPauseOutputBytes &&
          !server_.stopping() && rpos_ < wpos_) {
     size_t used = 0;
-    auto st = FeedParser(Cfg().proto_max_bulk_len, inbuf_.data() + rpos_, wpos_ - rpos_, &used);
+    auto st = FeedParser(ConfiguredLimits(), inbuf_.data() + rpos_, wpos_ - rpos_, &used);
     rpos_ += used;
     if (st == resp::RequestParser::State::kNeedMore) {
       if (QueryLimitExceeded()) return;
@@ -174,13 +174,23 @@ void Connection::Process() {
   StartWrite();
 }
 
-// Feeds the parser under the limits that hold for this client now: proto-max-bulk-len as
-// configured, and the pre-AUTH limits until it authenticates (AUTH runs before the next
-// command is parsed, so a pipelined "AUTH ..., SET <big value>" is accepted as in Redis).
-resp::RequestParser::State Connection::FeedParser(uint64_t max_bulk_len, const char* data, size_t n,
-                                                  size_t* used) {
+// The parser's limits as the configuration sets them: proto-max-bulk-len, and the reserve-ahead
+// pool of every connection's big bulks, which holds up to client-query-buffer-limit for the whole
+// process (static: a parser may outlive the Server). Io thread only (Cfg() is its cache).
+resp::Limits Connection::ConfiguredLimits() {
+  static resp::ReserveAheadPool reserve_ahead;
   resp::Limits limits;
-  limits.max_bulk_len = max_bulk_len;
+  limits.max_bulk_len = Cfg().proto_max_bulk_len;
+  limits.reserve_ahead = &reserve_ahead;
+  limits.reserve_ahead_limit = Cfg().client_query_buffer_limit;
+  return limits;
+}
+
+// Feeds the parser under `limits` and the pre-AUTH limits until the client authenticates (AUTH
+// runs before the next command is parsed, so a pipelined "AUTH ..., SET <big value>" is accepted
+// as in Redis).
+resp::RequestParser::State Connection::FeedParser(resp::Limits limits, const char* data, size_t n,
+                                                  size_t* used) {
   limits.unauthenticated = !state_->authenticated;
   parser_.set_limits(limits);
   return parser_.Feed(data, n, used);
@@ -275,9 +285,9 @@ size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool
   while (rpos < wpos && done < kMaxBatchCommands && w.queue().bytes() < kMaxBatchBytes &&
          !state_->close_after_reply && !server_.stopping()) {
     size_t used = 0;
-    // On the pool: the configuration cache is the io thread's, so the bulk limit stays as the
-    // io thread last set it.
-    auto st = FeedParser(parser_.limits().max_bulk_len, inbuf_.data() + rpos, wpos - rpos, &used);
+    // On the pool: the configuration cache is the io thread's, so the limits stay as the io
+    // thread last set them.
+    auto st = FeedParser(parser_.limits(), inbuf_.data() + rpos, wpos - rpos, &used);
     rpos += used;
     if (st == resp::RequestParser::State::kNeedMore) break;  // the io thread reads the rest
     if (st == resp::RequestParser::State::kError) {

@@ -83,7 +83,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   static constexpr auto kHoldRecheck = std::chrono::milliseconds(5);
 
   void Process();
-  resp::RequestParser::State FeedParser(uint64_t max_bulk_len, const char* data, size_t n,
+  resp::Limits ConfiguredLimits();
+  resp::RequestParser::State FeedParser(resp::Limits limits, const char* data, size_t n,
                                         size_t* used);
   void Execute();
   // Keeps the parsed request (held by CLIENT PAUSE) and plans it again after kHoldRecheck;

@@ -57,7 +57,18 @@ bool ParseInt64(std::string_view s, int64_t* out) {
 
 RequestParser::RequestParser(Limits limits) : limits_(limits) {}
 
+RequestParser::~RequestParser() {
+  GiveBackReservation();
+}
+
+void RequestParser::GiveBackReservation() {
+  if (reserved_from_ != nullptr) reserved_from_->Give(reserved_ahead_);
+  reserved_from_ = nullptr;
+  reserved_ahead_ = 0;
+}
+
 RequestParser::State RequestParser::Fail(std::string error) {
+  GiveBackReservation();
   error_ = std::move(error);
   phase_ = Phase::kError;
   return State::kError;
@@ -261,6 +272,13 @@ void RequestParser::GrowBigArg() {
   uint64_t target;
   if (size == 0) {
     target = std::min<uint64_t>(bulk_len_, kBigArgInitialReserve);
+    ReserveAheadPool* pool = limits_.reserve_ahead;
+    if (target < bulk_len_ && pool != nullptr &&
+        pool->Take(bulk_len_, limits_.reserve_ahead_limit)) {
+      reserved_from_ = pool;
+      reserved_ahead_ = bulk_len_;
+      target = bulk_len_;
+    }
   } else if (bulk_len_ <= size * kFinalJumpFactor) {
     target = bulk_len_;
   } else {
@@ -277,6 +295,7 @@ void RequestParser::GrowBigArg() {
 }
 
 bool RequestParser::FinishBulk() {
+  GiveBackReservation();  // its bytes have all arrived
   args_bytes_ += bulk_len_;
   bulk_len_ = 0;
   received_ = 0;
@@ -303,6 +322,7 @@ void RequestParser::CommitDirect(size_t n) {
 }
 
 void RequestParser::Reset() {
+  GiveBackReservation();
   for (std::string& arg : args_) {
     if (pool_.size() == kPoolEntries) break;
     if (arg.capacity() > std::string().capacity() && arg.capacity() <= kPoolMaxCapacity) {

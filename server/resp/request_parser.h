@@ -3,6 +3,7 @@
 // Redis's exact error text.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -11,6 +12,25 @@
 #include <vector>
 
 namespace larder::resp {
+
+// Bytes that big bulks hold reserved ahead of their bodies, shared by the parsers that are given
+// the same pool (a server's connections). Thread-safe.
+class ReserveAheadPool {
+ public:
+  // Takes n bytes if that leaves at most `limit` reserved.
+  bool Take(uint64_t n, uint64_t limit) {
+    uint64_t cur = reserved_.load(std::memory_order_relaxed);
+    while (cur + n <= limit) {
+      if (reserved_.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed)) return true;
+    }
+    return false;
+  }
+  void Give(uint64_t n) { reserved_.fetch_sub(n, std::memory_order_relaxed); }
+  uint64_t reserved() const { return reserved_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> reserved_{0};
+};
 
 // Protocol limits. Defaults are Redis's: proto-max-bulk-len, the multibulk count cap and
 // PROTO_INLINE_MAX_SIZE.
@@ -26,6 +46,13 @@ struct Limits {
   // kUnauthenticatedMaxBulkLen bytes, as in Redis 7.0.15+: a connection that has not proven it
   // knows the password cannot make the server buffer more than a small command.
   bool unauthenticated = false;
+  // Where a big bulk may reserve its declared length when its header arrives, so that its body
+  // lands in its final buffer with no growth copy: while `reserve_ahead` holds at most
+  // `reserve_ahead_limit` bytes for all the parsers sharing it (a bulk's bytes return when it
+  // completes, or its command is dropped). Null, or a pool too full: the bulk earns its
+  // storage as its bytes arrive (the rule below).
+  ReserveAheadPool* reserve_ahead = nullptr;
+  uint64_t reserve_ahead_limit = 0;
 };
 inline constexpr uint64_t kUnauthenticatedMaxArgs = 10;
 inline constexpr uint64_t kUnauthenticatedMaxBulkLen = 16 * 1024;
@@ -42,11 +69,13 @@ inline constexpr uint64_t kUnauthenticatedMaxBulkLen = 16 * 1024;
 //    too). A line with no arguments is skipped.
 //
 // Allocation rule for bulk bodies (a client cannot make the server reserve memory it has not
-// been sent):
+// been sent, beyond what Limits::reserve_ahead allows all clients together):
 //  * A bulk of fewer than kBigArg bytes is reserved in full when its header is parsed (only
 //    one bulk is in progress at a time, so at most 16 KiB is unearned).
 //  * A bulk whose body and trailer are already in the fed data is copied with one exactly-sized
 //    allocation.
+//  * Otherwise a big bulk reserves its declared length at once if Limits::reserve_ahead has
+//    room for it (the pool's bytes come back when the bulk completes or is dropped).
 //  * Otherwise a big bulk's storage is earned as body bytes arrive: it starts at
 //    min(len, kBigArgInitialReserve); when full it grows to len if len <= 16 × its size, else
 //    to 8 × its size. So the reservation never exceeds max(1 MiB, 16 × bytes received), a
@@ -74,6 +103,7 @@ class RequestParser {
   static constexpr size_t kBigArgInitialReserve = 1 << 20;
 
   explicit RequestParser(Limits limits = {});
+  ~RequestParser();
 
   RequestParser(const RequestParser&) = delete;
   RequestParser& operator=(const RequestParser&) = delete;
@@ -152,6 +182,8 @@ class RequestParser {
   void GrowBigArg();
   // Ends the current bulk; returns true if it was the command's last.
   bool FinishBulk();
+  // Gives the bytes the current bulk took from a reserve-ahead pool back to it.
+  void GiveBackReservation();
 
   Limits limits_;
   Phase phase_ = Phase::kStart;
@@ -163,6 +195,8 @@ class RequestParser {
   uint64_t received_ = 0;         // body bytes of that bulk received so far
   uint8_t trailer_left_ = 0;      // bytes of the bulk trailer still to skip
   size_t args_bytes_ = 0;         // sum of completed bulk lengths
+  ReserveAheadPool* reserved_from_ = nullptr;  // the pool the current bulk took bytes from
+  uint64_t reserved_ahead_ = 0;                // and how many
   std::vector<std::string> args_;
   std::vector<std::string> pool_;  // cleared small buffers reused by NewArg()
   std::string line_;               // partial line carried across Feed() calls

@@ -384,6 +384,63 @@ TEST(RequestParserTest, HugeDeclaredBulkWithoutBodyAllocatesLittle) {
   EXPECT_GT(parser.reserved_bytes(), kInitial);
 }
 
+TEST(RequestParserTest, BigBulksReserveTheirLengthAheadWhileThePoolHasRoom) {
+  constexpr size_t kInitial = RequestParser::kBigArgInitialReserve;
+  constexpr size_t kLen = 4 << 20;
+  ReserveAheadPool pool;
+  Limits limits;
+  limits.reserve_ahead = &pool;
+  limits.reserve_ahead_limit = 10 << 20;
+  const std::string head = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$" + std::to_string(kLen) + "\r\n";
+  const std::string value = Pattern(kLen, 7);
+  RequestParser a(limits);
+  ASSERT_EQ(Feed(a, head + value.substr(0, 10)).state, State::kNeedMore);
+  EXPECT_EQ(pool.reserved(), kLen);
+  std::span<char> direct = a.DirectBuffer();
+  ASSERT_EQ(direct.size(), kLen - 10) << "the whole body's buffer, reserved at the header";
+
+  {
+    // A second bulk finds the pool short (4 + 8 MiB > 10 MiB) and earns its storage.
+    RequestParser b(limits);
+    const std::string big_head =
+        "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$" + std::to_string(8 << 20) + "\r\n";
+    ASSERT_EQ(Feed(b, big_head + "x").state, State::kNeedMore);
+    EXPECT_EQ(b.DirectBuffer().size(), kInitial - 1);
+    EXPECT_EQ(pool.reserved(), kLen);
+  }
+  {
+    // A parser dropped in the middle of a reserved bulk gives its bytes back.
+    RequestParser c(limits);
+    ASSERT_EQ(Feed(c, head + "y").state, State::kNeedMore);
+    EXPECT_EQ(pool.reserved(), 2 * kLen);
+  }
+  EXPECT_EQ(pool.reserved(), kLen);
+
+  // The body lands in that one buffer: no growth, no copy.
+  const char* const buffer = direct.data() - 10;  // the 10 bytes fed with the header
+  size_t at = 10;
+  while (at < kLen) {
+    direct = a.DirectBuffer();
+    ASSERT_EQ(direct.data(), buffer + at);
+    const size_t n = std::min<size_t>(direct.size(), 300000);
+    std::memcpy(direct.data(), value.data() + at, n);
+    a.CommitDirect(n);
+    at += n;
+  }
+  ASSERT_EQ(Feed(a, "\r\n").state, State::kComplete);
+  EXPECT_EQ(pool.reserved(), 0u) << "a completed bulk's bytes are earned";
+  EXPECT_TRUE(a.args()[2] == value);
+  EXPECT_EQ(a.args()[2].data(), buffer);
+
+  // Reset drops a reserved bulk in progress and gives its bytes back.
+  a.Reset();
+  ASSERT_EQ(Feed(a, head).state, State::kNeedMore);
+  ASSERT_EQ(Feed(a, "z").state, State::kNeedMore);
+  EXPECT_EQ(pool.reserved(), kLen);
+  a.Reset();
+  EXPECT_EQ(pool.reserved(), 0u);
+}
+
 TEST(RequestParserTest, DirectBufferReceivesFortyMiB) {
   const size_t kLen = 40u << 20;
   const std::string value = Pattern(kLen, 99);
