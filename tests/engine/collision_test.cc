@@ -5,7 +5,6 @@
 
 #include <algorithm>
 
-#include "format.h"
 #include "larder/store.h"
 #include "test_util.h"
 
@@ -14,21 +13,9 @@ namespace {
 
 using test::MakeValue;
 
-// Every key starting with "c-" hashes to the same value.
-uint64_t CollidingHash(std::string_view key) {
-  return key.starts_with("c-") ? 0x0123456789abcdefull : format::Checksum(key);
-}
-
 class CollisionTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    format::SetKeyHashForTesting(&CollidingHash);
-    Reopen();
-  }
-  void TearDown() override {
-    store_.reset();
-    format::SetKeyHashForTesting(nullptr);
-  }
+  void SetUp() override { Reopen(); }
   void Reopen() {
     store_.reset();
     Options o;
@@ -45,6 +32,7 @@ class CollisionTest : public ::testing::Test {
   }
 
   test::TempDir dir_;
+  test::CollidingKeyHashes colliding_;  // keys "c-*" share a hash
   std::shared_ptr<test::ManualClock> clock_ = std::make_shared<test::ManualClock>();
   std::unique_ptr<Store> store_;
 };

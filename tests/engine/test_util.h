@@ -12,7 +12,9 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <string_view>
 
+#include "format.h"
 #include "larder/clock.h"
 
 namespace larder::test {
@@ -95,5 +97,21 @@ inline pid_t ReexecSelf(const char* env_name, const std::string& value) {
   }
   return pid;
 }
+
+// While it lives, every key starting with "c-" hashes to the same value (the engine's test seam,
+// format::SetKeyHashForTesting), so such keys share one slot of the index. Declare it before
+// the store it serves, which must close first.
+class CollidingKeyHashes {
+ public:
+  CollidingKeyHashes() { format::SetKeyHashForTesting(&Hash); }
+  ~CollidingKeyHashes() { format::SetKeyHashForTesting(nullptr); }
+  CollidingKeyHashes(const CollidingKeyHashes&) = delete;
+  CollidingKeyHashes& operator=(const CollidingKeyHashes&) = delete;
+
+ private:
+  static uint64_t Hash(std::string_view key) {
+    return key.starts_with("c-") ? 0x0123456789abcdefull : format::Checksum(key);
+  }
+};
 
 }  // namespace larder::test

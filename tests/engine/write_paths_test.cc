@@ -2,7 +2,6 @@
 // the server uses to run a SET on its event loop.
 #include <gtest/gtest.h>
 
-#include "format.h"
 #include "larder/store.h"
 #include "test_util.h"
 
@@ -11,21 +10,9 @@ namespace {
 
 using test::MakeValue;
 
-// Every key starting with "c-" hashes to the same value.
-uint64_t CollidingHash(std::string_view key) {
-  return key.starts_with("c-") ? 0x0123456789abcdefull : format::Checksum(key);
-}
-
 class WritePathsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    format::SetKeyHashForTesting(&CollidingHash);
-    Reopen();
-  }
-  void TearDown() override {
-    store_.reset();
-    format::SetKeyHashForTesting(nullptr);
-  }
+  void SetUp() override { Reopen(); }
   void Reopen() {
     store_.reset();
     opts_.maintenance_interval_ms = 0;
@@ -35,6 +22,7 @@ class WritePathsTest : public ::testing::Test {
   }
 
   test::TempDir dir_;
+  test::CollidingKeyHashes colliding_;  // keys "c-*" share a hash
   Options opts_ = [] {
     Options o;
     o.wal = false;
