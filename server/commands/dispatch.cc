@@ -173,11 +173,12 @@ void RunObserved(Ctx& ctx, Run run) {
 
 bool Dispatcher::RunsFromMemory(const CommandSpec& spec,
                                 const std::vector<std::string>& argv) const {
+  if (!spec.Has(kFastIfPutInMemory) && !spec.Has(kFastIfInMemory)) return false;
+  // Only these rows' keys are read here: both have one key, at a position their arity ensures.
   const std::string& key = argv[static_cast<size_t>(spec.keys.first)];
   if (spec.Has(kFastIfPutInMemory)) {
     return argv.size() == 3 && core_.store.PutInMemory(key, argv[2].size());
   }
-  if (!spec.Has(kFastIfInMemory)) return false;
   const uint64_t max_bytes = core_.config.snapshot()->inline_get_max_bytes;
   return max_bytes > 0 && core_.store.InMemory(key, max_bytes);
 }
