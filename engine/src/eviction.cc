@@ -3,6 +3,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 
 #include "format.h"
@@ -268,17 +269,24 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* fr
       evicting_.kept.push_back({m.at.seg.file, m.at.entry.offset, m.at.entry.size});
   }
   if (in_parts) {
+    // First writes demoted as deep as the oldest go first, then the victim's.
+    std::vector<RecordMember> list = DemotedFirstWrites(all);
+    const size_t demoted = list.size();
+    SortLeastValuableFirst(&drop, now);
+    std::move(drop.begin(), drop.end(), std::back_inserter(list));
     uint64_t droppable = 0;
-    for (const RecordMember& m : drop) droppable += m.at.entry.is_inline() ? 0 : m.at.entry.size;
+    for (const RecordMember& m : list) droppable += m.at.entry.is_inline() ? 0 : m.at.entry.size;
     if (droppable > goal) {
-      SortLeastValuableFirst(&drop, now);
-      evicting_.droppable = std::move(drop);
+      evicting_.droppable = std::move(list);
       evicting_.next = 0;
       evicting_.droppable_bytes = droppable;
       Status s = DropPart(victim, goal, now, &report);
       note_freed();
       return s;
     }
+    // Too little for a round: the victim goes whole, and the demoted wait for their own.
+    drop.assign(std::make_move_iterator(list.begin() + static_cast<ptrdiff_t>(demoted)),
+                std::make_move_iterator(list.end()));
   }
   Status s = DropWhole(victim, &drop, now, &report);
   if (s.ok()) note_freed();
@@ -316,24 +324,59 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, uint64_t goal, int64_t n
     if (m.at.entry.is_inline()) continue;  // its record's bytes go with the column family
     evicting_.droppable_bytes -= m.at.entry.size;
     std::lock_guard stripe(Stripe(m.hash));
-    bool used = false;  // since the walk listed it: the next walk keeps it
-    if (!index_.Update(m.at.entry, [&](Entry& x) { used = AccessedSince(x, victim->id + 1); }) ||
-        used || !index_.Erase(m.at.entry)) {
-      continue;
-    }
+    // Used since the walk listed it: the next walk keeps it. A demoted first write (in a newer
+    // generation than the victim) is kept by any read.
+    const uint64_t home = m.at.seg.gen->id;
+    bool used = false;
+    auto check = [&](Entry& x) {
+      used = AccessedSince(x, home + 1) || (home != victim->id && x.reuse > 0);
+    };
+    if (!index_.Update(m.at.entry, check) || used || !index_.Erase(m.at.entry)) continue;
     LeftIndex(m.at);  // its range is freed now
     bytes += m.at.entry.size;
     gone.push_back(std::move(m));
   }
   // A record that a crash brings back points into a hole, and the open drops it.
   rocksdb::WriteBatch batch;
-  for (const RecordMember& m : gone) batch.Delete(victim->cf, format::IndexKey(m.hash, m.key));
+  for (const RecordMember& m : gone) {
+    batch.Delete(m.at.seg.gen->cf, format::IndexKey(m.hash, m.key));
+  }
   rocksdb::Status rs = db_->Write(WriteOpts(), &batch);
   ReportDropped(gone, now, *victim, report);
   if (options_.listener) options_.listener->OnGenerationEvicted(*report);
   if (!rs.ok()) return Status::IOError("eviction failed: " + rs.ToString());
   index_writes_++;
   return Status::OK();
+}
+
+std::vector<RecordMember> StoreImpl::DemotedFirstWrites(const std::vector<GenerationPtr>& all) {
+  constexpr int kNewPerCall = 2;
+  std::vector<RecordMember> out;
+  if (!demote_first_writes_) return out;
+  demotion_.SetCapacity(index_.size());
+  // Generation i of n (0 the oldest) holds entries about n - i generations old; entered depth d
+  // of the lifetime below the newest, a first write is as old as the oldest once i <= d * n.
+  const size_t n = all.size();
+  const size_t end = std::min(n - 1, static_cast<size_t>(demotion_.Depth() * n) + 1);
+  int walked = 0;
+  for (size_t i = 1; i < end && walked < kNewPerCall; ++i) {
+    const Generation& g = *all[i];
+    if (g.id <= demotion_walked_) continue;
+    demotion_walked_ = g.id;
+    ++walked;
+    ForEachRecord(g, [&](RecordMember m) {
+      const Entry& e = m.at.entry;
+      const bool own_file = m.at.seg.file && m.at.seg.file->header().generation == g.id;
+      if (e.is_inline() || !own_file || e.reuse != 0) return;
+      if (e.access_gen != static_cast<uint16_t>(g.id)) return;  // read after it left the head
+      out.push_back(std::move(m));
+    });
+  }
+  std::stable_sort(out.begin(), out.end(), [](const RecordMember& a, const RecordMember& b) {
+    if (a.at.seg.gen->id != b.at.seg.gen->id) return a.at.seg.gen->id < b.at.seg.gen->id;
+    return a.at.entry.position > b.at.entry.position;
+  });
+  return out;
 }
 
 void StoreImpl::ReportDropped(const std::vector<RecordMember>& dropped, int64_t now,

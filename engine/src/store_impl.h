@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "demotion.h"
 #include "format.h"
 #include "generations.h"
 #include "key_index.h"
@@ -247,6 +248,13 @@ class StoreImpl final : public Store {
   // Tells the listener of the round (*report).
   Status DropPart(const GenerationPtr& victim, uint64_t goal, int64_t now,
                   GenerationEvicted* report);
+  // The records of first writes never read since (not reused, not accessed after their
+  // generation stopped being the head) in the generations that demotion_'s depth puts as far
+  // from the head as the oldest: a value entered that deep below the newest would be as old as
+  // the oldest generation's. Walks at most two generations that no earlier call walked (the
+  // zone widens a little at a time), never the victim all[0] or the head; oldest generation
+  // first, the deepest prefix place first within one. Caller holds evict_mu_.
+  std::vector<RecordMember> DemotedFirstWrites(const std::vector<GenerationPtr>& all);
   // Drops the oldest generation whole with the entries of `drop` (expiry judged at `now`, when
   // the walk listed them), keeping the ranges of the entries its rounds kept in place.
   Status DropWhole(const GenerationPtr& victim, std::vector<RecordMember>* drop, int64_t now,
@@ -318,6 +326,8 @@ class StoreImpl final : public Store {
   uint64_t generation_bytes_ = 0;
   bool punch_ = false;          // the filesystem frees ranges of files (punches holes)
   bool keep_in_place_ = false;  // Options::keep_in_place, and punch_
+  // lru-reuse kept in place: first writes never read since leave early (DemotedFirstWrites).
+  bool demote_first_writes_ = false;
   // The head closes after generation_bytes_ of writes and hits (a window of accesses), not of
   // writes alone: KeepsInPlaceByRecency of the store's policy. A write closes
   // it (MaybeRotate), so a read never waits on the new column family.
@@ -333,6 +343,7 @@ class StoreImpl final : public Store {
   std::unique_ptr<Generations> gens_;
   KeyIndex index_;
   MissingPositions missing_positions_;
+  FirstWriteDemotion demotion_;
   std::unique_ptr<ReadPool> read_pool_;
   std::unique_ptr<ValueWriter> writer_;    // null with the WAL on (values are written in place)
   std::atomic<bool> write_failed_{false};  // a background write failed; write in place
@@ -350,6 +361,7 @@ class StoreImpl final : public Store {
     size_t next = 0;                      // the first of `droppable` no round took yet
     uint64_t droppable_bytes = 0;         // value bytes in blob files from `next` on
   } evicting_;
+  uint64_t demotion_walked_ = 0;  // the newest generation DemotedFirstWrites walked (evict_mu_)
   std::mutex rotate_mu_;
   Counters counters_;
 

@@ -289,6 +289,7 @@ Status StoreImpl::OpenDb() {
   punch_ = s.ok() && BlobFile::CanPunchHoles(gens_->values_dir());
   keep_in_place_ = options_.keep_in_place && punch_;
   rotate_on_hits_ = KeepsInPlaceByRecency(options_.eviction_policy);
+  demote_first_writes_ = keep_in_place_ && options_.eviction_policy == EvictionPolicy::kLruReuse;
   // New writes never go into files from before the open: a fresh head.
   if (s.ok()) s = gens_->Rotate(Now());
   if (!s.ok()) {

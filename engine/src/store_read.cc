@@ -218,16 +218,20 @@ uint64_t StoreImpl::PrefixCount(const std::vector<std::string_view>& keys) {
   uint64_t n = 0;
   for (; n < keys.size(); ++n) {
     if (!CheckKey(keys[n]).ok()) return n;
-    std::optional<Located> at = LookupFast(format::KeyHash(keys[n]), keys[n]);
+    const uint64_t hash = format::KeyHash(keys[n]);
+    std::optional<Located> at = LookupFast(hash, keys[n]);
     if (!at) break;
     NotePosition(at->entry, n, keys.size());
+    if (demote_first_writes_) demotion_.Request(hash);
   }
   // The rest are what the caller will store, in this order; the ones it has already are used
   // by this request as much as the leading ones (LMCache stores the missing chunks and skips
   // those), so they are marked used: once the gap is stored, the next turn reads them all.
-  for (size_t i = n; i < keys.size() && keys.size() > 1; ++i) {
+  for (size_t i = n; i < keys.size(); ++i) {
     if (!CheckKey(keys[i]).ok()) continue;
     const uint64_t hash = format::KeyHash(keys[i]);
+    if (demote_first_writes_) demotion_.Request(hash);  // found, or about to be stored
+    if (keys.size() < 2) break;
     if (std::optional<Located> at = LookupFast(hash, keys[i])) {
       NotePosition(at->entry, i, keys.size());
       MarkUsed(at->entry);

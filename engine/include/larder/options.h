@@ -17,10 +17,12 @@ namespace larder {
 // its live entries are kept (moved to a newer generation) first.
 enum class EvictionPolicy {
   kLruReuse,  // in place: every entry used since the generation closed (see keep_in_place);
-              // the others go a part at a time, deepest in a prefix first;
+              // the others go a part at a time, deepest in a prefix first, and values
+              // never read since written may go earlier, by a depth learned online
+              // (docs/architecture.md, "Learned demotion of first writes");
               // copying: entries reused (GET hit or TOUCH) since they were written or last
               // kept, if last used while one of the newer half of the generations was the head
-  kLru,       // in place: as kLruReuse; copying: entries accessed after the next-older
+  kLru,       // in place: as kLruReuse without the learned demotion; copying: entries accessed after the next-older
               // generation began (recency only)
   kFifo,      // keep nothing: the oldest writes go first
   kNone,      // never evict: a write over budget fails with Status::NoSpace
