@@ -334,6 +334,7 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, uint64_t goal, int64_t n
     if (!index_.Update(m.at.entry, check) || used || !index_.Erase(m.at.entry)) continue;
     LeftIndex(m.at);  // its range is freed now
     bytes += m.at.entry.size;
+    if (home != victim->id) counters_.demoted_keys++;
     gone.push_back(std::move(m));
   }
   // A record that a crash brings back points into a hole, and the open drops it.

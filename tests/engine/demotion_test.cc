@@ -109,10 +109,14 @@ TEST(FirstWriteDemotion, TheStoreKeepsReusedKeysThatLruLoses) {
   constexpr int kRequests = 20000, kMeasured = 6000;
   const int lru_hits = lru.HotHits(kRequests, kMeasured);
   const int learned_hits = learned.HotHits(kRequests, kMeasured);
-  std::fprintf(stderr, "lru %d lru-reuse %d\n", lru_hits, learned_hits);
   EXPECT_GT(learned_hits, lru_hits + kMeasured / 20) << "lru " << lru_hits << ", lru-reuse "
                                                      << learned_hits;
-  EXPECT_GT(learned.f.store->GetStats().evicted_keys, 0u);
+  const Stats learned_stats = learned.f.store->GetStats();
+  EXPECT_GE(learned_stats.first_write_demotion_percent, 25u);
+  EXPECT_GT(learned_stats.demoted_keys, 0u);
+  EXPECT_LE(learned_stats.demoted_keys, learned_stats.evicted_keys);
+  EXPECT_EQ(lru.f.store->GetStats().first_write_demotion_percent, 0u);
+  EXPECT_EQ(lru.f.store->GetStats().demoted_keys, 0u);
 }
 
 }  // namespace

@@ -22,7 +22,10 @@
     "bytes counted against max_disk_bytes: blob and index files, index memtables")        \
   X(unused_value_bytes,                                                                   \
     "blob-file bytes holding no live value (padding; replaced, deleted, expired values)") \
-  X(generations, "generations (eviction windows) alive")
+  X(generations, "generations (eviction windows) alive")                                  \
+  X(first_write_demotion_percent,                                                         \
+    "how far below the newest lru-reuse enters a first write, % of the store's lifetime "  \
+    "(learned from shadow caches; 0: as LRU)")
 
 #define LARDER_STAT_COUNTERS(X)                                                       \
   X(hits, "Get/MultiGet lookups that returned a value")                               \
@@ -30,6 +33,9 @@
   X(reuses, "hits + Touch calls on live keys (what eviction counts)")                 \
   X(evicted_keys, "live entries dropped by eviction")                                 \
   X(evicted_bytes, "value bytes of the entries dropped by eviction")                  \
+  X(demoted_keys,                                                                     \
+    "first writes never read, evicted before their generation was the oldest "        \
+    "(lru-reuse's learned demotion; counted in evicted_keys too)")                    \
   X(reinserted_keys, "entries kept by eviction (moved to a newer generation)")        \
   X(reinserted_bytes, "value bytes eviction copied to keep entries (none in place)")  \
   X(expired_keys, "entries removed because their TTL passed")                         \
