@@ -24,28 +24,25 @@ std::vector<uint64_t> RandomHashes(std::mt19937_64& rng, size_t n) {
   return v;
 }
 
+// Half the requests for one of 12,000 reused keys, half for a key never seen before and never
+// asked for again: together more than the cache holds, so LRU loses much of the reused set
+// between two of its reads, while first writes entered low leave before it.
+void RequestHalfReusedHalfNew(FirstWriteDemotion& d, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const std::vector<uint64_t> hot = RandomHashes(rng, 12000);
+  for (int i = 0; i < 400000; ++i) d.Request(rng() % 2 ? hot[rng() % hot.size()] : rng() | 1);
+}
+
 TEST(FirstWriteDemotion, NoneUntilTheStoreEvicts) {
   FirstWriteDemotion d;
-  std::mt19937_64 rng(1);
-  const std::vector<uint64_t> hot = RandomHashes(rng, 12000);
-  for (int round = 0; round < 20; ++round) {
-    for (uint64_t h : hot) d.Request(h);
-    for (uint64_t h : RandomHashes(rng, 12000)) d.Request(h);
-  }
+  RequestHalfReusedHalfNew(d, 1);
   EXPECT_EQ(d.Depth(), 0);  // no capacity known: nothing is modelled
 }
 
 TEST(FirstWriteDemotion, DemotesWhenFirstWritesAreNotReadAgain) {
-  // Half the requests are for a reused set, half for keys never seen before and never asked
-  // for again: together more than the cache holds, so LRU loses much of the reused set between
-  // two of its reads, while first writes entered low leave before it.
   FirstWriteDemotion d;
   d.SetCapacity(kCacheKeys);
-  std::mt19937_64 rng(2);
-  const std::vector<uint64_t> hot = RandomHashes(rng, 12000);
-  for (int i = 0; i < 400000; ++i) {
-    d.Request(rng() % 2 ? hot[rng() % hot.size()] : rng() | 1);
-  }
+  RequestHalfReusedHalfNew(d, 2);
   EXPECT_GE(d.Depth(), 0.5);
 }
 
