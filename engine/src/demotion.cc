@@ -14,6 +14,10 @@ constexpr int64_t kWarmUpPerKey = 4;
 
 }  // namespace
 
+FirstWriteDemotion::FirstWriteDemotion() {
+  for (int i = 0; i < kLevels; ++i) shadows_[i].depth = Fraction(i);
+}
+
 uint32_t FirstWriteDemotion::SampleValue(uint64_t hash) {
   return static_cast<uint32_t>((hash * 0x9E3779B97F4A7C15ull) >> 32);
 }
@@ -94,10 +98,7 @@ void FirstWriteDemotion::SetCapacity(uint64_t keys) {
     capacity = kMaxShadowKeys;
   }
   capacity_ = std::max<uint64_t>(capacity, 1);
-  for (int i = 0; i < kLevels; ++i) {
-    shadows_[i].depth = Fraction(i);
-    shadows_[i].Trim(capacity_);
-  }
+  for (Shadow& s : shadows_) s.Trim(capacity_);
   if (next_decay_ == 0) next_decay_ = clock_ + kDecayPerKey * static_cast<int64_t>(capacity_);
 }
 

@@ -31,6 +31,8 @@ class FirstWriteDemotion {
   static constexpr uint64_t kMaxShadowKeys = 8192;
   static constexpr double kWinMargin = 0.02;
 
+  FirstWriteDemotion();
+
   // A key (by format::KeyHash) that a request needs: found in the store, or about to be stored
   // because it was not. Cheap for keys outside the sample.
   void Request(uint64_t hash);
@@ -40,15 +42,16 @@ class FirstWriteDemotion {
   double Depth() const { return Fraction(chosen_.load(std::memory_order_relaxed)); }
 
  private:
-  static double Fraction(int level) { return level / 4.0; }
+  static double Fraction(int level) { return static_cast<double>(level) / kLevels; }
   // One shadow: exact LRU over the sampled keys with first writes entered `depth` of its
   // lifetime (the span of stamps it holds) below the newest.
   struct Shadow {
     double depth = 0;
     std::unordered_map<uint64_t, int64_t> stamp_of;  // sampled key -> its stamp
     std::map<int64_t, uint64_t> by_stamp;            // oldest first
-    // True if it held the key. Stamps are clock * kLevels + level, so they never collide.
-    bool Request(uint64_t key, int64_t clock, uint64_t capacity);
+    // True if it held the key; it then takes `stamp`, which is newer than every stamp held.
+    // Otherwise the key enters `depth` of the lifetime below `stamp`.
+    bool Request(uint64_t key, int64_t stamp, uint64_t capacity);
     void Trim(uint64_t capacity);
     void Forget(uint32_t threshold);  // drops keys the sample no longer includes
   };

@@ -82,6 +82,13 @@ bool AccessedSince(const Entry& e, uint64_t id) {
   return static_cast<int16_t>(e.access_gen - static_cast<uint16_t>(id)) >= 0;
 }
 
+// Whether an entry of generation `id`, written while it was the head, was read since: reused
+// (a hit or a touch), or accessed once a newer generation was the head. A first write not
+// read since is what learned demotion lets go early (DemotedFirstWrites).
+bool ReadSinceWritten(const Entry& e, uint64_t id) {
+  return e.reuse > 0 || AccessedSince(e, id + 1);
+}
+
 // Whether `policy` keeps a live entry of the generation being evicted, by copying it. `next_id`
 // is its successor's id, `recent_id` the oldest of the newer half of the live generations.
 bool PolicyKeeps(EvictionPolicy policy, const Entry& e, uint64_t next_id, uint64_t recent_id) {
@@ -154,6 +161,13 @@ void SortLeastValuableFirst(std::vector<RecordMember>* v, int64_t now) {
     if (x.position != y.position) return x.position > y.position;
     return x.last_access_ms < y.last_access_ms;
   });
+}
+
+// The value bytes of `v` held in blob files (a value inside its record goes with its generation).
+uint64_t FileValueBytes(const std::vector<RecordMember>& v) {
+  uint64_t n = 0;
+  for (const RecordMember& m : v) n += m.at.entry.is_inline() ? 0 : m.at.entry.size;
+  return n;
 }
 
 }  // namespace
@@ -269,14 +283,13 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* fr
       evicting_.kept.push_back({m.at.seg.file, m.at.entry.offset, m.at.entry.size});
   }
   if (in_parts) {
-    // First writes demoted as deep as the oldest go first, then the victim's.
+    // First writes demoted as deep as the oldest go first, then the victim's. Too little for a
+    // round: the victim goes whole, and the demoted wait for their own generation.
     std::vector<RecordMember> list = DemotedFirstWrites(all);
-    const size_t demoted = list.size();
-    SortLeastValuableFirst(&drop, now);
-    std::move(drop.begin(), drop.end(), std::back_inserter(list));
-    uint64_t droppable = 0;
-    for (const RecordMember& m : list) droppable += m.at.entry.is_inline() ? 0 : m.at.entry.size;
+    const uint64_t droppable = FileValueBytes(list) + FileValueBytes(drop);
     if (droppable > goal) {
+      SortLeastValuableFirst(&drop, now);
+      std::move(drop.begin(), drop.end(), std::back_inserter(list));
       evicting_.droppable = std::move(list);
       evicting_.next = 0;
       evicting_.droppable_bytes = droppable;
@@ -284,9 +297,6 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* fr
       note_freed();
       return s;
     }
-    // Too little for a round: the victim goes whole, and the demoted wait for their own.
-    drop.assign(std::make_move_iterator(list.begin() + static_cast<ptrdiff_t>(demoted)),
-                std::make_move_iterator(list.end()));
   }
   Status s = DropWhole(victim, &drop, now, &report);
   if (s.ok()) note_freed();
@@ -327,14 +337,15 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, uint64_t goal, int64_t n
     // Used since the walk listed it: the next walk keeps it. A demoted first write (in a newer
     // generation than the victim) is kept by any read.
     const uint64_t home = m.at.seg.gen->id;
+    const bool demoted = home != victim->id;
     bool used = false;
     auto check = [&](Entry& x) {
-      used = AccessedSince(x, home + 1) || (home != victim->id && x.reuse > 0);
+      used = demoted ? ReadSinceWritten(x, home) : AccessedSince(x, victim->id + 1);
     };
     if (!index_.Update(m.at.entry, check) || used || !index_.Erase(m.at.entry)) continue;
     LeftIndex(m.at);  // its range is freed now
     bytes += m.at.entry.size;
-    if (home != victim->id) counters_.demoted_keys++;
+    if (demoted) counters_.demoted_keys++;
     gone.push_back(std::move(m));
   }
   // A record that a crash brings back points into a hole, and the open drops it.
@@ -368,9 +379,7 @@ std::vector<RecordMember> StoreImpl::DemotedFirstWrites(const std::vector<Genera
     ForEachRecord(g, [&](RecordMember m) {
       const Entry& e = m.at.entry;
       const bool own_file = m.at.seg.file && m.at.seg.file->header().generation == g.id;
-      if (e.is_inline() || !own_file || e.reuse != 0) return;
-      if (e.access_gen != static_cast<uint16_t>(g.id)) return;  // read after it left the head
-      out.push_back(std::move(m));
+      if (!e.is_inline() && own_file && !ReadSinceWritten(e, g.id)) out.push_back(std::move(m));
     });
   }
   std::stable_sort(out.begin(), out.end(), [](const RecordMember& a, const RecordMember& b) {

@@ -106,8 +106,8 @@ TEST(FirstWriteDemotion, TheStoreKeepsReusedKeysThatLruLoses) {
   constexpr int kRequests = 20000, kMeasured = 6000;
   const int lru_hits = lru.HotHits(kRequests, kMeasured);
   const int learned_hits = learned.HotHits(kRequests, kMeasured);
-  EXPECT_GT(learned_hits, lru_hits + kMeasured / 20) << "lru " << lru_hits << ", lru-reuse "
-                                                     << learned_hits;
+  EXPECT_GT(learned_hits, lru_hits + kMeasured / 20)
+      << "lru " << lru_hits << ", lru-reuse " << learned_hits;
   const Stats learned_stats = learned.f.store->GetStats();
   EXPECT_GE(learned_stats.first_write_demotion_percent, 25u);
   EXPECT_GT(learned_stats.demoted_keys, 0u);

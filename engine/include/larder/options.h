@@ -22,8 +22,8 @@ enum class EvictionPolicy {
               // (docs/architecture.md, "Learned demotion of first writes");
               // copying: entries reused (GET hit or TOUCH) since they were written or last
               // kept, if last used while one of the newer half of the generations was the head
-  kLru,       // in place: as kLruReuse without the learned demotion; copying: entries accessed after the next-older
-              // generation began (recency only)
+  kLru,       // in place: as kLruReuse without the learned demotion; copying: entries
+              // accessed after the next-older generation began (recency only)
   kFifo,      // keep nothing: the oldest writes go first
   kNone,      // never evict: a write over budget fails with Status::NoSpace
 };

@@ -24,7 +24,7 @@
     "blob-file bytes holding no live value (padding; replaced, deleted, expired values)") \
   X(generations, "generations (eviction windows) alive")                                  \
   X(first_write_demotion_percent,                                                         \
-    "how far below the newest lru-reuse enters a first write, % of the store's lifetime "  \
+    "how far below the newest lru-reuse enters a first write, % of the store's lifetime " \
     "(learned from shadow caches; 0: as LRU)")
 
 #define LARDER_STAT_COUNTERS(X)                                                       \
