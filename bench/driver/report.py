@@ -72,12 +72,16 @@ def redis_benchmark_table(raw):
     rb = raw.get("redis_benchmark", [])
     if rb:
         out += ["", "`redis-benchmark -c 4 -d SIZE` (requests/s; it does not check values): "
-                "`-t set,get` uses one key (every SET overwrites it, every GET reads it); "
-                "`-r 100000000` runs `-t set` with a fresh random key per SET. Both servers "
-                "run side by side and take turns, %s. GB/s = requests/s × value size." %
-                bench_rounds_note(rb), "",
+                "`-t set` then `-t get` on one key (every SET overwrites it, every GET reads "
+                "it); `-r 100000000` runs `-t set` with a fresh random key per SET. Both servers "
+                "run side by side and take turns, %s. GB/s = requests/s × value size. Client "
+                "busy = redis-benchmark's CPU seconds (its rusage) over the run's wall seconds: "
+                "near 1, its one thread sets the pace, and no server can be much faster through "
+                "it than 1 / busy × its own rate. CPU ms = CPU per request, of redis-benchmark "
+                "and of the server (/proc/PID/stat)." % bench_rounds_note(rb), "",
                 "| value | op | keys | requests | larder req/s | redis req/s | larder ×Redis "
-                "| larder GB/s |", "|---|---|---|---|---|---|---|---|"]
+                "| larder GB/s | client busy, larder / redis | client CPU ms, larder / redis "
+                "| server CPU ms, larder / redis |", "|---|---|---|---|---|---|---|---|---|---|---|"]
         for size in sorted({r["size"] for r in rb}):
             for op, keyspace in (("SET", "one"), ("GET", "one"), ("SET", "random")):
                 kw = dict(size=size, op=op, keyspace=keyspace)
@@ -85,10 +89,15 @@ def redis_benchmark_table(raw):
                 n = val(rb, "requests", **kw)
                 if a is None and b is None:
                     continue
-                out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+
+                def pair(key, fmt):
+                    x, y = (val(rb, key, server=s, **kw) for s in ("larder", "redis"))
+                    return "%s / %s" % tuple("—" if v is None else fmt % v for v in (x, y))
+                out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                     human(size), op, "`-r 100000000`" if keyspace == "random" else "one",
                     n if n is not None else "—", f2(a), f2(b), f2(ratio(a, b)),
-                    f2(a and a * size / 1e9)))
+                    f2(a and a * size / 1e9), pair("client_busy", "%.2f"),
+                    pair("client_cpu_ms", "%.3f"), pair("server_cpu_ms", "%.3f")))
     return out + budget_lines(raw)
 
 
@@ -108,8 +117,8 @@ def tls_table(raw):
     if not rows:
         return []
     out = ["", "TLS beside plain text: each server with both ports at once, the same "
-           "certificates (client certificates required), `redis-benchmark -c 4 -t set,get "
-           "-d SIZE` (one key) on each port, `--tls --cacert --cert --key` on the TLS one; "
+           "certificates (client certificates required), `redis-benchmark -c 4 -d SIZE -t set`, "
+           "then `-t get` (one key) on each port, `--tls --cacert --cert --key` on the TLS one; "
            "both servers side by side, the four ports taking turns, %s. GB/s = requests/s × "
            "value size." % bench_rounds_note(rows), "",
            "| value | op | larder plain GB/s | larder TLS GB/s | larder TLS ×plain "
@@ -361,11 +370,14 @@ def resp_goals(t, raw):
     rb, s = raw.get("redis_benchmark", []), raw.get("servers", [])
 
     def vs_redis(op, keyspace, sizes):
-        return [("%s, %s" % (human(r["size"]), "`-r 100000000`" if keyspace == "random"
-                             else "one key"),
-                 ratio(r["rps"], val(rb, "rps", server="redis", op=op, keyspace=keyspace,
-                                     size=r["size"])))
-                for r in rb if r["server"] == "larder" and r["op"] == op and
+        def case(r):
+            redis = find(rb, server="redis", op=op, keyspace=keyspace, size=r["size"]) or {}
+            busy = ("; redis-benchmark busy %.2f with larder, %.2f with Redis" % (
+                r["client_busy"], redis["client_busy"]) if "client_busy" in r and
+                    "client_busy" in redis else "")
+            return ("%s, %s%s" % (human(r["size"]), "`-r 100000000`" if keyspace == "random"
+                                  else "one key", busy), ratio(r["rps"], redis.get("rps")))
+        return [case(r) for r in rb if r["server"] == "larder" and r["op"] == op and
                 r.get("keyspace", "one") == keyspace and r["size"] in sizes]
     t.check("RESP GET ≥ 1.5× Redis at 1 and 4 MiB (redis-benchmark -c 4)",
             vs_redis("GET", "one", (MiB, 4 * MiB)), 1.5, expected=2)

@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -192,42 +193,73 @@ def resp_load_cases(bins, srv, name, cfg, errors):
     return rows
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds process `pid` has used so far (from /proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed_redis_benchmark(cmd, server_pid):
+    """Runs one redis-benchmark: (stdout, stderr, exit code, the client's CPU seconds, the
+    server's CPU seconds meanwhile, wall seconds). The client's CPU is the growth of this
+    process's reaped children's rusage, which the run's own child is the only one to add to."""
+    c0, s0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), cpu_seconds(server_pid), \
+        time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
+    return p.stdout, p.stderr, p.returncode, client, cpu_seconds(server_pid) - s0, wall
+
+
 def redis_benchmark_cases(targets, cfg, errors, keyspaces=("one", "random")):
-    """redis-benchmark -c 4 at each of cfg["bench_sizes"]: plain `-t set,get` (keyspace "one":
-    every SET overwrites its one key, every GET reads it), then `-t set -r 100000000` ("random":
-    a fresh random key per SET). -n moves cfg["bench_bytes"] of values per case (at least
-    bench_min_n requests); FLUSHALL before each. `targets`: (labels, srv, connect) triples, all
-    running at once; each case runs cfg["bench_rounds"] rounds through the targets, the order
-    reversed every other round, so that the machine's drifts fall on every target alike. A row
-    per target, operation and case: `labels`, its requests/s the median over the rounds
-    (`rps_rounds` lists them)."""
-    tests_of = {"one": ["-t", "set,get"], "random": ["-t", "set", "-r", "100000000"]}
+    """redis-benchmark -c 4 at each of cfg["bench_sizes"]: `-t set` then `-t get` on one key
+    (keyspace "one": every SET overwrites it, every GET reads it), then `-t set -r 100000000`
+    ("random": a fresh random key per SET). -n moves cfg["bench_bytes"] of values per case (at
+    least bench_min_n requests); FLUSHALL before each. `targets`: (labels, srv, connect) triples,
+    all running at once; each case runs cfg["bench_rounds"] rounds through the targets, the
+    order reversed every other round, so that the machine's drifts fall on every target alike.
+    A row per target, operation and case: `labels`, its requests/s the median over the rounds
+    (`rps_rounds` lists them), and medians of the CPU each request cost the client
+    (`client_cpu_ms`, from its rusage) and the server (`server_cpu_ms`), and of the share of
+    one core the client kept busy (`client_busy`: CPU seconds over wall seconds). A client
+    busy near 1 sets the pace: no server can then be much faster through it."""
+    tests_of = {"one": [["-t", "set"], ["-t", "get"]],
+                "random": [["-t", "set", "-r", "100000000"]]}
     rows = []
     for size in cfg["bench_sizes"]:
         n = max(cfg["bench_min_n"], cfg["bench_bytes"] // size)
         for keyspace in keyspaces:
-            got = {}  # (target index, op) -> requests/s of each round
+            got = {}  # (target index, op) -> {figure: [one per round]}
             for rnd in range(cfg["bench_rounds"]):
                 order = list(enumerate(targets))
                 for i, (labels, srv, connect) in order if rnd % 2 == 0 else order[::-1]:
                     srv.command("FLUSHALL")
-                    cmd = ["redis-benchmark"] + connect + ["-d", str(size), "-n", str(n), "-c",
-                                                           "4", "--csv"] + tests_of[keyspace]
-                    p = subprocess.run(cmd, capture_output=True, text=True)
-                    ops = 0
-                    for line in p.stdout.splitlines():
-                        f = [x.strip('"') for x in line.split(",")]
-                        if f[0] in ("SET", "GET"):
-                            got.setdefault((i, f[0]), []).append(float(f[1]))
-                            ops += 1
-                    if p.returncode != 0 or not ops:
-                        errors.append("redis-benchmark %s %s %s exited %d: %s" % (
-                            labels, size, " ".join(tests_of[keyspace]), p.returncode,
-                            p.stderr.strip()[-300:]))
-                        log("ERROR", errors[-1])
-            for (i, op), rps in sorted(got.items()):
-                rows.append(dict(targets[i][0], size=size, op=op, keyspace=keyspace, requests=n,
-                                 rps=statistics.median(rps), rps_rounds=rps))
+                    for test in tests_of[keyspace]:
+                        cmd = ["redis-benchmark"] + connect + ["-d", str(size), "-n", str(n),
+                                                               "-c", "4", "--csv"] + test
+                        out, err, code, client_cpu, server_cpu, wall = timed_redis_benchmark(
+                            cmd, srv.proc.pid)
+                        ops = 0
+                        for line in out.splitlines():
+                            f = [x.strip('"') for x in line.split(",")]
+                            if f[0] in ("SET", "GET"):
+                                fig = got.setdefault((i, f[0]), {})
+                                fig.setdefault("rps", []).append(float(f[1]))
+                                fig.setdefault("client_cpu_ms", []).append(client_cpu * 1e3 / n)
+                                fig.setdefault("server_cpu_ms", []).append(server_cpu * 1e3 / n)
+                                fig.setdefault("client_busy", []).append(client_cpu / wall)
+                                ops += 1
+                        if code != 0 or not ops:
+                            errors.append("redis-benchmark %s %s %s exited %d: %s" % (
+                                labels, size, " ".join(test), code, err.strip()[-300:]))
+                            log("ERROR", errors[-1])
+            for (i, op), fig in sorted(got.items()):
+                row = dict(targets[i][0], size=size, op=op, keyspace=keyspace, requests=n,
+                           rps_rounds=fig["rps"])
+                row.update({k: statistics.median(v) for k, v in fig.items()})
+                rows.append(row)
     return rows
 
 
@@ -291,7 +323,7 @@ def server_runs(bins, work, cfg, errors):
 
 def tls_runs(bins, work, cfg, errors):
     """larder-server and Redis 7 side by side, each with a plain port and a TLS port at once
-    (the same certificates, client certificates required): redis-benchmark `-t set,get` on
+    (the same certificates, client certificates required): redis-benchmark `-t set`, then `-t get`, on
     each of the four ports in alternation. Rows carry server "larder" / "redis" and transport
     "plain" / "tls"."""
     pki = tls_certs.TestPki()
