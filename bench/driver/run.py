@@ -139,6 +139,22 @@ def fio_reads(path, cfg, errors, rw="read"):
     return rows
 
 
+def fio_randread(path, size, depth, nbytes, engine="io_uring"):
+    """One fio direct random read of `nbytes` at block `size`: psync for queue depth 1, else
+    `engine`, and libaio if io_uring is refused. (row or None, the engine that ran, stderr)."""
+    if depth == 1:
+        p = fio_job(path, "randread", size, nbytes)
+        return fio_row(p, size), "psync", p.stderr
+    p = fio_job(path, "randread", size, nbytes, engine, depth)
+    row = fio_row(p, size)
+    if row is None and engine == "io_uring":
+        log("fio: io_uring refused (%s); libaio instead" % p.stderr.strip()[-200:])
+        engine = "libaio"
+        p = fio_job(path, "randread", size, nbytes, engine, depth)
+        row = fio_row(p, size)
+    return row, engine, p.stderr
+
+
 def fio_queued(path, cfg, errors):
     """fio direct random reads with io_uring (libaio if io_uring is refused) at each queue
     depth of cfg["fio_depths"] and each value size, one job: the references for MultiGetInto
@@ -146,16 +162,10 @@ def fio_queued(path, cfg, errors):
     rows, engine = [], "io_uring"
     for depth in cfg["fio_depths"]:
         for s in cfg["sizes"]:
-            p = fio_job(path, "randread", s, cfg["fio_bytes"], engine, depth)
-            row = fio_row(p, s)
-            if row is None and engine == "io_uring":
-                log("fio: io_uring refused (%s); libaio instead" % p.stderr.strip()[-200:])
-                engine = "libaio"
-                p = fio_job(path, "randread", s, cfg["fio_bytes"], engine, depth)
-                row = fio_row(p, s)
+            row, engine, err = fio_randread(path, s, depth, cfg["fio_bytes"], engine)
             if row is None:
                 errors.append("fio randread %s QD%d bs=%s: %s" % (engine, depth, s,
-                                                                p.stderr.strip()[-300:]))
+                                                                err.strip()[-300:]))
                 continue
             row.update(iodepth=depth, ioengine=engine)
             rows.append(row)
@@ -171,25 +181,41 @@ SERVERS = {
 }
 
 
-def resp_load_cases(bins, srv, name, cfg, errors):
+# Connection counts whose cold GET is judged against fio randread at that queue depth.
+FIO_BESIDE_CONNS = (1, 4)
+
+
+def resp_load_cases(bins, srv, name, cfg, errors, fio_path):
     """resp-load (every value checked) at each size and connection count: set, get, and for
-    Larder cold (SAVE, page cache dropped, every key read once), exists on the first count."""
+    Larder cold (SAVE, page cache dropped, every key read once), exists on the first count.
+    Right after a cold phase at a count of FIO_BESIDE_CONNS, fio randread at the same block size
+    and that queue depth reads `fio_path`; its GB/s goes on the cold row (`fio_beside_gbs`), so
+    that the reference shares the virtual disk's moment, whose speed drifts by 2x within a
+    run."""
     rows = []
     for s in cfg["sizes"]:
         for c in cfg["conns"]:
             keys = max(cfg["server_bytes"] // s, 2 * c)
-            phases = "set,get" + (",cold" if name.startswith("larder") else "")
+            cold = name.startswith("larder")
+            phases = "set,get" + (",cold" if cold else "")
             if c == cfg["conns"][0]:
                 phases += ",exists"
             srv.command("FLUSHALL")
-            extra = (["--save_after_set"] if name.startswith("larder")
-                     else ["--nosave_before_cold"])
-            rows += run_checked(
+            extra = ["--save_after_set"] if cold else ["--nosave_before_cold"]
+            case = run_checked(
                 [bins["resp-load"]] + extra +
                 ["--port", str(srv.port), "--phases", phases, "--size", str(s),
                  "--keys", str(keys), "--conns", str(c), "--cold_dir", srv.dir,
                  "--server_pid", str(srv.proc.pid), "--label", name],
                 "resp-load %s %s c=%d" % (name, s, c), errors)
+            if cold and c in FIO_BESIDE_CONNS:
+                fio, engine, err = fio_randread(fio_path, s, c, cfg["fio_bytes"])
+                if fio is None:
+                    errors.append("fio beside %s %s c=%d: %s" % (name, s, c, err.strip()[-300:]))
+                for r in case:
+                    if r.get("phase") == "cold" and fio is not None:
+                        r.update(fio_beside_gbs=fio["gbs"], fio_beside_ioengine=engine)
+            rows += case
     return rows
 
 
@@ -299,15 +325,20 @@ def server_runs(bins, work, cfg, errors):
     """resp-load against each of SERVERS alone, then redis-benchmark against larder and
     Redis running side by side (redis_benchmark_cases alternates them)."""
     rows, infos = [], {}
-    for name in SERVERS:
-        log("server", name)
-        servers = started([name], work, lambda n, port, d: SERVERS[n](bins, port, d))
-        try:
-            rows += resp_load_cases(bins, servers[name], name, cfg, errors)
-            if name.startswith("larder"):
-                infos[name] = larder_info(servers[name])
-        finally:
-            stopped(servers, work)
+    fio_path = os.path.join(work, "fio-beside.dat")
+    try:
+        for name in SERVERS:
+            log("server", name)
+            servers = started([name], work, lambda n, port, d: SERVERS[n](bins, port, d))
+            try:
+                rows += resp_load_cases(bins, servers[name], name, cfg, errors, fio_path)
+                if name.startswith("larder"):
+                    infos[name] = larder_info(servers[name])
+            finally:
+                stopped(servers, work)
+    finally:
+        if os.path.exists(fio_path):
+            os.unlink(fio_path)
     log("redis-benchmark: larder beside redis")
     servers = started(["larder", "redis"], work, lambda n, port, d: SERVERS[n](bins, port, d),
                       "-rb")

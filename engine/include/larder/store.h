@@ -38,12 +38,11 @@ class Value {
   size_t size_ = 0;
 };
 
-// A verified sequential read of one value, for callers that move it on in pieces (the server
-// streams a large value to a socket while it reads the next piece). Read() the value's bytes
-// in order, then Finish(): only then are the bytes known good. A value that fails
-// verification is counted in Stats::corruptions and removed, and Finish returns Corruption:
-// the caller must not deliver what it read (the server closes the connection before the last
-// piece, so a client never receives a complete wrong value).
+// A verified sequential read of one value, for callers that move it on in pieces while they
+// read the next. Read() the value's bytes in order, then Finish(): only then are the bytes
+// known good. A value that fails verification is counted in Stats::corruptions and removed,
+// and Finish returns Corruption: the caller must not deliver what it read (a sender withholds
+// the last piece until Finish succeeds, so no reader receives a complete wrong value).
 class ValueReader {
  public:
   virtual ~ValueReader() = default;
