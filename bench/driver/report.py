@@ -17,8 +17,9 @@ def server_tables(raw):
            "(×fio: over `fio --rw=randread --direct=1` at the same block size, 1 job, at a "
            "queue depth equal to the connections: psync for 1, io_uring (libaio if refused) "
            "for 4, run right after that cold case so that both meet the virtual disk at the "
-           "same moment (the fio table's figure when the run has none); — otherwise); device B/value B = the server's `/proc/PID/io` write_bytes "
-           "over SET + SAVE per value byte; "
+           "same moment (the fio table's figure when the run has none); — otherwise); "
+           "device B/value B = the server's `/proc/PID/io` write_bytes over SET + SAVE per "
+           "value byte; "
            "SET GB/s counts until the last SET is acknowledged (Larder: value written to a "
            "blob file, in the page cache, index record in the memtable; Redis: in RAM); "
            "SET+SAVE GB/s adds the SAVE (Larder: `Flush`, which syncs the blob files and "
@@ -81,7 +82,8 @@ def redis_benchmark_table(raw):
                 "and of the server (/proc/PID/stat)." % bench_rounds_note(rb), "",
                 "| value | op | keys | requests | larder req/s | redis req/s | larder ×Redis "
                 "| larder GB/s | client busy, larder / redis | client CPU ms, larder / redis "
-                "| server CPU ms, larder / redis |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+                "| server CPU ms, larder / redis |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for size in sorted({r["size"] for r in rb}):
             for op, keyspace in (("SET", "one"), ("GET", "one"), ("SET", "random")):
                 kw = dict(size=size, op=op, keyspace=keyspace)

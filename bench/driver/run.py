@@ -211,7 +211,8 @@ def resp_load_cases(bins, srv, name, cfg, errors, fio_path):
             if cold and c in FIO_BESIDE_CONNS:
                 fio, engine, err = fio_randread(fio_path, s, c, cfg["fio_bytes"])
                 if fio is None:
-                    errors.append("fio beside %s %s c=%d: %s" % (name, s, c, err.strip()[-300:]))
+                    errors.append("fio beside %s %s c=%d: %s" % (name, s, c,
+                                                                   err.strip()[-300:]))
                 for r in case:
                     if r.get("phase") == "cold" and fio is not None:
                         r.update(fio_beside_gbs=fio["gbs"], fio_beside_ioengine=engine)
@@ -354,8 +355,8 @@ def server_runs(bins, work, cfg, errors):
 
 def tls_runs(bins, work, cfg, errors):
     """larder-server and Redis 7 side by side, each with a plain port and a TLS port at once
-    (the same certificates, client certificates required): redis-benchmark `-t set`, then `-t get`, on
-    each of the four ports in alternation. Rows carry server "larder" / "redis" and transport
+    (the same certificates, client certificates required): redis-benchmark `-t set`, then
+    `-t get`, on each of the four ports in alternation. Rows carry server "larder" / "redis" and transport
     "plain" / "tls"."""
     pki = tls_certs.TestPki()
     tls_ports = {name: server_harness.free_port() for name in ("larder", "redis")}
