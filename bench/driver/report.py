@@ -92,9 +92,9 @@ def redis_benchmark_table(raw):
                 if a is None and b is None:
                     continue
 
-                def pair(key, fmt):
-                    x, y = (val(rb, key, server=s, **kw) for s in ("larder", "redis"))
-                    return "%s / %s" % tuple("—" if v is None else fmt % v for v in (x, y))
+                def pair(key, fmt):  # "larder / redis"
+                    return " / ".join("—" if v is None else fmt % v for v in (
+                        val(rb, key, server=s, **kw) for s in ("larder", "redis")))
                 out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                     human(size), op, "`-r 100000000`" if keyspace == "random" else "one",
                     n if n is not None else "—", f2(a), f2(b), f2(ratio(a, b)),

@@ -213,8 +213,8 @@ def resp_load_cases(bins, srv, name, cfg, errors, fio_path):
                 if fio is None:
                     errors.append("fio beside %s %s c=%d: %s" % (name, s, c,
                                                                    err.strip()[-300:]))
-                for r in case:
-                    if r.get("phase") == "cold" and fio is not None:
+                else:
+                    for r in (r for r in case if r.get("phase") == "cold"):
                         r.update(fio_beside_gbs=fio["gbs"], fio_beside_ioengine=engine)
             rows += case
     return rows
@@ -227,17 +227,26 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def timed_redis_benchmark(cmd, server_pid):
-    """Runs one redis-benchmark: (stdout, stderr, exit code, the client's CPU seconds, the
-    server's CPU seconds meanwhile, wall seconds). The client's CPU is the growth of this
-    process's reaped children's rusage, which the run's own child is the only one to add to."""
+def timed_redis_benchmark(cmd, server_pid, n):
+    """Runs one redis-benchmark of `n` requests per test: ({op: its figures}, exit code,
+    stderr). Figures: `rps` (redis-benchmark's), `client_cpu_ms` and `server_cpu_ms` per
+    request, `client_busy` (the client's CPU seconds over the run's wall seconds). The client's
+    CPU is the growth of this process's reaped children's rusage, to which the run's own child
+    is the only one to add."""
     c0, s0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), cpu_seconds(server_pid), \
         time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - t0
+    server = cpu_seconds(server_pid) - s0
     c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     client = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
-    return p.stdout, p.stderr, p.returncode, client, cpu_seconds(server_pid) - s0, wall
+    ops = {}
+    for line in p.stdout.splitlines():
+        f = [x.strip('"') for x in line.split(",")]
+        if f[0] in ("SET", "GET"):
+            ops[f[0]] = {"rps": float(f[1]), "client_cpu_ms": client * 1e3 / n,
+                         "server_cpu_ms": server * 1e3 / n, "client_busy": client / wall}
+    return ops, p.returncode, p.stderr
 
 
 def redis_benchmark_cases(targets, cfg, errors, keyspaces=("one", "random")):
@@ -266,18 +275,10 @@ def redis_benchmark_cases(targets, cfg, errors, keyspaces=("one", "random")):
                     for test in tests_of[keyspace]:
                         cmd = ["redis-benchmark"] + connect + ["-d", str(size), "-n", str(n),
                                                                "-c", "4", "--csv"] + test
-                        out, err, code, client_cpu, server_cpu, wall = timed_redis_benchmark(
-                            cmd, srv.proc.pid)
-                        ops = 0
-                        for line in out.splitlines():
-                            f = [x.strip('"') for x in line.split(",")]
-                            if f[0] in ("SET", "GET"):
-                                fig = got.setdefault((i, f[0]), {})
-                                fig.setdefault("rps", []).append(float(f[1]))
-                                fig.setdefault("client_cpu_ms", []).append(client_cpu * 1e3 / n)
-                                fig.setdefault("server_cpu_ms", []).append(server_cpu * 1e3 / n)
-                                fig.setdefault("client_busy", []).append(client_cpu / wall)
-                                ops += 1
+                        ops, code, err = timed_redis_benchmark(cmd, srv.proc.pid, n)
+                        for op, figures in ops.items():
+                            for k, v in figures.items():
+                                got.setdefault((i, op), {}).setdefault(k, []).append(v)
                         if code != 0 or not ops:
                             errors.append("redis-benchmark %s %s %s exited %d: %s" % (
                                 labels, size, " ".join(test), code, err.strip()[-300:]))
