@@ -1,5 +1,8 @@
 // OpenValue: a sequential verified read (larder::ValueReader) for callers that move a value on
-// in pieces, hashing each piece as it is read and checking the whole at Finish().
+// in pieces, hashing each piece as it is read and checking the whole at Finish(). A value in a
+// blob file keeps its range from being punched while the reader lives (BlobFile::HoldRanges),
+// and one the page cache does not hold has all its reads queued at open, so the disk works
+// ahead of the pieces.
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxh_x86dispatch.h>
 #include <xxhash.h>
@@ -16,12 +19,13 @@ namespace {
 class ValueReaderImpl final : public ValueReader {
  public:
   ValueReaderImpl(StoreImpl* store, uint64_t hash, std::string_view key, Located at,
-                  std::string inline_record)
+                  std::string inline_record, std::shared_ptr<const void> hold)
       : store_(store),
         hash_(hash),
         key_(key),
         at_(std::move(at)),
         inline_record_(std::move(inline_record)),
+        hold_(std::move(hold)),
         state_(XXH3_createState()) {
     XXH3_64bits_reset(state_);
   }
@@ -45,7 +49,9 @@ class ValueReaderImpl final : public ValueReader {
   }
 
   Status Finish() override {
-    if (remaining() != 0) return Status::InvalidArgument("Finish before the last byte was read");
+    if (!failed_ && remaining() != 0) {
+      return Status::InvalidArgument("Finish before the last byte was read");
+    }
     const bool good =
         !failed_ && (XXH3_64bits_digest(state_) ^ format::KeyTag(key_)) == at_.entry.check;
     return store_->FinishRead(hash_, key_, at_, good);
@@ -61,7 +67,8 @@ class ValueReaderImpl final : public ValueReader {
   const uint64_t hash_;
   const std::string key_;
   const Located at_;
-  const std::string inline_record_;  // the encoded index record of an inline value
+  const std::string inline_record_;         // the encoded index record of an inline value
+  const std::shared_ptr<const void> hold_;  // a file value's range, unpunched while read
   XXH3_state_t* const state_;
   uint64_t pos_ = 0;
   bool failed_ = false;
@@ -81,8 +88,16 @@ Result<std::unique_ptr<ValueReader>> StoreImpl::OpenValue(std::string_view key) 
     counters_.misses++;
     return Status::NotFound();
   }
+  std::shared_ptr<const void> hold;
+  if (!at->entry.is_inline()) {
+    hold = BlobFile::HoldRanges(at->seg.file);
+    const Entry& e = at->entry;
+    if (!at->seg.file->InMemory(e.offset, e.size, options_.mapped_reads)) {
+      at->seg.file->Prefetch(e.offset, e.size);
+    }
+  }
   return std::unique_ptr<ValueReader>(
-      new ValueReaderImpl(this, hash, key, std::move(*at), std::move(record)));
+      new ValueReaderImpl(this, hash, key, std::move(*at), std::move(record), std::move(hold)));
 }
 
 Result<Store::FileRange> StoreImpl::GetFileRange(std::string_view key) {

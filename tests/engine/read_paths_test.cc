@@ -153,6 +153,25 @@ TEST_F(ReadPathsTest, DamagedValueFailsAtFinishAndIsRemoved) {
   EXPECT_TRUE(store_->Get("v").status().IsNotFound());
 }
 
+TEST_F(ReadPathsTest, FinishAfterAFailedReadFailsAtOnceAndRemovesTheValue) {
+  const size_t size = 2 << 20;
+  ASSERT_TRUE(store_->Put("v", MakeValue("v", size)).ok());
+  ASSERT_TRUE(store_->Flush().ok());
+  auto r = store_->OpenValue("v");
+  ASSERT_TRUE(r.ok());
+  for (auto& e : fs::directory_iterator(fs::path(dir_.path()) / "values")) {
+    fs::resize_file(e.path(), fs::file_size(e.path()) - size / 2);  // the second half is gone
+  }
+  std::string buf(size, '\0');
+  ASSERT_TRUE((*r)->Read(buf.data(), size / 4).ok());
+  EXPECT_FALSE((*r)->Read(buf.data() + size / 4, size / 2).ok());
+  EXPECT_GT((*r)->remaining(), 0u);
+  Status fin = (*r)->Finish();  // not InvalidArgument: the read is over, and failed
+  EXPECT_TRUE(fin.IsCorruption()) << fin.ToString();
+  EXPECT_EQ(store_->GetStats().corruptions, 1u);
+  EXPECT_FALSE(store_->Contains("v"));
+}
+
 TEST_F(ReadPathsTest, DirectReadsIntoAlignedBuffersReadTheSameBytes) {
   store_.reset();
   opts_.direct_reads = true;

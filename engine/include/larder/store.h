@@ -39,10 +39,12 @@ class Value {
 };
 
 // A verified sequential read of one value, for callers that move it on in pieces while they
-// read the next. Read() the value's bytes in order, then Finish(): only then are the bytes
-// known good. A value that fails verification is counted in Stats::corruptions and removed,
-// and Finish returns Corruption: the caller must not deliver what it read (a sender withholds
-// the last piece until Finish succeeds, so no reader receives a complete wrong value).
+// read the next (the server's GET of a large cold value). Read() the value's bytes in order,
+// then Finish(): only then are the bytes known good. A value that fails verification is counted
+// in Stats::corruptions and removed, and Finish returns Corruption: the caller must not deliver
+// what it read (a sender withholds the last piece until Finish succeeds, so no reader receives
+// a complete wrong value). After a failed Read, Finish may be called at once (it fails too).
+// While the reader lives, an eviction that frees the value's range in place waits for it.
 class ValueReader {
  public:
   virtual ~ValueReader() = default;
@@ -129,7 +131,8 @@ class Store {
   virtual std::vector<Result<uint64_t>> MultiGetInto(const std::vector<std::string_view>& keys,
                                                      const std::vector<Buffer>& bufs) = 0;
 
-  // A sequential verified read of `key` (see ValueReader); NotFound as Get.
+  // A sequential verified read of `key` (see ValueReader); NotFound as Get. A value the page
+  // cache does not hold has all its reads queued here, so the disk works ahead of Read().
   virtual Result<std::unique_ptr<ValueReader>> OpenValue(std::string_view key) = 0;
 
   // Where the verified value of `key` lies in its blob file, for callers that send it with
