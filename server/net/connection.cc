@@ -196,6 +196,17 @@ resp::RequestParser::State Connection::FeedParser(resp::Limits limits, const cha
   return parser_.Feed(data, n, used);
 }
 
+// What lets a command on the pool send its reply while producing it (ReplyWriter::Flush).
+class Connection::SocketFlusher final : public resp::ReplyWriter::Flusher {
+ public:
+  SocketFlusher(Connection& conn, int fd) : conn_(conn), fd_(fd) {}
+  void Flush(resp::OutputQueue& q) override { conn_.WriteNow(fd_, q); }
+
+ private:
+  Connection& conn_;
+  const int fd_;
+};
+
 void Connection::Execute() {
   std::vector<std::string>& argv = parser_.args();
   state_->last_active_ms = server_.core().NowMs();
@@ -225,13 +236,18 @@ void Connection::Execute() {
     resp::ReplyWriter w;
     w.set_protocol(self->state_->resp);
     w.set_error_listener(&self->server_.core().errors);
+    // Commands may send their replies as they produce them (a large cold GET does), unless a
+    // hard output limit bounds every reply as a whole.
+    SocketFlusher flusher(*self, direct_fd);
+    if (direct_fd >= 0 && hard_limit == 0) w.set_flusher(&flusher);
     bool close = false, held = false;
     size_t new_rpos = self->RunBatch(w, rpos, wpos, &close, &held);
-    if (direct_fd >= 0 && (hard_limit == 0 || w.queue().bytes() <= hard_limit)) {
+    const bool abandoned = w.abandoned();
+    if (!abandoned && direct_fd >= 0 && (hard_limit == 0 || w.queue().bytes() <= hard_limit)) {
       self->WriteNow(direct_fd, w.queue());
     }
     asio::post(self->socket_.get_executor(),
-               [self, q = std::move(w.queue()), new_rpos, close, held]() mutable {
+               [self, q = std::move(w.queue()), new_rpos, close, held, abandoned]() mutable {
                  self->busy_ = false;
                  self->server_.inflight.fetch_sub(1);
                  if (self->closed_) {
@@ -239,6 +255,8 @@ void Connection::Execute() {
                    self->socket_.close(ignored);  // deferred by CloseNow while the job ran
                    return;
                  }
+                 // A reply cut short: whatever followed would be read as its missing bytes.
+                 if (abandoned) return self->CloseNow();
                  self->rpos_ = new_rpos;
                  if (close) self->close_after_write_ = true;
                  self->state_->last_active_ms = self->server_.core().NowMs();
@@ -283,7 +301,7 @@ size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool
   executor.Run(planned_, *state_, parser_.args(), w);
   size_t done = 1;
   while (rpos < wpos && done < kMaxBatchCommands && w.queue().bytes() < kMaxBatchBytes &&
-         !state_->close_after_reply && !server_.stopping()) {
+         !w.abandoned() && !state_->close_after_reply && !server_.stopping()) {
     size_t used = 0;
     // On the pool: the configuration cache is the io thread's, so the limits stay as the io
     // thread last set them.

@@ -95,6 +95,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // *held if it stopped at a parsed request CLIENT PAUSE holds (left for the io thread).
   size_t RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close, bool* held);
   void PrefetchPipelinedReads(size_t rpos, size_t wpos);
+  class SocketFlusher;
   // On the pool, when no earlier reply is pending: writes what the socket takes of q now
   // (non-blocking) and consumes it; the rest stays in q for the io thread.
   void WriteNow(int fd, resp::OutputQueue& q);

@@ -134,6 +134,15 @@ class ReplyWriter {
   // Same encoding as BulkString, the bytes being [offset, offset + n) of file `fd` (sent with
   // sendfile); `keepalive` keeps the file open and the range unchanged until written.
   void BulkFile(int fd, uint64_t offset, size_t n, std::shared_ptr<const void> keepalive);
+  // A bulk string sent while it is produced (a large value read in pieces): BulkBegin(n), then
+  // BulkPart calls adding up to exactly n bytes (each referenced as by BulkExternal), then
+  // BulkEnd(). In between, the queue ends with an incomplete element: Flush() may send part of
+  // it, and if the rest cannot follow, AbandonReply().
+  void BulkBegin(size_t n) { BulkHeader(n); }
+  void BulkPart(const char* p, size_t n, std::shared_ptr<void> keepalive) {
+    queue_.AppendExternal(p, n, std::move(keepalive));
+  }
+  void BulkEnd() { queue_.Append("\r\n"); }
   void Null();                 // RESP2 $-1, RESP3 _
   void NullArray();            // RESP2 *-1, RESP3 _
   void Boolean(bool value);    // RESP3 #t / #f, RESP2 :1 / :0
@@ -148,6 +157,27 @@ class ReplyWriter {
   // Appends pre-encoded protocol bytes as is.
   void Raw(std::string_view bytes) { queue_.Append(bytes); }
 
+  // Sends what a transport takes of a queue now, without waiting for it.
+  class Flusher {
+   public:
+    virtual void Flush(OutputQueue& q) = 0;
+
+   protected:
+    ~Flusher() = default;
+  };
+  // `flusher` (null: none, the default; it must outlive its use) lets Flush() send the queue
+  // while a command runs: set by a connection whose engine-pool job may write to its socket.
+  void set_flusher(Flusher* flusher) { flusher_ = flusher; }
+  bool can_flush() const { return flusher_ != nullptr; }
+  // Sends (and consumes) what the transport takes of the queue now, if a flusher is set.
+  void Flush() {
+    if (flusher_) flusher_->Flush(queue_);
+  }
+  // The element being written cannot be completed, and part of it may have been sent: the
+  // connection must send nothing more and close. Nothing may be appended after this call.
+  void AbandonReply() { abandoned_ = true; }
+  bool abandoned() const { return abandoned_; }
+
  private:
   // Appends <type><value>\r\n.
   void Header(char type, int64_t value);
@@ -159,6 +189,8 @@ class ReplyWriter {
   bool resp3_ = false;
   uint64_t errors_ = 0;
   ErrorReplyListener* error_listener_ = nullptr;
+  Flusher* flusher_ = nullptr;
+  bool abandoned_ = false;
 };
 
 // `items` as a RESP2 array of bulk strings, in one string: a Pub/Sub message frame, encoded

@@ -166,6 +166,46 @@ TEST(ReplyWriterTest, BulkExternalIsZeroCopyAndReleasedAfterPartialWrites) {
   EXPECT_TRUE(q.empty());
 }
 
+// A transport that takes at most `room` bytes per Flush, as a full socket buffer would.
+class PartialFlusher final : public ReplyWriter::Flusher {
+ public:
+  explicit PartialFlusher(size_t room) : room_(room) {}
+  void Flush(OutputQueue& q) override {
+    const std::string pending = Pending(q);
+    const size_t n = std::min(room_, pending.size());
+    sent.append(pending, 0, n);
+    q.Consume(n);
+  }
+  std::string sent;
+
+ private:
+  const size_t room_;
+};
+
+TEST(ReplyWriterTest, StreamedBulkIsFlushedAsItIsProduced) {
+  const std::string value = Pattern(3 * ReplyWriter::kMinExternal + 5, 6);
+  const std::string piece1 = value.substr(0, 40000), piece2 = value.substr(40000);
+  ReplyWriter w;
+  EXPECT_FALSE(w.can_flush());
+  w.Flush();  // no flusher: nothing leaves the queue
+  w.Integer(1);
+  EXPECT_EQ(Pending(w.queue()), ":1\r\n");
+  PartialFlusher transport(30000);
+  w.set_flusher(&transport);
+  EXPECT_TRUE(w.can_flush());
+  w.BulkBegin(value.size());
+  w.BulkPart(piece1.data(), piece1.size(), nullptr);
+  w.Flush();  // the earlier reply, the header and what fits of the first piece
+  const std::string all = ":1\r\n$" + std::to_string(value.size()) + "\r\n" + value + "\r\n";
+  EXPECT_EQ(transport.sent, all.substr(0, 30000));
+  w.BulkPart(piece2.data(), piece2.size(), nullptr);
+  w.BulkEnd();
+  EXPECT_EQ(transport.sent + Pending(w.queue()), all);
+  EXPECT_FALSE(w.abandoned());
+  w.AbandonReply();
+  EXPECT_TRUE(w.abandoned());
+}
+
 TEST(ReplyWriterTest, BulkMoveReferencesTheMovedBuffer) {
   std::string value = Pattern(1 << 20, 4);
   const std::string copy = value;
