@@ -11,6 +11,7 @@
 #include "commands/families.h"
 #include "commands/lcs.h"
 #include "commands/util.h"
+#include "log.h"
 
 namespace larder::server {
 
@@ -35,11 +36,72 @@ bool UseSendfile(const Ctx& ctx) {
   return mode == "always" || (mode == "remote" && !ctx.client.same_host);
 }
 
+// A value the page cache does not hold is read and sent in pieces of this size (StreamCold).
+constexpr size_t kStreamPieceBytes = 256 * 1024;
+
+// Ends a streamed reply whose value failed verification: nil if nothing of it is queued yet (as
+// Get answers a corrupt value), otherwise the reply is abandoned and the connection closes.
+void FailStream(Ctx& ctx, std::string_view key, bool begun, const Status& s) {
+  if (!begun) return ReplyMiss(ctx, key);
+  Log(LogLevel::kWarning, "closing client id=" + std::to_string(ctx.client.id) +
+                              ": a value it was being sent failed verification (" + s.ToString() +
+                              ")");
+  ctx.w.AbandonReply();
+}
+
+// Replies the value of `key` while reading it, when the connection can send while a command
+// runs (ReplyWriter::can_flush) and the page cache does not hold the value: each piece but the
+// last is sent as soon as it is read, so the client receives one while the disk reads the next
+// (the engine queued all of the value's reads at OpenValue). The last piece and the CRLF follow
+// only once the whole value passed its checksum, so no client ever receives a complete wrong
+// value; one that fails after its first bytes were sent closes the connection (FailStream).
+// Returns false, having replied nothing, where it does not apply. Errors as ReplyStored.
+bool StreamCold(Ctx& ctx, std::string_view key, bool errors_as_nil) {
+  if (!ctx.w.can_flush() || ctx.store().InMemory(key, UINT64_MAX)) return false;
+  auto r = ctx.store().OpenValue(key);
+  if (!r.ok()) {
+    if (r.status().IsNotFound()) {
+      ReplyMiss(ctx, key);
+    } else {
+      errors_as_nil ? ctx.w.Null() : ReplyStatus(ctx, r.status());
+    }
+    return true;
+  }
+  ValueReader& reader = **r;
+  const uint64_t size = reader.size();
+  std::shared_ptr<char[]> buf(new char[size]);  // not zeroed: the reads fill it
+  uint64_t queued = 0;                          // bytes of the value in the reply so far
+  for (;;) {
+    const size_t n = std::min<uint64_t>(kStreamPieceBytes, size - queued);
+    // A failed read is reported by Finish; the last piece waits for the checksum.
+    if (!reader.Read(buf.get() + queued, n).ok() || queued + n == size) break;
+    if (queued == 0) {
+      ctx.w.BulkBegin(size);
+      ServerStats::Count(ctx.core.stats.gets_streamed);
+    }
+    ctx.w.BulkPart(buf.get() + queued, n, buf);
+    ctx.w.Flush();
+    queued += n;
+  }
+  if (Status s = reader.Finish(); !s.ok()) {
+    FailStream(ctx, key, queued > 0, s);
+    return true;
+  }
+  if (queued == 0) {
+    ctx.w.BulkExternal(buf.get(), size, buf);
+    return true;
+  }
+  ctx.w.BulkPart(buf.get() + queued, size - queued, buf);
+  ctx.w.BulkEnd();
+  return true;
+}
+
 // Replies the value of `key` (nil on a miss; the engine's error, or nil if `errors_as_nil`):
-// sent from its file where it is in one and UseSendfile (no copy in user space), through a
-// buffer otherwise.
+// streamed while it is read where StreamCold applies; otherwise sent from its file where it is
+// in one and UseSendfile (no copy in user space), through a buffer otherwise.
 void ReplyStored(Ctx& ctx, std::string_view key, bool errors_as_nil = false) {
   auto fail = [&](const Status& s) { errors_as_nil ? ctx.w.Null() : ReplyStatus(ctx, s); };
+  if (StreamCold(ctx, key, errors_as_nil)) return;
   if (UseSendfile(ctx)) {
     auto range = ctx.store().GetFileRange(key);
     if (range.ok()) {

@@ -19,7 +19,8 @@
   X(total_error_replies, "error replies sent (INFO errorstats counts them by code)")           \
   X(tls_handshake_failures, "TLS connections closed in their handshake (plain text, no cert)") \
   X(gets_on_io_thread, "GETs run on their connection's io thread, the value in memory")        \
-  X(sets_on_io_thread, "SETs run on their connection's io thread, the write in memory")
+  X(sets_on_io_thread, "SETs run on their connection's io thread, the write in memory")        \
+  X(gets_streamed, "GET and MGET values from the disk sent a piece at a time while read")
 
 namespace larder::server {
 

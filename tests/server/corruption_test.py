@@ -14,7 +14,11 @@ kind:
   the edit in it is dropped (its keys forgotten, not counted) and verify reports it.
 
 Run: LARDER_SERVER=... LARDER_ADMIN=... /usr/bin/python3 -m unittest -v corruption_test
-LARDER_CORRUPT_SEED fixes the positions of the flipped bytes."""
+LARDER_CORRUPT_SEED fixes the positions of the flipped bytes.
+
+StreamedGetCorruptionTest damages a large value under a running server: a GET of it from the disk
+sends its first pieces while it reads the rest, so the mismatch is found after bytes left; the
+client must never receive the whole reply, only a connection the server closes."""
 import os
 import random
 import re
@@ -25,7 +29,7 @@ import tempfile
 import unittest
 
 from crash_journal import make_value
-from server_harness import ServerProcess
+from server_harness import ServerProcess, drop_page_cache, encode, info_stat
 
 ADMIN = os.environ.get("LARDER_ADMIN") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "bin", "larder-admin")
@@ -187,6 +191,66 @@ class CorruptionTest(unittest.TestCase):
 
     def test_manifest(self):
         self.check("manifest", 4)
+
+
+class StreamedGetCorruptionTest(unittest.TestCase):
+    PIECE = 256 << 10  # what the server reads and sends at a time
+
+    def test_a_value_failing_after_its_first_pieces_closes_the_connection(self):
+        srv = ServerProcess(["--unixsocket", ""]).start()
+        self.addCleanup(srv.cleanup)
+        rc = srv.raw()
+        self.addCleanup(rc.close)
+        size = 12 * self.PIECE + 5  # the 5-byte last piece waits for the checksum
+        value, other = os.urandom(size), os.urandom(size)
+        self.assertEqual(rc.call("SET", "big", value), b"+OK\r\n")
+        self.assertEqual(rc.call("SET", "other", other), b"+OK\r\n")
+        self.assertEqual(rc.call("SAVE"), b"+OK\r\n")
+        self.assertEqual(rc.call("MEMORY", "PURGE"), b"+OK\r\n")
+        data = os.path.join(srv.tmp, "data")
+        flipped = 8 * self.PIECE + 17  # sent before the whole value is read
+        damage_value(data, value, flipped)
+        drop_page_cache(data)
+        streamed = info_stat(srv, "gets_streamed")
+
+        rc.send(encode("GET", "big") + encode("PING"))
+        self.assertTrue(rc.closed_by_server(), "the connection stayed open")
+        header = b"$%d\r\n" % size
+        got = rc.buf
+        self.assertTrue(got.startswith(header), got[:40])
+        self.assertGreater(len(got), len(header), "nothing was streamed before the check")
+        self.assertLessEqual(len(got), len(header) + size - 5, "the last piece was sent")
+        damaged = bytearray(value)
+        damaged[flipped] ^= 0xFF
+        self.assertTrue(got[len(header):] == bytes(damaged[:len(got) - len(header)]))
+
+        self.assertEqual(info_stat(srv, "gets_streamed"), streamed + 1)
+        self.assertEqual(info_stat(srv, "corruptions"), 1)
+        rc2 = srv.raw()
+        self.addCleanup(rc2.close)
+        self.assertEqual(rc2.call("GET", "big"), b"$-1\r\n")
+        self.assertTrue(rc2.call("GET", "other") == b"$%d\r\n%s\r\n" % (size, other))
+        self.assertIn("failed verification", srv.read_log())
+
+
+def damage_value(data, value, at):
+    """XORs byte `at` of `value` with 0xFF where it lies in the blob files under `data`
+    (written through, so the next read from the disk finds it)."""
+    for name in files_of(data, "blob"):
+        path = os.path.join(data, name)
+        with open(path, "rb") as f:
+            start = f.read().find(value[:4096])
+        if start < 0:
+            continue
+        fd = os.open(path, os.O_RDWR)
+        try:
+            b = os.pread(fd, 1, start + at)[0]
+            os.pwrite(fd, bytes([b ^ 0xFF]), start + at)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return
+    raise AssertionError("value not found in the blob files of " + data)
 
 
 if __name__ == "__main__":

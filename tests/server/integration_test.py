@@ -433,6 +433,55 @@ class CommandsTest(unittest.TestCase):
             self.r.config_set("sendfile", "remote")
             self.r.delete(*values)
 
+    def test_cold_values_stream_exact_bytes(self):
+        """A GET or MGET of a value the page cache does not hold sends it a piece (256 KiB) at
+        a time while it is read, the last piece after the whole value passed its checksum (INFO
+        gets_streamed counts values larger than one piece). Sizes around the piece, every
+        sendfile mode, RESP2 and RESP3, alone, pipelined and in MGET: the exact bytes."""
+        c = self.c
+        piece = 256 << 10
+        sizes = (piece - 1, piece, piece + 1, 1 << 20, (3 << 20) + 5)
+        values = {"cold:%d" % n: os.urandom(n) for n in sizes}
+        over_one_piece = sum(1 for n in sizes if n > piece)
+        for k, v in values.items():
+            self.r.set(k, v)
+
+        def make_cold():
+            c("SAVE")
+            self.assertEqual(self.raw("MEMORY", "PURGE"), b"+OK\r\n")
+            drop_page_cache(os.path.join(self.srv.tmp, "data", "values"))
+
+        def streamed():
+            return int(c("INFO", "stats")["gets_streamed"])
+        try:
+            for mode in ("remote", "always", "never"):
+                c("CONFIG", "SET", "sendfile", mode)
+                make_cold()
+                before = streamed()
+                for k, v in values.items():
+                    self.assertTrue(self.r.get(k) == v, "%s, sendfile %s" % (k, mode))
+                self.assertEqual(streamed(), before + over_one_piece, mode)
+            make_cold()
+            p = self.r.pipeline(transaction=False)
+            for k in values:
+                p.get(k)
+            self.assertTrue(p.execute() == list(values.values()), "pipelined")
+            make_cold()
+            self.assertTrue(self.r.mget(list(values)) == list(values.values()), "MGET")
+            make_cold()
+            before = streamed()
+            rc = self.srv.raw()
+            try:
+                self.assertTrue(rc.call("HELLO", "3").startswith(b"%"))
+                for k, v in values.items():
+                    self.assertTrue(rc.call("GET", k) == b"$%d\r\n%s\r\n" % (len(v), v), k)
+            finally:
+                rc.close()
+            self.assertEqual(streamed(), before + over_one_piece, "RESP3")
+        finally:
+            c("CONFIG", "SET", "sendfile", "remote")
+            c("DEL", *values)
+
     def test_gets_of_values_in_memory_run_on_the_io_thread(self):
         """A GET whose value is in memory and at most inline-get-max-bytes runs on the io thread
         (INFO gets_on_io_thread); one over it, one whose value must come from the disk, and
