@@ -1,8 +1,8 @@
 // OpenValue: a sequential verified read (larder::ValueReader) for callers that move a value on
 // in pieces, hashing each piece as it is read and checking the whole at Finish(). A value in a
 // blob file keeps its range from being punched while the reader lives (BlobFile::HoldRanges),
-// and one the page cache does not hold has all its reads queued at open, so the disk works
-// ahead of the pieces.
+// and one the page cache does not hold has all its reads queued at the first Read, so the disk
+// works ahead of the pieces.
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxh_x86dispatch.h>
 #include <xxhash.h>
@@ -39,7 +39,7 @@ class ValueReaderImpl final : public ValueReader {
     if (failed_) return Status::Corruption("an earlier read failed");
     if (at_.entry.is_inline()) {
       std::memcpy(buf, InlineValue().data() + pos_, n);
-    } else if (Status s = at_.seg.file->Read(at_.entry.offset + pos_, buf, n); !s.ok()) {
+    } else if (Status s = ReadFile(buf, n); !s.ok()) {
       failed_ = true;
       return Status::Corruption(s.message());
     }
@@ -58,6 +58,18 @@ class ValueReaderImpl final : public ValueReader {
   }
 
  private:
+  // The first read of a value longer than it, unless the page cache holds that first piece,
+  // queues the reads of the rest (as Get does), so the disk works ahead of the reads that follow.
+  Status ReadFile(char* buf, size_t n) const {
+    const BlobFile& f = *at_.seg.file;
+    const uint64_t at = at_.entry.offset + pos_;
+    if (pos_ != 0 || n == at_.entry.size) return f.Read(at, buf, n);
+    const size_t cached = f.ReadCached(at, buf, n);
+    if (cached == n) return Status::OK();
+    f.Prefetch(at + cached, at_.entry.size - cached);
+    return f.Read(at + cached, buf + cached, n - cached);
+  }
+
   std::string_view InlineValue() const {
     std::string_view rec(inline_record_);
     return rec.substr(format::IndexRecord::kInlineOffset, at_.entry.size);
@@ -89,13 +101,7 @@ Result<std::unique_ptr<ValueReader>> StoreImpl::OpenValue(std::string_view key) 
     return Status::NotFound();
   }
   std::shared_ptr<const void> hold;
-  if (!at->entry.is_inline()) {
-    hold = BlobFile::HoldRanges(at->seg.file);
-    const Entry& e = at->entry;
-    if (!at->seg.file->InMemory(e.offset, e.size, options_.mapped_reads)) {
-      at->seg.file->Prefetch(e.offset, e.size);
-    }
-  }
+  if (!at->entry.is_inline()) hold = BlobFile::HoldRanges(at->seg.file);
   return std::unique_ptr<ValueReader>(
       new ValueReaderImpl(this, hash, key, std::move(*at), std::move(record), std::move(hold)));
 }

@@ -132,7 +132,8 @@ class Store {
                                                      const std::vector<Buffer>& bufs) = 0;
 
   // A sequential verified read of `key` (see ValueReader); NotFound as Get. A value the page
-  // cache does not hold has all its reads queued here, so the disk works ahead of Read().
+  // cache does not hold has all its reads queued at the first Read() (unless that one reads it
+  // whole), so the disk works ahead of the ones that follow.
   virtual Result<std::unique_ptr<ValueReader>> OpenValue(std::string_view key) = 0;
 
   // Where the verified value of `key` lies in its blob file, for callers that send it with
