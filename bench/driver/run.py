@@ -181,17 +181,16 @@ SERVERS = {
 }
 
 
-# Connection counts whose cold GET is judged against fio randread at that queue depth.
+# Connection counts whose cold GET is judged against fio randread at that queue depth, and the
+# rounds of (cold GET, fio right after it) each such case runs.
 FIO_BESIDE_CONNS = (1, 4)
+COLD_ROUNDS = 3
 
 
 def resp_load_cases(bins, srv, name, cfg, errors, fio_path):
     """resp-load (every value checked) at each size and connection count: set, get, and for
     Larder cold (SAVE, page cache dropped, every key read once), exists on the first count.
-    Right after a cold phase at a count of FIO_BESIDE_CONNS, fio randread at the same block size
-    and that queue depth reads `fio_path`; its GB/s goes on the cold row (`fio_beside_gbs`), so
-    that the reference shares the virtual disk's moment, whose speed drifts by 2x within a
-    run."""
+    At a count of FIO_BESIDE_CONNS, the cold GET is judged against fio (cold_beside_fio)."""
     rows = []
     for s in cfg["sizes"]:
         for c in cfg["conns"]:
@@ -202,22 +201,42 @@ def resp_load_cases(bins, srv, name, cfg, errors, fio_path):
                 phases += ",exists"
             srv.command("FLUSHALL")
             extra = ["--save_after_set"] if cold else ["--nosave_before_cold"]
-            case = run_checked(
-                [bins["resp-load"]] + extra +
-                ["--port", str(srv.port), "--phases", phases, "--size", str(s),
-                 "--keys", str(keys), "--conns", str(c), "--cold_dir", srv.dir,
-                 "--server_pid", str(srv.proc.pid), "--label", name],
-                "resp-load %s %s c=%d" % (name, s, c), errors)
-            if cold and c in FIO_BESIDE_CONNS:
-                fio, engine, err = fio_randread(fio_path, s, c, cfg["fio_bytes"])
-                if fio is None:
-                    errors.append("fio beside %s %s c=%d: %s" % (name, s, c,
-                                                                   err.strip()[-300:]))
-                else:
-                    for r in (r for r in case if r.get("phase") == "cold"):
-                        r.update(fio_beside_gbs=fio["gbs"], fio_beside_ioengine=engine)
+            load = [bins["resp-load"], "--port", str(srv.port), "--size", str(s),
+                    "--keys", str(keys), "--conns", str(c), "--cold_dir", srv.dir,
+                    "--server_pid", str(srv.proc.pid), "--label", name]
+            what = "resp-load %s %s c=%d" % (name, s, c)
+            case = run_checked(load + extra + ["--phases", phases], what, errors)
+            first_cold = next((r for r in case if r.get("phase") == "cold"), None)
+            if first_cold and c in FIO_BESIDE_CONNS:
+                cold_beside_fio(first_cold, load, what, cfg, errors, fio_path)
             rows += case
     return rows
+
+
+def cold_beside_fio(row, load, what, cfg, errors, fio_path):
+    """COLD_ROUNDS rounds of a cold GET (`row` is the first; `load` runs the next ones on the
+    same keys), each followed by fio randread at the same block size and a queue depth of its
+    connections. The virtual disk's speed drifts by 2x within a run, so each round's GB/s is
+    compared with the fio that met the disk at the same moment: `fio_beside_rounds` holds the
+    (cold, fio) pairs, `fio_beside_ratio` their median ratio (the cold GET goal's figure),
+    `fio_beside_gbs` fio's median."""
+    pairs, engine, cold = [], "io_uring", row
+    for i in range(COLD_ROUNDS):
+        if i > 0:
+            again = run_checked(load + ["--phases", "cold"], what, errors)
+            cold = next((r for r in again if r.get("phase") == "cold"), None)
+            if cold is None:
+                break  # run_checked listed the error
+        fio, engine, err = fio_randread(fio_path, row["size"], row["conns"], cfg["fio_bytes"],
+                                        engine)
+        if fio is None:
+            errors.append("fio beside %s: %s" % (what, err.strip()[-300:]))
+            break
+        pairs.append([cold["gbs"], fio["gbs"]])
+    if pairs:
+        row.update(fio_beside_rounds=pairs, fio_beside_ioengine=engine,
+                   fio_beside_ratio=statistics.median(c / f for c, f in pairs),
+                   fio_beside_gbs=statistics.median(f for _, f in pairs))
 
 
 def cpu_seconds(pid):
