@@ -52,9 +52,9 @@ void FailStream(Ctx& ctx, std::string_view key, bool begun, const Status& s) {
 // Replies the value of `key` while reading it, when the connection can send while a command
 // runs (ReplyWriter::can_flush) and the page cache does not hold the value: each piece but the
 // last is sent as soon as it is read, so the client receives one while the disk reads the next
-// (the engine queued all of the value's reads at OpenValue). The last piece and the CRLF follow
-// only once the whole value passed its checksum, so no client ever receives a complete wrong
-// value; one that fails after its first bytes were sent closes the connection (FailStream).
+// (the first Read queues the reads of the rest). The last piece and the CRLF follow only once the
+// whole value passed its checksum, so no client ever receives a complete wrong value; one that
+// fails after its first bytes were sent closes the connection (FailStream).
 // Returns false, having replied nothing, where it does not apply. Errors as ReplyStored.
 bool StreamCold(Ctx& ctx, std::string_view key, bool errors_as_nil) {
   if (!ctx.w.can_flush() || ctx.store().InMemory(key, UINT64_MAX)) return false;

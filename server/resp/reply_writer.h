@@ -135,9 +135,9 @@ class ReplyWriter {
   // sendfile); `keepalive` keeps the file open and the range unchanged until written.
   void BulkFile(int fd, uint64_t offset, size_t n, std::shared_ptr<const void> keepalive);
   // A bulk string sent while it is produced (a large value read in pieces): BulkBegin(n), then
-  // BulkPart calls adding up to exactly n bytes (each referenced as by BulkExternal), then
-  // BulkEnd(). In between, the queue ends with an incomplete element: Flush() may send part of
-  // it, and if the rest cannot follow, AbandonReply().
+  // BulkPart calls adding up to exactly n bytes (referenced, never copied: `keepalive` holds them
+  // until written), then BulkEnd(). In between, the queue ends with an incomplete element:
+  // Flush() may send part of it, and if the rest cannot follow, AbandonReply().
   void BulkBegin(size_t n) { BulkHeader(n); }
   void BulkPart(const char* p, size_t n, std::shared_ptr<void> keepalive) {
     queue_.AppendExternal(p, n, std::move(keepalive));
