@@ -168,13 +168,15 @@ class ReplyWriter {
   // `flusher` (null: none, the default; it must outlive its use) lets Flush() send the queue
   // while a command runs: set by a connection whose engine-pool job may write to its socket.
   void set_flusher(Flusher* flusher) { flusher_ = flusher; }
-  bool can_flush() const { return flusher_ != nullptr; }
-  // Sends (and consumes) what the transport takes of the queue now, if a flusher is set.
+  bool can_flush() const { return flusher_ != nullptr && !abandoned_; }
+  // Sends (and consumes) what the transport takes of the queue now, if can_flush().
   void Flush() {
-    if (flusher_) flusher_->Flush(queue_);
+    if (can_flush()) flusher_->Flush(queue_);
   }
-  // The element being written cannot be completed, and part of it may have been sent: the
-  // connection must send nothing more and close. Nothing may be appended after this call.
+  // The element being written cannot be completed, and part of it may have been sent: nothing
+  // more may reach the transport (it would be read as the element's missing bytes), so Flush()
+  // sends nothing from now on, and the connection discards the queue and closes. Replies
+  // appended after this call (the rest of an EXEC's or an MGET's) are discarded with it.
   void AbandonReply() { abandoned_ = true; }
   bool abandoned() const { return abandoned_; }
 

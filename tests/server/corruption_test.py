@@ -195,42 +195,66 @@ class CorruptionTest(unittest.TestCase):
 
 class StreamedGetCorruptionTest(unittest.TestCase):
     PIECE = 256 << 10  # what the server reads and sends at a time
+    SIZE = 12 * PIECE + 5  # the 5-byte last piece waits for the checksum
+    FLIPPED = 8 * PIECE + 17  # sent before the whole value is read
 
-    def test_a_value_failing_after_its_first_pieces_closes_the_connection(self):
+    def start_with_damaged(self):
+        """A server holding "big" (damaged at FLIPPED on disk) and "other" (intact), neither
+        in the page cache; a raw client; the two values."""
         srv = ServerProcess(["--unixsocket", ""]).start()
         self.addCleanup(srv.cleanup)
         rc = srv.raw()
         self.addCleanup(rc.close)
-        size = 12 * self.PIECE + 5  # the 5-byte last piece waits for the checksum
-        value, other = os.urandom(size), os.urandom(size)
+        value, other = os.urandom(self.SIZE), os.urandom(self.SIZE)
         self.assertEqual(rc.call("SET", "big", value), b"+OK\r\n")
         self.assertEqual(rc.call("SET", "other", other), b"+OK\r\n")
         self.assertEqual(rc.call("SAVE"), b"+OK\r\n")
         self.assertEqual(rc.call("MEMORY", "PURGE"), b"+OK\r\n")
         data = os.path.join(srv.tmp, "data")
-        flipped = 8 * self.PIECE + 17  # sent before the whole value is read
-        damage_value(data, value, flipped)
+        damage_value(data, value, self.FLIPPED)
         drop_page_cache(data)
-        streamed = info_stat(srv, "gets_streamed")
+        return srv, rc, value, other
 
-        rc.send(encode("GET", "big") + encode("PING"))
-        self.assertTrue(rc.closed_by_server(), "the connection stayed open")
-        header = b"$%d\r\n" % size
-        got = rc.buf
+    def check_cut_short(self, got, prefix, value):
+        """`got` (all a closed connection received) is `prefix`, the header of `value` and at
+        most all of it but the last piece, as damaged."""
+        header = prefix + b"$%d\r\n" % self.SIZE
         self.assertTrue(got.startswith(header), got[:40])
         self.assertGreater(len(got), len(header), "nothing was streamed before the check")
-        self.assertLessEqual(len(got), len(header) + size - 5, "the last piece was sent")
+        self.assertLessEqual(len(got), len(header) + self.SIZE - 5, "bytes after the failure")
         damaged = bytearray(value)
-        damaged[flipped] ^= 0xFF
+        damaged[self.FLIPPED] ^= 0xFF
         self.assertTrue(got[len(header):] == bytes(damaged[:len(got) - len(header)]))
 
-        self.assertEqual(info_stat(srv, "gets_streamed"), streamed + 1)
+    def check_after(self, srv, other, streamed):
+        self.assertEqual(info_stat(srv, "gets_streamed"), streamed)
         self.assertEqual(info_stat(srv, "corruptions"), 1)
-        rc2 = srv.raw()
-        self.addCleanup(rc2.close)
-        self.assertEqual(rc2.call("GET", "big"), b"$-1\r\n")
-        self.assertTrue(rc2.call("GET", "other") == b"$%d\r\n%s\r\n" % (size, other))
+        rc = srv.raw()
+        self.addCleanup(rc.close)
+        self.assertEqual(rc.call("GET", "big"), b"$-1\r\n")
+        self.assertTrue(rc.call("GET", "other") == b"$%d\r\n%s\r\n" % (self.SIZE, other))
         self.assertIn("failed verification", srv.read_log())
+
+    def test_a_value_failing_after_its_first_pieces_closes_the_connection(self):
+        srv, rc, value, other = self.start_with_damaged()
+        streamed = info_stat(srv, "gets_streamed")
+        rc.send(encode("GET", "big") + encode("PING"))
+        self.assertTrue(rc.closed_by_server(), "the connection stayed open")
+        self.check_cut_short(rc.buf, b"", value)  # and no PONG
+        self.check_after(srv, other, streamed + 1)
+
+    def test_an_exec_sends_nothing_after_a_value_that_failed(self):
+        # The EXEC goes on to "other", whose bytes must not follow the cut-short "big": the
+        # client would read them as the rest of it.
+        srv, rc, value, other = self.start_with_damaged()
+        streamed = info_stat(srv, "gets_streamed")
+        self.assertEqual(rc.call("MULTI"), b"+OK\r\n")
+        self.assertEqual(rc.call("GET", "big"), b"+QUEUED\r\n")
+        self.assertEqual(rc.call("GET", "other"), b"+QUEUED\r\n")
+        rc.send(encode("EXEC"))
+        self.assertTrue(rc.closed_by_server(), "the connection stayed open")
+        self.check_cut_short(rc.buf, b"*2\r\n", value)
+        self.check_after(srv, other, streamed + 1)
 
 
 def damage_value(data, value, at):

@@ -204,6 +204,12 @@ TEST(ReplyWriterTest, StreamedBulkIsFlushedAsItIsProduced) {
   EXPECT_FALSE(w.abandoned());
   w.AbandonReply();
   EXPECT_TRUE(w.abandoned());
+  // Nothing more reaches the transport: it would read as the abandoned element's bytes.
+  EXPECT_FALSE(w.can_flush());
+  const size_t sent = transport.sent.size();
+  w.Integer(2);
+  w.Flush();
+  EXPECT_EQ(transport.sent.size(), sent);
 }
 
 TEST(ReplyWriterTest, BulkMoveReferencesTheMovedBuffer) {
