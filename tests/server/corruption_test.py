@@ -256,6 +256,14 @@ class StreamedGetCorruptionTest(unittest.TestCase):
         self.check_cut_short(rc.buf, b"*2\r\n", value)
         self.check_after(srv, other, streamed + 1)
 
+    def test_an_mget_sends_nothing_after_a_value_that_failed(self):
+        srv, rc, value, other = self.start_with_damaged()
+        streamed = info_stat(srv, "gets_streamed")
+        rc.send(encode("MGET", "big", "other"))
+        self.assertTrue(rc.closed_by_server(), "the connection stayed open")
+        self.check_cut_short(rc.buf, b"*2\r\n", value)
+        self.check_after(srv, other, streamed + 1)
+
 
 def damage_value(data, value, at):
     """XORs byte `at` of `value` with 0xFF where it lies in the blob files under `data`
