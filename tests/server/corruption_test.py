@@ -18,7 +18,8 @@ LARDER_CORRUPT_SEED fixes the positions of the flipped bytes.
 
 StreamedGetCorruptionTest damages a large value under a running server: a GET of it from the disk
 sends its first pieces while it reads the rest, so the mismatch is found after bytes left; the
-client must never receive the whole reply, only a connection the server closes."""
+client must never receive the whole reply, nor anything after it (the rest of an EXEC's or an
+MGET's reply), only a connection the server closes."""
 import os
 import random
 import re
