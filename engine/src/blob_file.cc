@@ -317,6 +317,13 @@ size_t BlobFile::ReadCached(uint64_t offset, char* buf, size_t n) const {
   return r > 0 ? static_cast<size_t>(r) : 0;
 }
 
+Status BlobFile::ReadFirstPiece(uint64_t offset, uint64_t size, char* buf, size_t n) const {
+  const size_t cached = ReadCached(offset, buf, n);
+  if (cached == n) return Status::OK();
+  Prefetch(offset + cached, size - cached);
+  return Read(offset + cached, buf + cached, n - cached);
+}
+
 Status BlobFile::ReadDirect(uint64_t offset, char* buf, size_t n) {
   if (ReadPending(offset, buf, n)) return Status::OK();
   const int dfd = DirectFd();

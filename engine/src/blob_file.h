@@ -108,6 +108,11 @@ class BlobFile {
   // waiting for the disk (preadv2 RWF_NOWAIT); returns the bytes read (0 on any error: the
   // caller reads the rest with Read).
   size_t ReadCached(uint64_t offset, char* buf, size_t n) const;
+  // Reads the first n bytes of the value at [offset, offset + size) as Read does, taking what
+  // the page cache holds first (ReadCached); if that is not all of them, the reads of the rest
+  // of the value are queued (Prefetch) before the remainder is read, so the disk works ahead of
+  // the reads of the pieces that follow.
+  Status ReadFirstPiece(uint64_t offset, uint64_t size, char* buf, size_t n) const;
   // The same through O_DIRECT: `buf` and `n` multiples of kValueAlign and `offset` aligned.
   Status ReadDirect(uint64_t offset, char* buf, size_t n);
   // Copies [offset, offset + n) into buf through the file's mapping (FileMapping), hashing

@@ -71,9 +71,9 @@ Status StoreImpl::ReadCachedOrInPieces(BlobFile& f, const Entry& e, char* buf, u
   if (e.size > kPiece) {
     // A value not wholly cached has all its reads queued at once, so the disk works ahead of
     // the pieces; one already cached costs no more than this first piece.
-    done = f.ReadCached(e.offset, buf, kPiece);
-    if (done < kPiece) f.Prefetch(e.offset + done, e.size - done);
-    stream.Update(buf, done);
+    if (Status s = f.ReadFirstPiece(e.offset, e.size, buf, kPiece); !s.ok()) return s;
+    stream.Update(buf, kPiece);
+    done = kPiece;
   }
   while (done < e.size) {
     const size_t n = std::min<size_t>(kPiece, e.size - done);

@@ -58,16 +58,13 @@ class ValueReaderImpl final : public ValueReader {
   }
 
  private:
-  // The first read of a value longer than it, unless the page cache holds that first piece,
-  // queues the reads of the rest (as Get does), so the disk works ahead of the reads that follow.
+  // The first read of a value longer than it queues the reads of the rest unless the page cache
+  // holds that first piece (as Get does), so the disk works ahead of the reads that follow.
   Status ReadFile(char* buf, size_t n) const {
     const BlobFile& f = *at_.seg.file;
-    const uint64_t at = at_.entry.offset + pos_;
-    if (pos_ != 0 || n == at_.entry.size) return f.Read(at, buf, n);
-    const size_t cached = f.ReadCached(at, buf, n);
-    if (cached == n) return Status::OK();
-    f.Prefetch(at + cached, at_.entry.size - cached);
-    return f.Read(at + cached, buf + cached, n - cached);
+    const Entry& e = at_.entry;
+    if (pos_ != 0 || n == e.size) return f.Read(e.offset + pos_, buf, n);
+    return f.ReadFirstPiece(e.offset, e.size, buf, n);
   }
 
   std::string_view InlineValue() const {
