@@ -258,9 +258,9 @@ void ReplyWriter::BulkString(std::string_view bytes) {
     queue_.CommitAppend(static_cast<size_t>(p - out));
     return;
   }
-  BulkHeader(bytes.size());
+  BulkBegin(bytes.size());
   queue_.Append(bytes);
-  queue_.Append("\r\n");
+  BulkEnd();
 }
 
 void ReplyWriter::BulkMove(std::string bytes) {
@@ -279,16 +279,16 @@ void ReplyWriter::BulkExternal(const char* p, size_t n, std::shared_ptr<void> ke
     BulkString(std::string_view(p, n));
     return;
   }
-  BulkHeader(n);
-  queue_.AppendExternal(p, n, std::move(keepalive));
-  queue_.Append("\r\n");
+  BulkBegin(n);
+  BulkPart(p, n, std::move(keepalive));
+  BulkEnd();
 }
 
 void ReplyWriter::BulkFile(int fd, uint64_t offset, size_t n,
                            std::shared_ptr<const void> keepalive) {
-  BulkHeader(n);
+  BulkBegin(n);
   queue_.AppendFile(fd, offset, n, std::move(keepalive));
-  queue_.Append("\r\n");
+  BulkEnd();
 }
 
 void ReplyWriter::Null() {

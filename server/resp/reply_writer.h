@@ -138,7 +138,7 @@ class ReplyWriter {
   // BulkPart calls adding up to exactly n bytes (referenced, never copied: `keepalive` holds them
   // until written), then BulkEnd(). In between, the queue ends with an incomplete element:
   // Flush() may send part of it, and if the rest cannot follow, AbandonReply().
-  void BulkBegin(size_t n) { BulkHeader(n); }
+  void BulkBegin(size_t n) { Header('$', static_cast<int64_t>(n)); }
   void BulkPart(const char* p, size_t n, std::shared_ptr<void> keepalive) {
     queue_.AppendExternal(p, n, std::move(keepalive));
   }
@@ -183,7 +183,6 @@ class ReplyWriter {
  private:
   // Appends <type><value>\r\n.
   void Header(char type, int64_t value);
-  void BulkHeader(size_t n) { Header('$', static_cast<int64_t>(n)); }
   // Appends <type><text with CR/LF as spaces>\r\n.
   void Line(char type, std::string_view text);
 
