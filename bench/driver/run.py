@@ -376,8 +376,8 @@ def server_runs(bins, work, cfg, errors):
 def tls_runs(bins, work, cfg, errors):
     """larder-server and Redis 7 side by side, each with a plain port and a TLS port at once
     (the same certificates, client certificates required): redis-benchmark `-t set`, then
-    `-t get`, on each of the four ports in alternation. Rows carry server "larder" / "redis" and transport
-    "plain" / "tls"."""
+    `-t get`, on each of the four ports in alternation. Rows carry server "larder" / "redis"
+    and transport "plain" / "tls"."""
     pki = tls_certs.TestPki()
     tls_ports = {name: server_harness.free_port() for name in ("larder", "redis")}
     try:

@@ -11,10 +11,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# wait_port PORT: until a server answers PING there (exit 1 after 10 s).
-wait_port() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done; exit 1; }
-# cpu_ticks PID: user + system clock ticks the process has used.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# shellcheck source=bench/resp/server_helpers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/server_helpers.sh"
 
 redis-server --port "$rport" --dir "$work" --save "" --appendonly no --daemonize yes >/dev/null
 wait_port "$rport"

@@ -22,12 +22,12 @@ stop() {
   pid=
 }
 trap 'stop; rm -rf "$work"' EXIT
+# shellcheck source=bench/resp/server_helpers.sh
+source "$(dirname "$0")/server_helpers.sh"
 start() {
   "$1" --port "$port" --dir "$work/data" --unixsocket "" >>"$work/server.log" 2>&1 &
   pid=$!
-  for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && return; sleep 0.1; done
-  echo "$1 did not start: $(tail -5 "$work/server.log")" >&2
-  exit 1
+  wait_port "$port"
 }
 
 echo "| value bytes | conns | A GB/s (rounds) | B GB/s (rounds) | fio GB/s (rounds) | B / A |"
