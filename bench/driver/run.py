@@ -35,7 +35,7 @@ KiB, MiB = 1 << 10, 1 << 20
 
 # Value sizes are in bytes; every tool gets them as plain integers.
 FULL = dict(sizes=[256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB, 32 * MiB], conns=[1, 4, 16],
-            server_bytes=512 * MiB, peers_bytes=512 * MiB, peer_threads="1,2", peer_rounds=3,
+            server_bytes=512 * MiB, peers_bytes=512 * MiB, peer_threads="1,2", peer_rounds=5,
             fio_bytes=1024 * MiB, fio_depths=[4, 8], bench_sizes=[1 * MiB, 4 * MiB, 16 * MiB],
             bench_bytes=512 * MiB, bench_min_n=16, bench_rounds=5, ram_keys=300000,
             wa_budget=1024 * MiB,
