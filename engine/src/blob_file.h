@@ -146,6 +146,9 @@ class BlobFile {
   int fd() const { return fd_; }
   // Whether [offset, offset + n) overlaps a write still pending (its bytes not in the file).
   bool IsPending(uint64_t offset, size_t n) const;
+  // Copies [offset, offset + n) from the buffer of the pending write that covers it; false,
+  // with nothing copied, if none does (written since, dropped, or never pending).
+  bool ReadPending(uint64_t offset, char* buf, size_t n) const;
   // The value at `offset` was replaced or deleted by an index write that finished at
   // `memtable_epoch`: if its write is still pending and its own record went into the same
   // memtable (PendingWrite::memtable_epoch), skip it.
@@ -181,8 +184,6 @@ class BlobFile {
   BlobFile(std::string path, int fd, const format::BlobFileHeader& header, uint64_t end);
   Status ReadAt(int fd, uint64_t offset, char* buf, size_t n) const;
   Status WriteError(const char* what, int err) const;
-  // Copies [offset, offset + n) from a pending write's buffer; false if not pending.
-  bool ReadPending(uint64_t offset, char* buf, size_t n) const;
   // Waits until no write below `end` is pending.
   void WaitPendingBelow(uint64_t end);
   // Before a punch of [begin, end): forgets the pending writes inside it that no writer took

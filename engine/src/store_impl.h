@@ -157,6 +157,17 @@ class StoreImpl final : public Store {
   std::optional<Located> LookupFast(uint64_t hash, std::string_view key);
   // The entry of `key`, confirmed by its stored index record (write paths).
   std::optional<Located> LookupExact(uint64_t hash, std::string_view key);
+  // LookupFast for a read that must find the bytes where the entry says: a file value's ranges
+  // are held (*hold, see BlobFile::HoldRanges) and the entry confirmed still in the index after
+  // the hold was taken, so a replacement or eviction from then on leaves its bytes in place
+  // until the hold goes. An entry that left the index in between (its range may be punched
+  // already) is looked up again, up to kLookupAttempts times; nullopt then, or on a miss.
+  // Inline entries, and entries with no file, come back with no hold.
+  std::optional<Located> LookupHeld(uint64_t hash, std::string_view key,
+                                    std::shared_ptr<const void>* hold);
+  static constexpr int kLookupAttempts = 3;
+  // Whether `e` (this version of it) is in the index now.
+  bool Indexed(const Entry& e);
   // Whether the index record of (hash, key) in `at`'s generation points at `at`'s value;
   // *record (if not null) receives it, and `bytes` (if not null) the encoded record, which
   // record->inline_value points into.

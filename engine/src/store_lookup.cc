@@ -2,8 +2,17 @@
 // hash or a write must be sure whose entry it replaces.
 #include "format.h"
 #include "store_impl.h"
+#include "testing.h"
 
 namespace larder {
+
+namespace {
+std::function<void()> g_between_lookup_and_hold;  // testing::SetBetweenLookupAndHold
+}  // namespace
+
+void testing::SetBetweenLookupAndHold(std::function<void()> fn) {
+  g_between_lookup_and_hold = std::move(fn);
+}
 
 Located StoreImpl::Locate(const Entry& e) const {
   return Located{e, gens_->SegmentOf(e.seg)};
@@ -36,6 +45,27 @@ std::optional<Located> StoreImpl::LookupFast(uint64_t hash, std::string_view key
     return std::nullopt;
   }
   return first;
+}
+
+std::optional<Located> StoreImpl::LookupHeld(uint64_t hash, std::string_view key,
+                                             std::shared_ptr<const void>* hold) {
+  for (int attempt = 0; attempt < kLookupAttempts; ++attempt) {
+    std::optional<Located> at = LookupFast(hash, key);
+    if (!at || at->entry.is_inline() || !at->seg.file) return at;
+    if (g_between_lookup_and_hold) g_between_lookup_and_hold();
+    *hold = BlobFile::HoldRanges(at->seg.file);
+    // A replacement or eviction takes the entry out of the index before it punches the range:
+    // one that has not done so yet finds this hold when it punches.
+    if (Indexed(at->entry)) return at;
+    hold->reset();
+  }
+  return std::nullopt;
+}
+
+bool StoreImpl::Indexed(const Entry& e) {
+  bool found = false;
+  index_.ForHash(e.hash, [&](const Entry& x) { return found = x.SameVersion(e); });
+  return found;
 }
 
 bool StoreImpl::RemoveExpired(const Entry& e) {

@@ -99,10 +99,8 @@ Status StoreImpl::ReadDirectThenHash(BlobFile& f, const Entry& e, char* buf, uin
 Status StoreImpl::OnBadValue(uint64_t hash, std::string_view key, const Located& at,
                              Status read_status) {
   std::lock_guard stripe(Stripe(hash));
-  bool still_there = false;
-  index_.ForHash(hash, [&](const Entry& x) { return still_there = x.SameVersion(at.entry); });
-  if (!still_there) return Status::NotFound("changed during read");  // replaced or evicted
-  if (!RecordMatches(hash, key, at)) return Status::NotFound();      // another key's bytes
+  if (!Indexed(at.entry)) return Status::NotFound("changed during read");  // replaced or evicted
+  if (!RecordMatches(hash, key, at)) return Status::NotFound();            // another key's bytes
   counters_.corruptions++;
   // The key goes: a corrupt value is a miss from now on. If even the removal fails, reads keep
   // finding the bad bytes and keep answering a miss.

@@ -3,6 +3,7 @@
 
 #include <rocksdb/env.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -13,5 +14,10 @@ namespace larder::testing {
 // Store::Open whose RocksDB runs on `env` (fault injection). `env` must outlive the store.
 Result<std::unique_ptr<Store>> OpenWithEnv(const Options& options, const std::string& dir,
                                            rocksdb::Env* env);
+
+// Runs `fn` in every read that holds a value's range (OpenValue, GetFileRange) between its
+// lookup and the hold, so a test can replace the value right there; an empty fn removes it.
+// Not thread-safe against reads in flight: set it while no read runs.
+void SetBetweenLookupAndHold(std::function<void()> fn);
 
 }  // namespace larder::testing

@@ -1,8 +1,10 @@
 // OpenValue: a sequential verified read (larder::ValueReader) for callers that move a value on
 // in pieces, hashing each piece as it is read and checking the whole at Finish(). A value in a
-// blob file keeps its range from being punched while the reader lives (BlobFile::HoldRanges),
-// and one the page cache does not hold has all its reads queued at the first Read, so the disk
-// works ahead of the pieces.
+// blob file keeps its range from being punched while the reader lives (LookupHeld), one whose
+// write is still pending is copied out of its buffer at open (a replacement may drop that
+// buffer unwritten), and one the page cache does not hold has all its reads queued at the first
+// Read, so the disk works ahead of the pieces. So a value replaced or evicted while it is read
+// is still read whole: Finish fails only for bytes that are damaged or cannot be read.
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxh_x86dispatch.h>
 #include <xxhash.h>
@@ -18,13 +20,16 @@ namespace {
 
 class ValueReaderImpl final : public ValueReader {
  public:
+  // `held`: the value's bytes in memory from `held_at` on (an inline value's index record, or
+  // the copy of a pending write), or empty to read them from the file.
   ValueReaderImpl(StoreImpl* store, uint64_t hash, std::string_view key, Located at,
-                  std::string inline_record, std::shared_ptr<const void> hold)
+                  std::string held, size_t held_at, std::shared_ptr<const void> hold)
       : store_(store),
         hash_(hash),
         key_(key),
         at_(std::move(at)),
-        inline_record_(std::move(inline_record)),
+        held_(std::move(held)),
+        held_at_(held_at),
         hold_(std::move(hold)),
         state_(XXH3_createState()) {
     XXH3_64bits_reset(state_);
@@ -37,8 +42,8 @@ class ValueReaderImpl final : public ValueReader {
   Status Read(char* buf, size_t n) override {
     if (n > remaining()) return Status::InvalidArgument("read past the end of the value");
     if (failed_) return Status::Corruption("an earlier read failed");
-    if (at_.entry.is_inline()) {
-      std::memcpy(buf, InlineValue().data() + pos_, n);
+    if (!held_.empty()) {
+      std::memcpy(buf, held_.data() + held_at_ + pos_, n);
     } else if (Status s = ReadFile(buf, n); !s.ok()) {
       failed_ = true;
       return Status::Corruption(s.message());
@@ -67,16 +72,12 @@ class ValueReaderImpl final : public ValueReader {
     return f.ReadFirstPiece(e.offset, e.size, buf, n);
   }
 
-  std::string_view InlineValue() const {
-    std::string_view rec(inline_record_);
-    return rec.substr(format::IndexRecord::kInlineOffset, at_.entry.size);
-  }
-
   StoreImpl* const store_;
   const uint64_t hash_;
   const std::string key_;
   const Located at_;
-  const std::string inline_record_;         // the encoded index record of an inline value
+  const std::string held_;  // see the constructor
+  const size_t held_at_;
   const std::shared_ptr<const void> hold_;  // a file value's range, unpunched while read
   XXH3_state_t* const state_;
   uint64_t pos_ = 0;
@@ -88,25 +89,45 @@ class ValueReaderImpl final : public ValueReader {
 Result<std::unique_ptr<ValueReader>> StoreImpl::OpenValue(std::string_view key) {
   if (Status s = CheckKey(key); !s.ok()) return s;
   const uint64_t hash = format::KeyHash(key);
-  std::optional<Located> at = LookupFast(hash, key);
-  std::string record;
-  if (at && at->entry.is_inline() && !RecordMatches(hash, key, *at, nullptr, &record)) {
-    at.reset();  // another key's entry, or replaced meanwhile
+  std::shared_ptr<const void> hold;
+  std::optional<Located> at;
+  std::string held;
+  size_t held_at = 0;
+  for (int attempt = 0; attempt < kLookupAttempts; ++attempt) {
+    at = LookupHeld(hash, key, &hold);
+    held.clear();
+    if (at && at->entry.is_inline()) {
+      held_at = format::IndexRecord::kInlineOffset;
+      if (!RecordMatches(hash, key, *at, nullptr, &held)) at.reset();  // another key's
+    } else if (at && at->seg.file && at->seg.file->IsPending(at->entry.offset, at->entry.size)) {
+      held.resize(at->entry.size);
+      if (!at->seg.file->ReadPending(at->entry.offset, held.data(), held.size())) {
+        held.clear();
+        // Written since (in the file, held), or dropped: then replaced first, so look again.
+        if (!Indexed(at->entry)) {
+          at.reset();
+          continue;
+        }
+      }
+    }
+    break;
   }
   if (!at || (!at->entry.is_inline() && !at->seg.file)) {
     counters_.misses++;
     return Status::NotFound();
   }
-  std::shared_ptr<const void> hold;
-  if (!at->entry.is_inline()) hold = BlobFile::HoldRanges(at->seg.file);
-  return std::unique_ptr<ValueReader>(
-      new ValueReaderImpl(this, hash, key, std::move(*at), std::move(record), std::move(hold)));
+  return std::unique_ptr<ValueReader>(new ValueReaderImpl(
+      this, hash, key, std::move(*at), std::move(held), held_at, std::move(hold)));
 }
 
 Result<Store::FileRange> StoreImpl::GetFileRange(std::string_view key) {
   if (Status s = CheckKey(key); !s.ok()) return s;
   const uint64_t hash = format::KeyHash(key);
-  std::optional<Located> at = LookupFast(hash, key);
+  // Held from before the hash until the caller has sent the range: a range freed in place
+  // (a replaced or evicted value, see BlobFile::Punch) waits for it, so what is sent is what
+  // was verified.
+  std::shared_ptr<const void> hold;
+  std::optional<Located> at = LookupHeld(hash, key, &hold);
   if (!at) {
     counters_.misses++;
     return Status::NotFound();
@@ -116,9 +137,6 @@ Result<Store::FileRange> StoreImpl::GetFileRange(std::string_view key) {
   if (e.is_inline() || !f || f->IsPending(e.offset, e.size)) {
     return Status::NotSupported("the value is not in a file");
   }
-  // Held from before the hash until the caller has sent the range: a range freed in place
-  // (an evicted value, see BlobFile::Punch) waits for it, so what is sent is what was verified.
-  std::shared_ptr<const void> hold = BlobFile::HoldRanges(at->seg.file);
   // Hashed where the bytes lie in the page cache (a cold value is read into it first), so the
   // caller's sendfile finds them there.
   uint64_t hash_read = 0;

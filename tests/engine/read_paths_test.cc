@@ -15,6 +15,7 @@
 #include "guarded_read.h"
 #include "larder/store.h"
 #include "test_util.h"
+#include "testing.h"
 
 namespace larder {
 namespace {
@@ -170,6 +171,73 @@ TEST_F(ReadPathsTest, FinishAfterAFailedReadFailsAtOnceAndRemovesTheValue) {
   EXPECT_TRUE(fin.IsCorruption()) << fin.ToString();
   EXPECT_EQ(store_->GetStats().corruptions, 1u);
   EXPECT_FALSE(store_->Contains("v"));
+}
+
+// What an open reader has found stays readable: a replacement punches the old range only once
+// the reader lets go.
+TEST_F(ReadPathsTest, AValueReplacedWhileOpenIsStillReadWhole) {
+  const size_t size = 1 << 20;
+  const std::string v1 = MakeValue("v1", size);
+  ASSERT_TRUE(store_->Put("k", v1).ok());
+  ASSERT_TRUE(store_->Flush().ok());
+  auto r = store_->OpenValue("k");
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(store_->Put("k", MakeValue("v2", size)).ok());
+  std::string got(size, '\0');
+  ASSERT_TRUE((*r)->Read(got.data(), size).ok());
+  EXPECT_TRUE((*r)->Finish().ok());
+  EXPECT_TRUE(got == v1) << "not the version the reader found";
+  EXPECT_EQ(store_->GetStats().corruptions, 0u);
+}
+
+// A value handed over with PutOwned waits in memory for its write (about 20 ms), and a
+// replacement drops that write: a reader opened before must still read the value it found.
+TEST_F(ReadPathsTest, AValueStillWaitingForItsWriteIsReadWholeThoughAReplacementDropsIt) {
+  const size_t size = 1 << 20;
+  const std::string v1 = MakeValue("v1", size);
+  ASSERT_TRUE(store_->PutOwned("k", std::string(v1), {}).ok());
+  auto r = store_->OpenValue("k");
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(store_->PutOwned("k", MakeValue("v2", size), {}).ok());
+  ASSERT_TRUE(store_->Flush().ok());
+  std::string got(size, '\0');
+  ASSERT_TRUE((*r)->Read(got.data(), size).ok());
+  EXPECT_TRUE((*r)->Finish().ok());
+  EXPECT_TRUE(got == v1) << "not the version the reader found";
+  EXPECT_EQ(store_->GetStats().corruptions, 0u);
+}
+
+// A replacement between a read's lookup and its hold on the range (which the replacement may
+// punch at once): OpenValue and GetFileRange look again and read the new version whole, where
+// they would otherwise read the hole, fail the check and answer a miss for a key that exists.
+TEST_F(ReadPathsTest, AValueReplacedBetweenTheLookupAndTheHoldIsLookedUpAgain) {
+  const size_t size = 256 << 10;
+  int version = 0;
+  auto value = [&](int v) { return MakeValue("k" + std::to_string(v), size); };
+  ASSERT_TRUE(store_->Put("k", value(version)).ok());
+  bool replace = true;
+  testing::SetBetweenLookupAndHold([&] {
+    if (replace) {
+      EXPECT_TRUE(store_->Put("k", value(++version)).ok());
+    }
+    replace = false;
+  });
+  std::string got(size, '\0');
+  auto r = store_->OpenValue("k");
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE((*r)->Read(got.data(), size).ok());
+  EXPECT_TRUE((*r)->Finish().ok());
+  EXPECT_TRUE(got == value(1)) << "not the version in the index once the range was held";
+  r->reset();
+  replace = true;
+  auto range = store_->GetFileRange("k");
+  testing::SetBetweenLookupAndHold(nullptr);
+  ASSERT_TRUE(range.ok()) << range.status().ToString();
+  ASSERT_EQ(::pread(range->fd, got.data(), size, static_cast<off_t>(range->offset)),
+            static_cast<ssize_t>(size));
+  EXPECT_TRUE(got == value(2));
+  EXPECT_EQ(store_->GetStats().corruptions, 0u);
+  EXPECT_EQ(store_->GetStats().misses, 0u);
 }
 
 TEST_F(ReadPathsTest, DirectReadsIntoAlignedBuffersReadTheSameBytes) {

@@ -131,7 +131,9 @@ class Store {
   virtual std::vector<Result<uint64_t>> MultiGetInto(const std::vector<std::string_view>& keys,
                                                      const std::vector<Buffer>& bufs) = 0;
 
-  // A sequential verified read of `key` (see ValueReader); NotFound as Get. A value the page
+  // A sequential verified read of `key` (see ValueReader); NotFound as Get. The reader reads
+  // the version the call found, whole, even if the key is replaced, deleted or evicted while it
+  // reads (a value whose write is still pending is copied at open for that). A value the page
   // cache does not hold has all its reads queued at the first Read() (unless that one reads it
   // whole), so the disk works ahead of the ones that follow.
   virtual Result<std::unique_ptr<ValueReader>> OpenValue(std::string_view key) = 0;
