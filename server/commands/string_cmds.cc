@@ -39,13 +39,16 @@ bool UseSendfile(const Ctx& ctx) {
 // A value the page cache does not hold is read and sent in pieces of this size (StreamCold).
 constexpr size_t kStreamPieceBytes = 256 * 1024;
 
-// Ends a streamed reply whose value failed verification: nil if nothing of it is queued yet (as
-// Get answers a corrupt value), otherwise the reply is abandoned and the connection closes.
+// Ends a streamed reply whose value could not be read whole or failed verification (a value
+// replaced or evicted meanwhile is still read whole: see Store::OpenValue): nil if nothing of
+// it is queued yet (as Get answers a corrupt value), otherwise the reply is abandoned and the
+// connection closes.
 void FailStream(Ctx& ctx, std::string_view key, bool begun, const Status& s) {
   if (!begun) return ReplyMiss(ctx, key);
   Log(LogLevel::kWarning, "closing client id=" + std::to_string(ctx.client.id) +
-                              ": a value it was being sent failed verification (" + s.ToString() +
-                              ")");
+                              ": a value it was being sent could not be read or failed "
+                              "verification (" +
+                              s.ToString() + ")");
   ctx.w.AbandonReply();
 }
 
