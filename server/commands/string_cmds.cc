@@ -272,8 +272,11 @@ void MGet(Ctx& ctx) {
     ctx.store().Prefetch(std::vector<std::string_view>(ctx.argv.begin() + 1, ctx.argv.end()));
   }
   ctx.w.ArrayHeader(ctx.argc() - 1);
-  // Misses and failures alike are nil, as Redis answers for keys of other types.
-  for (size_t i = 1; i < ctx.argc(); ++i) ReplyStored(ctx, ctx.argv[i], /*errors_as_nil=*/true);
+  // Misses and failures alike are nil, as Redis answers for keys of other types. A reply
+  // abandoned mid-value (StreamCold) ends here: nothing more of it is ever sent.
+  for (size_t i = 1; i < ctx.argc() && !ctx.w.abandoned(); ++i) {
+    ReplyStored(ctx, ctx.argv[i], /*errors_as_nil=*/true);
+  }
 }
 
 void MSet(Ctx& ctx) {

@@ -258,11 +258,13 @@ class StreamedGetCorruptionTest(unittest.TestCase):
         self.check_after(srv, other, streamed + 1)
 
     def test_an_mget_sends_nothing_after_a_value_that_failed(self):
+        # Nor does it read the keys after it: their replies could never be sent.
         srv, rc, value, other = self.start_with_damaged()
-        streamed = info_stat(srv, "gets_streamed")
+        streamed, hits = info_stat(srv, "gets_streamed"), info_stat(srv, "keyspace_hits")
         rc.send(encode("MGET", "big", "other"))
         self.assertTrue(rc.closed_by_server(), "the connection stayed open")
         self.check_cut_short(rc.buf, b"*2\r\n", value)
+        self.assertEqual(info_stat(srv, "keyspace_hits"), hits, "read after the abandoned reply")
         self.check_after(srv, other, streamed + 1)
 
 
