@@ -41,6 +41,15 @@ class ReadPathsTest : public ::testing::Test {
     }
   }
 
+  // Reads all of the value `r` opened and checks that it is `want`, verified.
+  static void ExpectReadWhole(Result<std::unique_ptr<ValueReader>>& r, const std::string& want) {
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    std::string got(want.size(), '\0');
+    ASSERT_TRUE((*r)->Read(got.data(), got.size()).ok());
+    EXPECT_TRUE((*r)->Finish().ok());
+    EXPECT_TRUE(got == want) << "not the version the reader found";
+  }
+
   test::TempDir dir_;
   Options opts_;
   std::unique_ptr<Store> store_;
@@ -181,12 +190,8 @@ TEST_F(ReadPathsTest, AValueReplacedWhileOpenIsStillReadWhole) {
   ASSERT_TRUE(store_->Put("k", v1).ok());
   ASSERT_TRUE(store_->Flush().ok());
   auto r = store_->OpenValue("k");
-  ASSERT_TRUE(r.ok());
   ASSERT_TRUE(store_->Put("k", MakeValue("v2", size)).ok());
-  std::string got(size, '\0');
-  ASSERT_TRUE((*r)->Read(got.data(), size).ok());
-  EXPECT_TRUE((*r)->Finish().ok());
-  EXPECT_TRUE(got == v1) << "not the version the reader found";
+  ExpectReadWhole(r, v1);
   EXPECT_EQ(store_->GetStats().corruptions, 0u);
 }
 
@@ -197,13 +202,9 @@ TEST_F(ReadPathsTest, AValueStillWaitingForItsWriteIsReadWholeThoughAReplacement
   const std::string v1 = MakeValue("v1", size);
   ASSERT_TRUE(store_->PutOwned("k", std::string(v1), {}).ok());
   auto r = store_->OpenValue("k");
-  ASSERT_TRUE(r.ok());
   ASSERT_TRUE(store_->PutOwned("k", MakeValue("v2", size), {}).ok());
   ASSERT_TRUE(store_->Flush().ok());
-  std::string got(size, '\0');
-  ASSERT_TRUE((*r)->Read(got.data(), size).ok());
-  EXPECT_TRUE((*r)->Finish().ok());
-  EXPECT_TRUE(got == v1) << "not the version the reader found";
+  ExpectReadWhole(r, v1);
   EXPECT_EQ(store_->GetStats().corruptions, 0u);
 }
 
@@ -216,23 +217,22 @@ TEST_F(ReadPathsTest, AValueReplacedBetweenTheLookupAndTheHoldIsLookedUpAgain) {
   auto value = [&](int v) { return MakeValue("k" + std::to_string(v), size); };
   ASSERT_TRUE(store_->Put("k", value(version)).ok());
   bool replace = true;
+  struct Unhook {
+    ~Unhook() { testing::SetBetweenLookupAndHold(nullptr); }
+  } unhook;
   testing::SetBetweenLookupAndHold([&] {
     if (replace) {
       EXPECT_TRUE(store_->Put("k", value(++version)).ok());
     }
     replace = false;
   });
-  std::string got(size, '\0');
   auto r = store_->OpenValue("k");
-  ASSERT_TRUE(r.ok());
-  ASSERT_TRUE((*r)->Read(got.data(), size).ok());
-  EXPECT_TRUE((*r)->Finish().ok());
-  EXPECT_TRUE(got == value(1)) << "not the version in the index once the range was held";
-  r->reset();
+  ExpectReadWhole(r, value(1));
+  if (r.ok()) r->reset();  // lets go of the hold
   replace = true;
   auto range = store_->GetFileRange("k");
-  testing::SetBetweenLookupAndHold(nullptr);
   ASSERT_TRUE(range.ok()) << range.status().ToString();
+  std::string got(size, '\0');
   ASSERT_EQ(::pread(range->fd, got.data(), size, static_cast<off_t>(range->offset)),
             static_cast<ssize_t>(size));
   EXPECT_TRUE(got == value(2));
