@@ -96,6 +96,7 @@ Result<std::unique_ptr<ValueReader>> StoreImpl::OpenValue(std::string_view key) 
   for (int attempt = 0; attempt < kLookupAttempts; ++attempt) {
     at = LookupHeld(hash, key, &hold);
     held.clear();
+    held_at = 0;
     if (at && at->entry.is_inline()) {
       held_at = format::IndexRecord::kInlineOffset;
       if (!RecordMatches(hash, key, *at, nullptr, &held)) at.reset();  // another key's
