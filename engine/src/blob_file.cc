@@ -251,7 +251,8 @@ void BlobFile::Prefetch(uint64_t offset, size_t n) const {
 
 bool BlobFile::IsPending(uint64_t offset, size_t n) const {
   std::lock_guard lock(pending_mu_);
-  auto it = pending_.upper_bound(offset + n);
+  // The last write starting before the range's end (one starting at its end does not touch it).
+  auto it = pending_.lower_bound(offset + n);
   return it != pending_.begin() && std::prev(it)->first + std::prev(it)->second->size > offset;
 }
 
@@ -364,14 +365,16 @@ bool BlobFile::Freed(uint64_t offset, uint64_t n) const {
 }
 
 Status BlobFile::Sync() {
+  // Everything below `target` is in the file once its pending writes are done (Append writes
+  // before it moves end_; AppendPending registers before). What was appended after `target`
+  // may still be pending, so the sync covers `target` only, never the end it finds later.
   const uint64_t target = end();
   if (synced_.load(std::memory_order_acquire) >= target) return Status::OK();
   WaitPendingBelow(target);
   std::lock_guard lock(sync_mu_);
   if (synced_.load(std::memory_order_acquire) >= target) return Status::OK();  // a peer did it
-  const uint64_t covered = end();
   if (::fdatasync(fd_) != 0) return WriteError("syncing", errno);
-  synced_.store(covered, std::memory_order_release);
+  synced_.store(target, std::memory_order_release);
   return Status::OK();
 }
 

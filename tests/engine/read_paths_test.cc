@@ -377,6 +377,19 @@ TEST_F(ReadPathsTest, InMemoryTellsWhetherAReadWouldWaitForTheDisk) {
   EXPECT_TRUE(store_->InMemory("s", size)) << "its record's block is in the block cache";
 }
 
+// A value whose size is a multiple of 4 KiB ends where the next one in its file starts: that
+// one still waiting for its write does not make the first "in memory" (it would then be read
+// on the server's io thread, from the disk).
+TEST_F(ReadPathsTest, TheNextValueWaitingForItsWriteDoesNotMakeAColdValueInMemory) {
+  const size_t size = 1 << 20;
+  ASSERT_TRUE(store_->PutOwned("a", MakeValue("a", size), {}).ok());
+  ASSERT_TRUE(store_->Flush().ok());
+  DropValueFilesFromPageCache(dir_.path());
+  ASSERT_TRUE(store_->PutOwned("b", MakeValue("b", size), {}).ok());  // written in ~20 ms
+  EXPECT_FALSE(store_->InMemory("a", size)) << "cold, its neighbour's write notwithstanding";
+  EXPECT_TRUE(store_->InMemory("b", size));
+}
+
 TEST(GuardedReadTest, ASigbusOnAMappedPageFailsTheReadNotTheProcess) {
   test::TempDir dir;
   const std::string path = dir.path() + "/f";
