@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "guarded_read.h"
+#include "testing.h"
 
 namespace larder {
 
@@ -371,6 +372,7 @@ Status BlobFile::Sync() {
   const uint64_t target = end();
   if (synced_.load(std::memory_order_acquire) >= target) return Status::OK();
   WaitPendingBelow(target);
+  testing::SyncPoint("BlobFile::Sync:AfterWait");
   std::lock_guard lock(sync_mu_);
   if (synced_.load(std::memory_order_acquire) >= target) return Status::OK();  // a peer did it
   if (::fdatasync(fd_) != 0) return WriteError("syncing", errno);

@@ -6,14 +6,6 @@
 
 namespace larder {
 
-namespace {
-std::function<void()> g_between_lookup_and_hold;  // testing::SetBetweenLookupAndHold
-}  // namespace
-
-void testing::SetBetweenLookupAndHold(std::function<void()> fn) {
-  g_between_lookup_and_hold = std::move(fn);
-}
-
 Located StoreImpl::Locate(const Entry& e) const {
   return Located{e, gens_->SegmentOf(e.seg)};
 }
@@ -52,7 +44,7 @@ std::optional<Located> StoreImpl::LookupHeld(uint64_t hash, std::string_view key
   for (int attempt = 0; attempt < kLookupAttempts; ++attempt) {
     std::optional<Located> at = LookupFast(hash, key);
     if (!at || at->entry.is_inline() || !at->seg.file) return at;
-    if (g_between_lookup_and_hold) g_between_lookup_and_hold();
+    testing::SyncPoint("LookupHeld:BeforeHold");
     *hold = BlobFile::HoldRanges(at->seg.file);
     // A replacement or eviction takes the entry out of the index before it punches the range:
     // one that has not done so yet finds this hold when it punches.

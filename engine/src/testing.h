@@ -15,9 +15,14 @@ namespace larder::testing {
 Result<std::unique_ptr<Store>> OpenWithEnv(const Options& options, const std::string& dir,
                                            rocksdb::Env* env);
 
-// Runs `fn` in every read that holds a value's range (OpenValue, GetFileRange) between its
-// lookup and the hold, so a test can replace the value right there; an empty fn removes it.
-// Not thread-safe against reads in flight: set it while no read runs.
-void SetBetweenLookupAndHold(std::function<void()> fn);
+// Named points in the engine where a test runs its own code, to put an event between two
+// steps deterministically: SetSyncPoint(name, fn) makes SyncPoint(name) call fn; an empty fn
+// removes it. Set them while no engine thread can reach a point (not thread-safe against it).
+// The points:
+//   "LookupHeld:BeforeHold"      a read's lookup is done, its range not held yet
+//   "BlobFile::Sync:AfterWait"   a sync waited for the pending writes below its target
+void SetSyncPoint(const std::string& name, std::function<void()> fn);
+// Runs the function set for `name`, if any (one relaxed load when none is set).
+void SyncPoint(const char* name);
 
 }  // namespace larder::testing

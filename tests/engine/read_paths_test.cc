@@ -218,9 +218,9 @@ TEST_F(ReadPathsTest, AValueReplacedBetweenTheLookupAndTheHoldIsLookedUpAgain) {
   ASSERT_TRUE(store_->Put("k", value(version)).ok());
   bool replace = true;
   struct Unhook {
-    ~Unhook() { testing::SetBetweenLookupAndHold(nullptr); }
+    ~Unhook() { testing::SetSyncPoint("LookupHeld:BeforeHold", nullptr); }
   } unhook;
-  testing::SetBetweenLookupAndHold([&] {
+  testing::SetSyncPoint("LookupHeld:BeforeHold", [&] {
     if (replace) {
       EXPECT_TRUE(store_->Put("k", value(++version)).ok());
     }

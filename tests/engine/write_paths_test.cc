@@ -2,8 +2,11 @@
 // the server uses to run a SET on its event loop.
 #include <gtest/gtest.h>
 
+#include "blob_file.h"
+#include "format.h"
 #include "larder/store.h"
 #include "test_util.h"
+#include "testing.h"
 
 namespace larder {
 namespace {
@@ -87,6 +90,33 @@ TEST_F(WritePathsTest, WithTheWalOnEveryPutWaitsForIt) {
   Reopen();
   EXPECT_FALSE(store_->PutInMemory("a", kMiB));
   EXPECT_FALSE(store_->PutInMemory("a", 100));
+}
+
+// A sync covers what was appended before it began: a value appended while it waited for the
+// pending writes below its target may still be waiting for its own write, so it is not
+// counted synced (a later Sync, e.g. SAVE's, must still wait for it and sync it).
+TEST(BlobFileSyncTest, AValueAppendedWhileASyncWaitsIsNotCountedSynced) {
+  test::TempDir dir;
+  format::BlobFileHeader header;
+  auto created = BlobFile::Create(dir.path() + "/f.lbv", header, /*durable=*/true);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  BlobFile& f = **created;
+  uint64_t first = 0, second = 0;
+  auto written = PendingWrite::Adopt(std::string(64 << 10, 'a'));
+  f.AppendPending(written, &first);
+  f.WritePending(first, *written);
+  auto waiting = PendingWrite::Adopt(std::string(64 << 10, 'b'));
+  struct Unhook {
+    ~Unhook() { testing::SetSyncPoint("BlobFile::Sync:AfterWait", nullptr); }
+  } unhook;
+  testing::SetSyncPoint("BlobFile::Sync:AfterWait", [&] { f.AppendPending(waiting, &second); });
+  ASSERT_TRUE(f.Sync().ok());
+  EXPECT_TRUE(f.NeedsSync()) << "the value appended during the sync counted as synced";
+  EXPECT_TRUE(f.IsPending(second, 64 << 10));
+  testing::SetSyncPoint("BlobFile::Sync:AfterWait", nullptr);
+  f.WritePending(second, *waiting);
+  ASSERT_TRUE(f.Sync().ok());
+  EXPECT_FALSE(f.NeedsSync());
 }
 
 }  // namespace

@@ -1,0 +1,44 @@
+// testing::SetSyncPoint / SyncPoint (testing.h): named points where the engine's own tests
+// run code between two steps of the engine.
+#include <atomic>
+#include <map>
+#include <mutex>
+
+#include "testing.h"
+
+namespace larder::testing {
+
+namespace {
+
+std::atomic<bool> g_any{false};  // whether any point is set: the common case costs one load
+std::mutex g_mu;
+std::map<std::string, std::function<void()>, std::less<>>& Points() {
+  static auto* points = new std::map<std::string, std::function<void()>, std::less<>>;
+  return *points;
+}
+
+}  // namespace
+
+void SetSyncPoint(const std::string& name, std::function<void()> fn) {
+  std::lock_guard lock(g_mu);
+  if (fn) {
+    Points()[name] = std::move(fn);
+  } else {
+    Points().erase(name);
+  }
+  g_any.store(!Points().empty(), std::memory_order_relaxed);
+}
+
+void SyncPoint(const char* name) {
+  if (!g_any.load(std::memory_order_relaxed)) return;
+  std::function<void()> fn;
+  {
+    std::lock_guard lock(g_mu);
+    auto it = Points().find(std::string_view(name));
+    if (it == Points().end()) return;
+    fn = it->second;
+  }
+  fn();  // unlocked: it may run engine code that reaches another point
+}
+
+}  // namespace larder::testing
