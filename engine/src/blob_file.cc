@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "guarded_read.h"
-#include "testing.h"
+#include "sync_point.h"
 
 namespace larder {
 

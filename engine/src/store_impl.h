@@ -166,8 +166,6 @@ class StoreImpl final : public Store {
   std::optional<Located> LookupHeld(uint64_t hash, std::string_view key,
                                     std::shared_ptr<const void>* hold);
   static constexpr int kLookupAttempts = 3;
-  // Whether `e` (this version of it) is in the index now.
-  bool Indexed(const Entry& e);
   // Whether the index record of (hash, key) in `at`'s generation points at `at`'s value;
   // *record (if not null) receives it, and `bytes` (if not null) the encoded record, which
   // record->inline_value points into.

@@ -2,7 +2,7 @@
 // hash or a write must be sure whose entry it replaces.
 #include "format.h"
 #include "store_impl.h"
-#include "testing.h"
+#include "sync_point.h"
 
 namespace larder {
 
@@ -48,16 +48,10 @@ std::optional<Located> StoreImpl::LookupHeld(uint64_t hash, std::string_view key
     *hold = BlobFile::HoldRanges(at->seg.file);
     // A replacement or eviction takes the entry out of the index before it punches the range:
     // one that has not done so yet finds this hold when it punches.
-    if (Indexed(at->entry)) return at;
+    if (index_.Contains(at->entry)) return at;
     hold->reset();
   }
   return std::nullopt;
-}
-
-bool StoreImpl::Indexed(const Entry& e) {
-  bool found = false;
-  index_.ForHash(e.hash, [&](const Entry& x) { return found = x.SameVersion(e); });
-  return found;
 }
 
 bool StoreImpl::RemoveExpired(const Entry& e) {

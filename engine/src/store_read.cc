@@ -99,8 +99,9 @@ Status StoreImpl::ReadDirectThenHash(BlobFile& f, const Entry& e, char* buf, uin
 Status StoreImpl::OnBadValue(uint64_t hash, std::string_view key, const Located& at,
                              Status read_status) {
   std::lock_guard stripe(Stripe(hash));
-  if (!Indexed(at.entry)) return Status::NotFound("changed during read");  // replaced or evicted
-  if (!RecordMatches(hash, key, at)) return Status::NotFound();            // another key's bytes
+  if (!index_.Contains(at.entry))
+    return Status::NotFound("changed during read");              // replaced or evicted
+  if (!RecordMatches(hash, key, at)) return Status::NotFound();  // another key's bytes
   counters_.corruptions++;
   // The key goes: a corrupt value is a miss from now on. If even the removal fails, reads keep
   // finding the bad bytes and keep answering a miss.

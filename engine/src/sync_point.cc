@@ -1,10 +1,9 @@
-// testing::SetSyncPoint / SyncPoint (testing.h): named points where the engine's own tests
-// run code between two steps of the engine.
+// testing::SetSyncPoint / SyncPoint (sync_point.h).
 #include <atomic>
 #include <map>
 #include <mutex>
 
-#include "testing.h"
+#include "sync_point.h"
 
 namespace larder::testing {
 

@@ -20,16 +20,16 @@ namespace {
 
 class ValueReaderImpl final : public ValueReader {
  public:
-  // `held`: the value's bytes in memory from `held_at` on (an inline value's index record, or
-  // the copy of a pending write), or empty to read them from the file.
+  // `held`: the value's bytes in memory (an inline value's index record, or the copy of a
+  // pending write), or empty to read them from the file.
   ValueReaderImpl(StoreImpl* store, uint64_t hash, std::string_view key, Located at,
-                  std::string held, size_t held_at, std::shared_ptr<const void> hold)
+                  std::string held, std::shared_ptr<const void> hold)
       : store_(store),
         hash_(hash),
         key_(key),
         at_(std::move(at)),
         held_(std::move(held)),
-        held_at_(held_at),
+        held_at_(at_.entry.is_inline() ? format::IndexRecord::kInlineOffset : 0),
         hold_(std::move(hold)),
         state_(XXH3_createState()) {
     XXH3_64bits_reset(state_);
@@ -76,8 +76,8 @@ class ValueReaderImpl final : public ValueReader {
   const uint64_t hash_;
   const std::string key_;
   const Located at_;
-  const std::string held_;  // see the constructor
-  const size_t held_at_;
+  const std::string held_;                  // see the constructor
+  const size_t held_at_;                    // where the value starts in held_
   const std::shared_ptr<const void> hold_;  // a file value's range, unpunched while read
   XXH3_state_t* const state_;
   uint64_t pos_ = 0;
@@ -92,20 +92,17 @@ Result<std::unique_ptr<ValueReader>> StoreImpl::OpenValue(std::string_view key) 
   std::shared_ptr<const void> hold;
   std::optional<Located> at;
   std::string held;
-  size_t held_at = 0;
   for (int attempt = 0; attempt < kLookupAttempts; ++attempt) {
     at = LookupHeld(hash, key, &hold);
     held.clear();
-    held_at = 0;
     if (at && at->entry.is_inline()) {
-      held_at = format::IndexRecord::kInlineOffset;
       if (!RecordMatches(hash, key, *at, nullptr, &held)) at.reset();  // another key's
     } else if (at && at->seg.file && at->seg.file->IsPending(at->entry.offset, at->entry.size)) {
       held.resize(at->entry.size);
       if (!at->seg.file->ReadPending(at->entry.offset, held.data(), held.size())) {
         held.clear();
         // Written since (in the file, held), or dropped: then replaced first, so look again.
-        if (!Indexed(at->entry)) {
+        if (!index_.Contains(at->entry)) {
           at.reset();
           continue;
         }
@@ -117,8 +114,8 @@ Result<std::unique_ptr<ValueReader>> StoreImpl::OpenValue(std::string_view key) 
     counters_.misses++;
     return Status::NotFound();
   }
-  return std::unique_ptr<ValueReader>(new ValueReaderImpl(
-      this, hash, key, std::move(*at), std::move(held), held_at, std::move(hold)));
+  return std::unique_ptr<ValueReader>(
+      new ValueReaderImpl(this, hash, key, std::move(*at), std::move(held), std::move(hold)));
 }
 
 Result<Store::FileRange> StoreImpl::GetFileRange(std::string_view key) {

@@ -14,8 +14,8 @@
 #include "format.h"
 #include "guarded_read.h"
 #include "larder/store.h"
+#include "sync_point.h"
 #include "test_util.h"
-#include "testing.h"
 
 namespace larder {
 namespace {

@@ -5,8 +5,8 @@
 #include "blob_file.h"
 #include "format.h"
 #include "larder/store.h"
+#include "sync_point.h"
 #include "test_util.h"
-#include "testing.h"
 
 namespace larder {
 namespace {
