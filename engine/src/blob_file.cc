@@ -186,18 +186,38 @@ void BlobFile::WritePending(uint64_t offset, const PendingWrite& w) {
     }
     w.started = true;
   }
-  const int dfd = w.direct && w.aligned ? DirectFd() : -1;
-  // O_DIRECT takes the whole aligned buffer (the zeroed tail lands in the padding); without
-  // it, the value's bytes alone go through the page cache.
-  int err = dfd >= 0 ? WriteFully(dfd, w.data, w.capacity, offset)
-                     : WriteFully(fd_, w.data, w.size, offset);
-  if (err == EINVAL && dfd >= 0) err = WriteFully(fd_, w.data, w.size, offset);
+  int err = 0;
+  testing::SyncPoint("BlobFile::WritePending:Write", &err);
+  if (err == 0) {
+    const int dfd = w.direct && w.aligned ? DirectFd() : -1;
+    // O_DIRECT takes the whole aligned buffer (the zeroed tail lands in the padding); without
+    // it, the value's bytes alone go through the page cache.
+    err = dfd >= 0 ? WriteFully(dfd, w.data, w.capacity, offset)
+                   : WriteFully(fd_, w.data, w.size, offset);
+    if (err == EINVAL && dfd >= 0) err = WriteFully(fd_, w.data, w.size, offset);
+  }
   {
     std::lock_guard lock(pending_mu_);
-    pending_.erase(offset);
+    // A failed write stays readable from its buffer until its key is removed: the range in the
+    // file holds no value, and a read of it would count a corruption.
+    if (err != 0) {
+      w.failed = true;
+    } else {
+      pending_.erase(offset);
+    }
   }
   pending_cv_.notify_all();
   if (err != 0 && w.on_error) w.on_error(WriteError("writing", err));
+}
+
+void BlobFile::ForgetFailed(uint64_t offset) {
+  {
+    std::lock_guard lock(pending_mu_);
+    auto it = pending_.find(offset);
+    if (it == pending_.end() || !it->second->failed) return;
+    pending_.erase(it);
+  }
+  pending_cv_.notify_all();
 }
 
 bool BlobFile::ReadPending(uint64_t offset, char* buf, size_t n) const {
@@ -335,7 +355,12 @@ Status BlobFile::ReadDirect(uint64_t offset, char* buf, size_t n) {
 
 void BlobFile::WaitPendingBelow(uint64_t end) {
   std::unique_lock lock(pending_mu_);
-  pending_cv_.wait(lock, [&] { return pending_.empty() || pending_.begin()->first >= end; });
+  pending_cv_.wait(lock, [&] {
+    for (auto it = pending_.begin(); it != pending_.end() && it->first < end; ++it) {
+      if (!it->second->failed) return false;
+    }
+    return true;
+  });
 }
 
 void BlobFile::SkipOrAwaitPendingIn(uint64_t begin, uint64_t end) {
@@ -346,16 +371,25 @@ void BlobFile::SkipOrAwaitPendingIn(uint64_t begin, uint64_t end) {
       --it;
     return it != pending_.end() && it->first < end ? it : pending_.end();
   };
-  for (auto it = overlapping(); it != pending_.end() && it->first < end;) {
-    if (!it->second->started) {
-      it->second->ReleaseBuffer();
-      it = pending_.erase(it);  // its writer finds it gone and skips it
-    } else {
-      ++it;
+  // Drops what no writer is writing; true if one still is.
+  auto drop_unwritten = [&] {
+    bool writing = false;
+    for (auto it = overlapping(); it != pending_.end() && it->first < end;) {
+      PendingWrite& w = *it->second;
+      if (w.started && !w.failed) {
+        writing = true;
+        ++it;
+        continue;
+      }
+      // Not started: its writer finds it gone and skips it. Failed: its bytes left the writer's
+      // count when its job ended, so only the registration goes.
+      if (!w.started) w.ReleaseBuffer();
+      it = pending_.erase(it);
     }
-  }
-  pending_cv_.notify_all();
-  pending_cv_.wait(lock, [&] { return overlapping() == pending_.end(); });
+    return writing;
+  };
+  while (drop_unwritten()) pending_cv_.wait(lock);
+  pending_cv_.notify_all();  // syncs wait for the dropped writes to leave
 }
 
 bool BlobFile::Freed(uint64_t offset, uint64_t n) const {

@@ -49,6 +49,10 @@ struct PendingWrite {
   // Set (under the file's pending lock) when the writer takes it: from then on it is written,
   // and a punch of its range waits for it.
   mutable std::atomic<bool> started{false};
+  // Set (under the file's pending lock) when its write failed. It stays registered, so reads
+  // of its range are still served from the buffer, until the store has removed its key
+  // (BlobFile::ForgetFailed) or a punch of its range drops it; syncs do not wait for it.
+  mutable std::atomic<bool> failed{false};
   // StoreImpl's memtable seal count read before this value's index record was written. A
   // superseded write may be skipped only if no memtable was sealed between its record and the
   // one superseding it: otherwise a flush (and a crash, WAL off) could make the old record
@@ -97,8 +101,11 @@ class BlobFile {
   // call it.
   void AppendPending(std::shared_ptr<PendingWrite> w, uint64_t* offset);
   // Writes the pending range at `offset` (O_DIRECT where the filesystem allows it, buffered
-  // otherwise), then forgets it; a failure goes to w.on_error.
+  // otherwise), then forgets it. A failure marks it failed instead (PendingWrite::failed) and
+  // goes to w.on_error, which must not wait for a sync or a punch of this file.
   void WritePending(uint64_t offset, const PendingWrite& w);
+  // Forgets the failed write at `offset`, if it is still registered: its key is gone.
+  void ForgetFailed(uint64_t offset);
   // Appends n bytes copied from `src` at `src_offset`, inside the kernel (copy_file_range).
   Status AppendCopy(const BlobFile& src, uint64_t src_offset, size_t n, uint64_t* offset);
   // Reads exactly n bytes at `offset` (buffered). An error or a short read is an IOError naming
@@ -138,7 +145,8 @@ class BlobFile {
   // drop it; errors are ignored, the read that follows reports them).
   void Prefetch(uint64_t offset, size_t n) const;
   // Makes everything appended so far durable: waits for its pending writes, then fdatasync;
-  // concurrent callers share one sync.
+  // concurrent callers share one sync. A write that failed (PendingWrite::failed) is not waited
+  // for: its value is lost and its key on its way out, so the sync covers the rest.
   Status Sync();
   // True when bytes were appended since the last Sync.
   bool NeedsSync() const { return synced_.load(std::memory_order_acquire) < end(); }
@@ -184,10 +192,11 @@ class BlobFile {
   BlobFile(std::string path, int fd, const format::BlobFileHeader& header, uint64_t end);
   Status ReadAt(int fd, uint64_t offset, char* buf, size_t n) const;
   Status WriteError(const char* what, int err) const;
-  // Waits until no write below `end` is pending.
+  // Waits until no write below `end` is pending, but for failed ones.
   void WaitPendingBelow(uint64_t end);
   // Before a punch of [begin, end): forgets the pending writes inside it that no writer took
-  // yet (they are skipped, their buffers freed at once) and waits for those under way.
+  // yet (they are skipped, their buffers freed at once) or that failed, and waits for those
+  // under way.
   void SkipOrAwaitPendingIn(uint64_t begin, uint64_t end);
   // The O_DIRECT descriptor, opened on first use; -1 where the filesystem refuses O_DIRECT.
   int DirectFd();

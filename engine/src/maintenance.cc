@@ -87,21 +87,38 @@ void StoreImpl::MaintenanceLoop() {
   // Each pass looks at 1/16 of the index for expired entries (reads never see them anyway),
   // so a pass stays short however many keys there are.
   constexpr size_t kShardsPerPass = KeyIndex::kShards / 16;
+  const bool periodic = options_.maintenance_interval_ms > 0;
+  const auto interval = std::chrono::milliseconds(options_.maintenance_interval_ms);
+  auto next_pass = std::chrono::steady_clock::now() + interval;
   size_t cursor = 0;
+  std::vector<FailedWrite> failed;  // removals to do, or to try again at the next pass
   std::unique_lock lock(maint_mu_);
-  while (!stop_maintenance_) {
-    maint_cv_.wait_for(lock, std::chrono::milliseconds(options_.maintenance_interval_ms));
-    if (stop_maintenance_) break;
-    lock.unlock();
-    RemoveExpiredIn(cursor, kShardsPerPass);
-    cursor = (cursor + kShardsPerPass) % KeyIndex::kShards;
-    {
-      std::lock_guard evict(evict_mu_);
-      DropEmptyGenerations();
+  for (;;) {
+    auto woken = [&] { return stop_maintenance_ || !failed_writes_.empty(); };
+    if (periodic) {
+      maint_cv_.wait_until(lock, next_pass, woken);
+    } else {
+      maint_cv_.wait(lock, woken);
     }
-    FlushIfDue();
+    if (stop_maintenance_) break;
+    for (FailedWrite& f : failed_writes_) failed.push_back(std::move(f));
+    failed_writes_.clear();
+    lock.unlock();
+    if (!failed.empty()) RemoveFailedWrites(&failed);
+    if (periodic && std::chrono::steady_clock::now() >= next_pass) {
+      RemoveExpiredIn(cursor, kShardsPerPass);
+      cursor = (cursor + kShardsPerPass) % KeyIndex::kShards;
+      {
+        std::lock_guard evict(evict_mu_);
+        DropEmptyGenerations();
+      }
+      FlushIfDue();
+      next_pass = std::chrono::steady_clock::now() + interval;
+    }
     lock.lock();
   }
+  // Close removes what is left.
+  for (FailedWrite& f : failed) failed_writes_.push_back(std::move(f));
 }
 
 Status StoreImpl::PersistDirty() {

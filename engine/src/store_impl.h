@@ -18,6 +18,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "demotion.h"
 #include "format.h"
@@ -223,8 +224,21 @@ class StoreImpl final : public Store {
   // Put and PutOwned (`owned`: value's string, or null).
   Status PutImpl(std::string_view key, std::string_view value, std::string* owned,
                  const PutOptions& opts);
-  // A background write of the value of (hash, key) failed: the version goes (record, index).
-  void OnFailedWrite(uint64_t hash, const std::string& key, const Entry& e);
+  // A value whose background write failed. Its bytes stay readable from the write's buffer
+  // (PendingWrite::failed) until RemoveFailedWrites has removed the version.
+  struct FailedWrite {
+    uint64_t hash = 0;
+    std::string key;
+    Entry version;
+    std::weak_ptr<BlobFile> file;
+  };
+  // On a writer thread: counts the failure and hands the removal to the maintenance thread. It
+  // must not write the index here: a RocksDB write may stall until a flush, and a flush first
+  // waits (SyncValues) for queued writes that only the writer threads can finish.
+  void OnFailedWrite(FailedWrite f);
+  // Removes each version in *failed (record, index entry, its buffer), if it is still the
+  // key's; those whose removal failed stay in *failed for the next pass.
+  void RemoveFailedWrites(std::vector<FailedWrite>* failed);
   // Writes the record of a new version of `key` (replacing `old`'s in another generation)
   // and updates the index. Caller holds the key's stripe.
   Status Commit(uint64_t hash, std::string_view key, const Entry& e, const format::IndexRecord& rec,
@@ -307,6 +321,8 @@ class StoreImpl final : public Store {
   // `remove_entries` takes its entries out of the index (any it leaves are removed after, so no
   // entry ever refers to a freed segment), then its files and segments go.
   Status DropGeneration(const GenerationPtr& g, const std::function<void()>& remove_entries);
+  // The maintenance thread: a pass every maintenance_interval_ms (if not 0), and the removal
+  // of failed writes as soon as one is queued.
   void MaintenanceLoop();
   // Makes every value appended so far durable (the write-behind skipped): before an index flush.
   Status SyncValues();
@@ -394,6 +410,7 @@ class StoreImpl final : public Store {
   std::mutex maint_mu_;
   std::condition_variable maint_cv_;
   bool stop_maintenance_ = false;
+  std::vector<FailedWrite> failed_writes_;  // for the maintenance thread (maint_mu_)
 };
 
 }  // namespace larder

@@ -300,7 +300,8 @@ Status StoreImpl::OpenDb() {
   if (!options_.wal) {
     writer_ = std::make_unique<ValueWriter>(kValueWriterThreads, write_buffer_bytes_);
   }
-  if (options_.maintenance_interval_ms > 0) {
+  // Without periodic passes the thread still removes the keys of failed background writes.
+  if (options_.maintenance_interval_ms > 0 || writer_) {
     maintenance_ = std::thread([this] {
       // Named like RocksDB's own threads ("rocksdb:low"), for top -H and /proc.
       ::pthread_setname_np(::pthread_self(), "larder:maint");
@@ -323,6 +324,10 @@ Status StoreImpl::Close() {
   Status s;
   bool flushed = false;
   if (gens_ && default_cf_) {
+    // The writes' failures join the removals, tried once: a record left points at bytes never
+    // written, which the next open drops.
+    if (writer_) writer_->Drain();
+    RemoveFailedWrites(&failed_writes_);
     s = PersistDirty();
     Status f = Flush();
     flushed = f.ok();

@@ -6,6 +6,7 @@
 
 #include "format.h"
 #include "store_impl.h"
+#include "sync_point.h"
 
 namespace larder {
 
@@ -97,9 +98,9 @@ Status StoreImpl::AppendValue(std::string_view key, std::string_view value, std:
   if (pending) {
     pending->memtable_epoch = memtable_seals_.load();  // before the record is written
     pending->direct = options_.direct_writes;
-    pending->on_error = [this, hash = e->hash, k = std::string(key), version = *e](const Status&) {
-      OnFailedWrite(hash, k, version);
-    };
+    // The file by a weak pointer: the pending write is the file's, and must not keep it.
+    pending->on_error = [this, f = FailedWrite{e->hash, std::string(key), *e, file}](
+                            const Status&) { OnFailedWrite(f); };
     writer_->Submit(std::move(file), e->offset, std::move(pending));
     return Status::OK();
   }
@@ -108,12 +109,32 @@ Status StoreImpl::AppendValue(std::string_view key, std::string_view value, std:
   return options_.wal && options_.sync_writes ? file->Sync() : Status::OK();
 }
 
-void StoreImpl::OnFailedWrite(uint64_t hash, const std::string& key, const Entry& e) {
+void StoreImpl::OnFailedWrite(FailedWrite f) {
   counters_.failed_writes++;
   write_failed_ = true;
-  std::lock_guard stripe(Stripe(hash));
-  std::optional<Located> at = LookupExact(hash, key);
-  if (at && at->entry.SameVersion(e)) RemoveLocked(hash, key, *at).PermitUncheckedError();
+  {
+    std::lock_guard lock(maint_mu_);
+    failed_writes_.push_back(std::move(f));
+  }
+  maint_cv_.notify_all();
+}
+
+void StoreImpl::RemoveFailedWrites(std::vector<FailedWrite>* failed) {
+  testing::SyncPoint("StoreImpl::RemoveFailedWrites");
+  std::vector<FailedWrite> left;
+  for (FailedWrite& f : *failed) {
+    {
+      std::lock_guard stripe(Stripe(f.hash));
+      std::optional<Located> at = LookupExact(f.hash, f.key);
+      // Replaced or deleted meanwhile: gone already. A removal that fails keeps the bytes.
+      if (at && at->entry.SameVersion(f.version) && !RemoveLocked(f.hash, f.key, *at).ok()) {
+        left.push_back(std::move(f));
+        continue;
+      }
+    }
+    if (BlobFilePtr file = f.file.lock()) file->ForgetFailed(f.version.offset);
+  }
+  failed->swap(left);
 }
 
 Status StoreImpl::StageValue(uint64_t hash, std::string_view key, std::string_view value,

@@ -2,17 +2,27 @@
 // between two steps deterministically; not part of the public API.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
 
 namespace larder::testing {
 
-// SetSyncPoint(name, fn) makes SyncPoint(name) call fn; an empty fn removes it. Set them while
-// no engine thread can reach a point (not thread-safe against it). The points:
-//   "LookupHeld:BeforeHold"      a read's lookup is done, its range not held yet
-//   "BlobFile::Sync:AfterWait"   a sync waited for the pending writes below its target
+// SetSyncPoint(name, fn) makes SyncPoint(name, arg) call fn(arg); an empty fn removes it. Set
+// them while no engine thread can reach a point (not thread-safe against it). The points, and
+// what their argument points at:
+//   "LookupHeld:BeforeHold"          a read's lookup is done, its range not held yet
+//   "BlobFile::Sync:AfterWait"       a sync waited for the pending writes below its target
+//   "BlobFile::WritePending:Write"   a background write is about to start; int* errno to fail
+//                                    it with instead (0: write)
+//   "StoreImpl::RemoveFailedWrites"  the maintenance thread is about to remove the keys whose
+//                                    background writes failed
+void SetSyncPoint(const std::string& name, std::function<void(void*)> fn);
+// The same for a function that takes no argument.
 void SetSyncPoint(const std::string& name, std::function<void()> fn);
+// Removes the point.
+void SetSyncPoint(const std::string& name, std::nullptr_t);
 // Runs the function set for `name`, if any (one relaxed load when none is set).
-void SyncPoint(const char* name);
+void SyncPoint(const char* name, void* arg = nullptr);
 
 }  // namespace larder::testing

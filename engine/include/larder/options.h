@@ -141,7 +141,9 @@ struct Options {
   uint32_t flush_interval_ms = 1000;
 
   // How often the background thread drops expired entries and fully expired generations,
-  // in milliseconds; 0 disables the thread (Maintain() can still be called). Default: 1000.
+  // in milliseconds; 0 disables these passes (Maintain() can still be called). With the WAL
+  // off the thread runs either way: it removes the keys whose background writes failed.
+  // Default: 1000.
   uint32_t maintenance_interval_ms = 1000;
 
   // Tune glibc malloc for multi-MiB buffers (mmap threshold, trim threshold, top pad) when the

@@ -1,0 +1,150 @@
+// A background write that fails (WAL off: the value was acknowledged from memory). Its key is
+// removed by the maintenance thread, never on the writer thread; until then the value is read
+// whole from the write's buffer, never counted as a corruption; and nothing that waits for the
+// writers (a sync, a punch of the range) waits for the failed write.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "larder/store.h"
+#include "sync_point.h"
+#include "test_util.h"
+
+namespace larder {
+namespace {
+
+using test::MakeValue;
+
+constexpr size_t kMiB = 1 << 20;
+
+class FailedWriteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    opts_.wal = false;  // values written in the background
+    opts_.max_disk_bytes = 256 << 20;
+    opts_.maintenance_interval_ms = 0;  // no periodic passes: the removal runs on its own
+    Reopen();
+    // Every background write fails, with nothing written, while `fail_` is set.
+    testing::SetSyncPoint("BlobFile::WritePending:Write", [this](void* err) {
+      if (fail_) *static_cast<int*>(err) = ENOSPC;
+    });
+    // The removal waits for the test's word.
+    testing::SetSyncPoint("StoreImpl::RemoveFailedWrites", [this] {
+      if (!reached_.exchange(true)) removal_reached_.set_value();
+      removal_allowed_.wait();
+    });
+  }
+  void TearDown() override {
+    AllowRemoval();
+    store_.reset();
+    testing::SetSyncPoint("BlobFile::WritePending:Write", nullptr);
+    testing::SetSyncPoint("StoreImpl::RemoveFailedWrites", nullptr);
+  }
+  void Reopen() {
+    store_.reset();
+    auto r = Store::Open(opts_, dir_.path());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    store_ = std::move(r).value();
+  }
+  // Stores `value` under `key` through the background writer, fails its write, and returns
+  // once the maintenance thread is about to remove the key.
+  void PutAndFailItsWrite(const std::string& key, const std::string& value) {
+    fail_ = true;
+    ASSERT_TRUE(store_->PutOwned(key, std::string(value), {}).ok());
+    // The sync does not wait for the failed write (it would wait for ever: the key is
+    // removed only after the test's word).
+    ASSERT_TRUE(store_->Flush().ok());
+    fail_ = false;
+    ASSERT_EQ(removal_reached_future_.wait_for(std::chrono::seconds(30)),
+              std::future_status::ready);
+    EXPECT_EQ(store_->GetStats().failed_writes, 1u);
+  }
+  void AllowRemoval() {
+    if (!allowed_) allow_removal_.set_value();
+    allowed_ = true;
+  }
+  void ExpectValue(const std::string& key, const std::string& want) {
+    Result<Value> got = store_->Get(key);
+    ASSERT_TRUE(got.ok()) << key << ": " << got.status().ToString();
+    EXPECT_TRUE(got->view() == want) << key << ": not the value stored";
+  }
+  // Waits (up to 30 s) until `key` is gone.
+  void AwaitRemoved(const std::string& key) {
+    for (int i = 0; i < 3000 && store_->Get(key).ok(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_TRUE(store_->Get(key).status().IsNotFound()) << key << " was not removed";
+  }
+
+  test::TempDir dir_;
+  Options opts_;
+  std::unique_ptr<Store> store_;
+  std::atomic<bool> fail_{false};
+  std::atomic<bool> reached_{false};
+  std::promise<void> removal_reached_;
+  std::future<void> removal_reached_future_ = removal_reached_.get_future();
+  std::promise<void> allow_removal_;
+  std::shared_future<void> removal_allowed_ = allow_removal_.get_future().share();
+  bool allowed_ = false;
+};
+
+TEST_F(FailedWriteTest, TheValueIsReadWholeFromMemoryUntilItsKeyIsRemoved) {
+  const std::string v = MakeValue("k", kMiB);
+  PutAndFailItsWrite("k", v);
+
+  // Nothing of it is in the file, yet every read path gets it whole.
+  ExpectValue("k", v);
+  std::string into(kMiB, '\0');
+  Result<uint64_t> n = store_->GetInto("k", into.data(), into.size());
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_TRUE(into == v);
+  {
+    auto reader = store_->OpenValue("k");  // a reader must not outlive the store
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    std::string streamed(kMiB, '\0');
+    ASSERT_TRUE((*reader)->Read(streamed.data(), streamed.size()).ok());
+    EXPECT_TRUE((*reader)->Finish().ok());
+    EXPECT_TRUE(streamed == v);
+  }
+
+  // The writers are free meanwhile: the next value is written in place (a failed write makes
+  // the next one answer its caller), the one after in the background again, and a sync waits
+  // for that one.
+  const std::string w = MakeValue("w", kMiB);
+  ASSERT_TRUE(store_->PutOwned("w", std::string(w), {}).ok());
+  ASSERT_TRUE(store_->PutOwned("x", MakeValue("x", kMiB), {}).ok());
+  ASSERT_TRUE(store_->Flush().ok());
+
+  AllowRemoval();
+  AwaitRemoved("k");
+  Stats st = store_->GetStats();
+  EXPECT_EQ(st.corruptions, 0u) << "the unwritten range was read";
+  EXPECT_EQ(st.failed_writes, 1u);
+  ExpectValue("w", w);
+
+  Reopen();
+  EXPECT_TRUE(store_->Get("k").status().IsNotFound());
+  ExpectValue("w", w);
+  ExpectValue("x", MakeValue("x", kMiB));
+  EXPECT_EQ(store_->GetStats().corruptions, 0u);
+}
+
+// A replacement before the removal drops the failed write's range (the punch must not wait
+// for a write that will never finish) and the removal then leaves the new version alone.
+TEST_F(FailedWriteTest, AReplacementBeforeTheRemovalKeepsTheNewValue) {
+  PutAndFailItsWrite("k", MakeValue("k", kMiB));
+  const std::string v2 = MakeValue("k", kMiB, 2);
+  ASSERT_TRUE(store_->Put("k", v2).ok());
+  ExpectValue("k", v2);
+  AllowRemoval();
+  ASSERT_TRUE(store_->Close().ok());  // the maintenance thread finishes the removal first
+  Reopen();
+  ExpectValue("k", v2);
+  EXPECT_EQ(store_->GetStats().corruptions, 0u);
+}
+
+}  // namespace
+}  // namespace larder
