@@ -220,6 +220,22 @@ void BlobFile::ForgetFailed(uint64_t offset) {
   pending_cv_.notify_all();
 }
 
+bool BlobFile::SettlePut(uint64_t offset) {
+  std::lock_guard lock(pending_mu_);
+  auto it = pending_.find(offset);
+  if (it == pending_.end()) return false;
+  it->second->indexed = true;
+  return it->second->failed && it->second->removal_deferred;
+}
+
+bool BlobFile::DeferRemovalUntilIndexed(uint64_t offset) {
+  std::lock_guard lock(pending_mu_);
+  auto it = pending_.find(offset);
+  if (it == pending_.end() || it->second->indexed) return false;
+  it->second->removal_deferred = true;
+  return true;
+}
+
 bool BlobFile::ReadPending(uint64_t offset, char* buf, size_t n) const {
   std::lock_guard lock(pending_mu_);
   if (pending_.empty()) return false;

@@ -53,6 +53,11 @@ struct PendingWrite {
   // of its range are still served from the buffer, until the store has removed its key
   // (BlobFile::ForgetFailed) or a punch of its range drops it; syncs do not wait for it.
   mutable std::atomic<bool> failed{false};
+  // Under the file's pending lock. `indexed`: its Put wrote (or failed to write) its index
+  // entry; a failure's removal before that would find nothing to remove (BlobFile::SettlePut).
+  // `removal_deferred`: a removal came too early and waits for the Put.
+  bool indexed = false;
+  bool removal_deferred = false;
   // StoreImpl's memtable seal count read before this value's index record was written. A
   // superseded write may be skipped only if no memtable was sealed between its record and the
   // one superseding it: otherwise a flush (and a crash, WAL off) could make the old record
@@ -106,6 +111,13 @@ class BlobFile {
   void WritePending(uint64_t offset, const PendingWrite& w);
   // Forgets the failed write at `offset`, if it is still registered: its key is gone.
   void ForgetFailed(uint64_t offset);
+  // The Put of the pending write at `offset` has written its index entry or given up: true if
+  // the write failed and its removal was deferred (DeferRemovalUntilIndexed), which the caller
+  // must now queue again.
+  bool SettlePut(uint64_t offset);
+  // Before a failed write's removal: true, with the removal marked deferred, if its Put has
+  // not settled it yet (the index may not hold the version yet).
+  bool DeferRemovalUntilIndexed(uint64_t offset);
   // Appends n bytes copied from `src` at `src_offset`, inside the kernel (copy_file_range).
   Status AppendCopy(const BlobFile& src, uint64_t src_offset, size_t n, uint64_t* offset);
   // Reads exactly n bytes at `offset` (buffered). An error or a short read is an IOError naming

@@ -87,6 +87,7 @@ void StoreImpl::MaintenanceLoop() {
   // Each pass looks at 1/16 of the index for expired entries (reads never see them anyway),
   // so a pass stays short however many keys there are.
   constexpr size_t kShardsPerPass = KeyIndex::kShards / 16;
+  constexpr auto kFailedWriteRetry = std::chrono::seconds(1);  // without periodic passes
   const bool periodic = options_.maintenance_interval_ms > 0;
   const auto interval = std::chrono::milliseconds(options_.maintenance_interval_ms);
   auto next_pass = std::chrono::steady_clock::now() + interval;
@@ -97,6 +98,8 @@ void StoreImpl::MaintenanceLoop() {
     auto woken = [&] { return stop_maintenance_ || !failed_writes_.empty(); };
     if (periodic) {
       maint_cv_.wait_until(lock, next_pass, woken);
+    } else if (!failed.empty()) {
+      maint_cv_.wait_for(lock, kFailedWriteRetry, woken);  // removals that failed: again soon
     } else {
       maint_cv_.wait(lock, woken);
     }

@@ -236,9 +236,15 @@ class StoreImpl final : public Store {
   // must not write the index here: a RocksDB write may stall until a flush, and a flush first
   // waits (SyncValues) for queued writes that only the writer threads can finish.
   void OnFailedWrite(FailedWrite f);
+  // Queues a removal for the maintenance thread.
+  void QueueFailedWrite(FailedWrite f);
   // Removes each version in *failed (record, index entry, its buffer), if it is still the
-  // key's; those whose removal failed stay in *failed for the next pass.
+  // key's; those whose removal failed stay in *failed for the next pass. One whose Put has not
+  // indexed it yet is left to the Put (SettlePut).
   void RemoveFailedWrites(std::vector<FailedWrite>* failed);
+  // After the Put of `e` wrote its index entry, or failed to: a background write of it that
+  // failed before then is queued for removal again. Caller holds the key's stripe.
+  void SettlePut(uint64_t hash, std::string_view key, const Entry& e);
   // Writes the record of a new version of `key` (replacing `old`'s in another generation)
   // and updates the index. Caller holds the key's stripe.
   Status Commit(uint64_t hash, std::string_view key, const Entry& e, const format::IndexRecord& rec,

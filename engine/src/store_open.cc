@@ -327,7 +327,12 @@ Status StoreImpl::Close() {
     // The writes' failures join the removals, tried once: a record left points at bytes never
     // written, which the next open drops.
     if (writer_) writer_->Drain();
-    RemoveFailedWrites(&failed_writes_);
+    std::vector<FailedWrite> failed;
+    {
+      std::lock_guard lock(maint_mu_);
+      failed.swap(failed_writes_);
+    }
+    RemoveFailedWrites(&failed);
     s = PersistDirty();
     Status f = Flush();
     flushed = f.ok();

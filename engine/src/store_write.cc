@@ -112,6 +112,10 @@ Status StoreImpl::AppendValue(std::string_view key, std::string_view value, std:
 void StoreImpl::OnFailedWrite(FailedWrite f) {
   counters_.failed_writes++;
   write_failed_ = true;
+  QueueFailedWrite(std::move(f));
+}
+
+void StoreImpl::QueueFailedWrite(FailedWrite f) {
   {
     std::lock_guard lock(maint_mu_);
     failed_writes_.push_back(std::move(f));
@@ -119,22 +123,36 @@ void StoreImpl::OnFailedWrite(FailedWrite f) {
   maint_cv_.notify_all();
 }
 
+void StoreImpl::SettlePut(uint64_t hash, std::string_view key, const Entry& e) {
+  if (!writer_ || e.is_inline()) return;
+  BlobFilePtr file = gens_->SegmentOf(e.seg).file;
+  if (file && file->SettlePut(e.offset)) QueueFailedWrite({hash, std::string(key), e, file});
+}
+
 void StoreImpl::RemoveFailedWrites(std::vector<FailedWrite>* failed) {
   testing::SyncPoint("StoreImpl::RemoveFailedWrites");
   std::vector<FailedWrite> left;
   for (FailedWrite& f : *failed) {
+    BlobFilePtr file = f.file.lock();  // none: its generation is gone, and the key with it
     {
       std::lock_guard stripe(Stripe(f.hash));
+      if (file && file->DeferRemovalUntilIndexed(f.version.offset)) continue;  // the Put queues it
       std::optional<Located> at = LookupExact(f.hash, f.key);
-      // Replaced or deleted meanwhile: gone already. A removal that fails keeps the bytes.
-      if (at && at->entry.SameVersion(f.version) && !RemoveLocked(f.hash, f.key, *at).ok()) {
+      // The version by its bytes' place (eviction may move its entry to another generation's
+      // segment, keeping the bytes); replaced or deleted meanwhile, it is gone already. A
+      // removal that fails keeps the bytes readable.
+      const bool current = at && file && at->seg.file == file &&
+                           at->entry.offset == f.version.offset &&
+                           at->entry.check == f.version.check;
+      if (current && !RemoveLocked(f.hash, f.key, *at).ok()) {
         left.push_back(std::move(f));
         continue;
       }
     }
-    if (BlobFilePtr file = f.file.lock()) file->ForgetFailed(f.version.offset);
+    if (file) file->ForgetFailed(f.version.offset);
   }
   failed->swap(left);
+  testing::SyncPoint("StoreImpl::RemoveFailedWrites:Done");
 }
 
 Status StoreImpl::StageValue(uint64_t hash, std::string_view key, std::string_view value,
@@ -273,6 +291,7 @@ Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::str
   if (Status s = StageValue(hash, key, value, owned, value_hash, *ticket, &e, &rec); !s.ok()) {
     return s;
   }
+  testing::SyncPoint("StoreImpl::PutImpl:BeforeCommit");
   if (!stripe.owns_lock()) stripe.lock();
   std::optional<Located> old = LookupExact(hash, key);
   e.position = missing_positions_.Take(hash);
@@ -281,7 +300,9 @@ Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::str
     rec.expire_at_ms = old && !old->entry.ExpiredAt(now) ? ExactExpiry(hash, key, *old) : 0;
     e.expire_at_ms = rec.expire_at_ms;
   }
-  if (Status s = Commit(hash, key, e, rec, gen, old); !s.ok()) return s;
+  Status committed = Commit(hash, key, e, rec, gen, old);
+  SettlePut(hash, key, e);
+  if (!committed.ok()) return committed;
   stripe.unlock();
   counters_.bytes_written += value.size();
   if (gen.bytes + hit_bytes_.load(std::memory_order_relaxed) >= generation_bytes_) MaybeRotate();

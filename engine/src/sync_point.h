@@ -17,6 +17,8 @@ namespace larder::testing {
 //                                    it with instead (0: write)
 //   "StoreImpl::RemoveFailedWrites"  the maintenance thread is about to remove the keys whose
 //                                    background writes failed
+//   "StoreImpl::RemoveFailedWrites:Done"  ... and has
+//   "StoreImpl::PutImpl:BeforeCommit"     a Put's value is staged, its index entry not written
 void SetSyncPoint(const std::string& name, std::function<void(void*)> fn);
 // The same for a function that takes no argument.
 void SetSyncPoint(const std::string& name, std::function<void()> fn);

@@ -9,6 +9,7 @@
 #include <future>
 #include <thread>
 
+#include "blob_file.h"
 #include "larder/store.h"
 #include "sync_point.h"
 #include "test_util.h"
@@ -144,6 +145,69 @@ TEST_F(FailedWriteTest, AReplacementBeforeTheRemovalKeepsTheNewValue) {
   Reopen();
   ExpectValue("k", v2);
   EXPECT_EQ(store_->GetStats().corruptions, 0u);
+}
+
+// A write that fails before its Put has written the index entry (it starts at once when the
+// value is half the write buffer or more): the removal waits for the Put, which then queues it
+// again, rather than forgetting the bytes of a version the index is about to hold.
+TEST_F(FailedWriteTest, AWriteThatFailsBeforeItsPutIndexedItIsStillRemoved) {
+  TearDown();  // this test holds the Put, not the removal
+  opts_.write_buffer_bytes = 2 * kMiB;
+  Reopen();
+  std::promise<void> removal_done;
+  std::atomic<bool> done_once{false};
+  testing::SetSyncPoint("BlobFile::WritePending:Write",
+                        [](void* err) { *static_cast<int*>(err) = ENOSPC; });
+  testing::SetSyncPoint("StoreImpl::RemoveFailedWrites:Done", [&] {
+    if (!done_once.exchange(true)) removal_done.set_value();
+  });
+  std::shared_future<void> removal_tried = removal_done.get_future().share();
+  testing::SetSyncPoint("StoreImpl::PutImpl:BeforeCommit", [&] {
+    ASSERT_EQ(removal_tried.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  });
+  struct Unhook {
+    ~Unhook() {
+      for (const char* p : {"BlobFile::WritePending:Write", "StoreImpl::RemoveFailedWrites:Done",
+                            "StoreImpl::PutImpl:BeforeCommit"}) {
+        testing::SetSyncPoint(p, nullptr);
+      }
+    }
+  } unhook;
+  ASSERT_TRUE(store_->PutOwned("k", MakeValue("k", kMiB), {}).ok());
+  testing::SetSyncPoint("StoreImpl::PutImpl:BeforeCommit", nullptr);
+  AwaitRemoved("k");
+  Stats st = store_->GetStats();
+  EXPECT_EQ(st.failed_writes, 1u);
+  EXPECT_EQ(st.corruptions, 0u) << "the unwritten range was read";
+}
+
+// The file's side: a sync and a punch of the range do not wait for a failed write, and until
+// then the range is read from the buffer.
+TEST(BlobFileFailedWriteTest, ASyncAndAPunchDoNotWaitForIt) {
+  test::TempDir dir;
+  auto created = BlobFile::Create(dir.path() + "/f.lbv", format::BlobFileHeader(), true);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  BlobFile& f = **created;
+  struct Unhook {
+    ~Unhook() { testing::SetSyncPoint("BlobFile::WritePending:Write", nullptr); }
+  } unhook;
+  testing::SetSyncPoint("BlobFile::WritePending:Write",
+                        [](void* err) { *static_cast<int*>(err) = EIO; });
+  const std::string v = MakeValue("v", 64 << 10);
+  auto w = PendingWrite::Adopt(std::string(v));
+  Status reported;
+  w->on_error = [&](const Status& s) { reported = s; };
+  uint64_t at = 0;
+  f.AppendPending(w, &at);
+  f.WritePending(at, *w);
+  EXPECT_FALSE(reported.ok()) << "the failure was not reported";
+  std::string got(v.size(), '\0');
+  ASSERT_TRUE(f.Read(at, got.data(), got.size()).ok());
+  EXPECT_TRUE(got == v) << "not read from the buffer";
+  ASSERT_TRUE(f.Sync().ok());
+  EXPECT_FALSE(f.NeedsSync());
+  f.Punch(at, v.size());
+  EXPECT_FALSE(f.IsPending(at, v.size())) << "the punch kept the failed write";
 }
 
 }  // namespace
