@@ -301,7 +301,7 @@ Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::str
     e.expire_at_ms = rec.expire_at_ms;
   }
   Status committed = Commit(hash, key, e, rec, gen, old);
-  SettlePut(hash, key, e);
+  if (owned || options_.direct_writes) SettlePut(hash, key, e);  // only these go pending
   if (!committed.ok()) return committed;
   stripe.unlock();
   counters_.bytes_written += value.size();
