@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 
 namespace larder::testing {
 
@@ -26,5 +27,21 @@ void SetSyncPoint(const std::string& name, std::function<void()> fn);
 void SetSyncPoint(const std::string& name, std::nullptr_t);
 // Runs the function set for `name`, if any (one relaxed load when none is set).
 void SyncPoint(const char* name, void* arg = nullptr);
+
+// Sets a point (either kind of function) for the object's life, a test's scope: the point is
+// removed however the scope ends.
+class ScopedSyncPoint {
+ public:
+  template <typename Fn>
+  ScopedSyncPoint(std::string name, Fn fn) : name_(std::move(name)) {
+    SetSyncPoint(name_, std::move(fn));
+  }
+  ~ScopedSyncPoint() { SetSyncPoint(name_, nullptr); }
+  ScopedSyncPoint(const ScopedSyncPoint&) = delete;
+  ScopedSyncPoint& operator=(const ScopedSyncPoint&) = delete;
+
+ private:
+  const std::string name_;
+};
 
 }  // namespace larder::testing

@@ -156,25 +156,18 @@ TEST_F(FailedWriteTest, AWriteThatFailsBeforeItsPutIndexedItIsStillRemoved) {
   Reopen();
   std::promise<void> removal_done;
   std::atomic<bool> done_once{false};
-  testing::SetSyncPoint("BlobFile::WritePending:Write",
-                        [](void* err) { *static_cast<int*>(err) = ENOSPC; });
-  testing::SetSyncPoint("StoreImpl::RemoveFailedWrites:Done", [&] {
+  std::shared_future<void> removal_tried = removal_done.get_future().share();
+  testing::ScopedSyncPoint failing("BlobFile::WritePending:Write",
+                                   [](void* err) { *static_cast<int*>(err) = ENOSPC; });
+  testing::ScopedSyncPoint tried("StoreImpl::RemoveFailedWrites:Done", [&] {
     if (!done_once.exchange(true)) removal_done.set_value();
   });
-  std::shared_future<void> removal_tried = removal_done.get_future().share();
-  testing::SetSyncPoint("StoreImpl::PutImpl:BeforeCommit", [&] {
-    ASSERT_EQ(removal_tried.wait_for(std::chrono::seconds(30)), std::future_status::ready);
-  });
-  struct Unhook {
-    ~Unhook() {
-      for (const char* p : {"BlobFile::WritePending:Write", "StoreImpl::RemoveFailedWrites:Done",
-                            "StoreImpl::PutImpl:BeforeCommit"}) {
-        testing::SetSyncPoint(p, nullptr);
-      }
-    }
-  } unhook;
-  ASSERT_TRUE(store_->PutOwned("k", MakeValue("k", kMiB), {}).ok());
-  testing::SetSyncPoint("StoreImpl::PutImpl:BeforeCommit", nullptr);
+  {
+    testing::ScopedSyncPoint holding("StoreImpl::PutImpl:BeforeCommit", [&] {
+      ASSERT_EQ(removal_tried.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+    });
+    ASSERT_TRUE(store_->PutOwned("k", MakeValue("k", kMiB), {}).ok());
+  }
   AwaitRemoved("k");
   Stats st = store_->GetStats();
   EXPECT_EQ(st.failed_writes, 1u);
@@ -188,11 +181,8 @@ TEST(BlobFileFailedWriteTest, ASyncAndAPunchDoNotWaitForIt) {
   auto created = BlobFile::Create(dir.path() + "/f.lbv", format::BlobFileHeader(), true);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   BlobFile& f = **created;
-  struct Unhook {
-    ~Unhook() { testing::SetSyncPoint("BlobFile::WritePending:Write", nullptr); }
-  } unhook;
-  testing::SetSyncPoint("BlobFile::WritePending:Write",
-                        [](void* err) { *static_cast<int*>(err) = EIO; });
+  testing::ScopedSyncPoint failing("BlobFile::WritePending:Write",
+                                   [](void* err) { *static_cast<int*>(err) = EIO; });
   const std::string v = MakeValue("v", 64 << 10);
   auto w = PendingWrite::Adopt(std::string(v));
   Status reported;

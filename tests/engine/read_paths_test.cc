@@ -217,10 +217,7 @@ TEST_F(ReadPathsTest, AValueReplacedBetweenTheLookupAndTheHoldIsLookedUpAgain) {
   auto value = [&](int v) { return MakeValue("k" + std::to_string(v), size); };
   ASSERT_TRUE(store_->Put("k", value(version)).ok());
   bool replace = true;
-  struct Unhook {
-    ~Unhook() { testing::SetSyncPoint("LookupHeld:BeforeHold", nullptr); }
-  } unhook;
-  testing::SetSyncPoint("LookupHeld:BeforeHold", [&] {
+  testing::ScopedSyncPoint replacing("LookupHeld:BeforeHold", [&] {
     if (replace) {
       EXPECT_TRUE(store_->Put("k", value(++version)).ok());
     }

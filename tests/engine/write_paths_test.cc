@@ -106,14 +106,13 @@ TEST(BlobFileSyncTest, AValueAppendedWhileASyncWaitsIsNotCountedSynced) {
   f.AppendPending(written, &first);
   f.WritePending(first, *written);
   auto waiting = PendingWrite::Adopt(std::string(64 << 10, 'b'));
-  struct Unhook {
-    ~Unhook() { testing::SetSyncPoint("BlobFile::Sync:AfterWait", nullptr); }
-  } unhook;
-  testing::SetSyncPoint("BlobFile::Sync:AfterWait", [&] { f.AppendPending(waiting, &second); });
-  ASSERT_TRUE(f.Sync().ok());
+  {
+    testing::ScopedSyncPoint appending("BlobFile::Sync:AfterWait",
+                                       [&] { f.AppendPending(waiting, &second); });
+    ASSERT_TRUE(f.Sync().ok());
+  }
   EXPECT_TRUE(f.NeedsSync()) << "the value appended during the sync counted as synced";
   EXPECT_TRUE(f.IsPending(second, 64 << 10));
-  testing::SetSyncPoint("BlobFile::Sync:AfterWait", nullptr);
   f.WritePending(second, *waiting);
   ASSERT_TRUE(f.Sync().ok());
   EXPECT_FALSE(f.NeedsSync());
