@@ -218,6 +218,12 @@ class StoreImpl final : public Store {
   Status StageValue(uint64_t hash, std::string_view key, std::string_view value, std::string* owned,
                     uint64_t value_hash, const Generations::WriteTicket& t, Entry* e,
                     format::IndexRecord* rec);
+  // Whether a Put's blob value may be written in the background (a PendingWrite): with the
+  // WAL off, a caller's string (PutOwned) or any value with direct_writes; unless a background
+  // write failed since the last success (write_failed_), which AppendValue checks as it goes.
+  bool MayWriteBehind(const std::string* owned) const {
+    return writer_ && (owned || options_.direct_writes);
+  }
   // Appends a blob value into the head; fills e's location.
   Status AppendValue(std::string_view key, std::string_view value, std::string* owned,
                      const Generations::WriteTicket& t, Entry* e, format::IndexRecord* rec);
@@ -242,8 +248,9 @@ class StoreImpl final : public Store {
   // key's; those whose removal failed stay in *failed for the next pass. One whose Put has not
   // indexed it yet is left to the Put (SettlePut).
   void RemoveFailedWrites(std::vector<FailedWrite>* failed);
-  // After the Put of `e` wrote its index entry, or failed to: a background write of it that
-  // failed before then is queued for removal again. Caller holds the key's stripe.
+  // After a Put that MayWriteBehind wrote the index entry of `e`, or failed to: a background
+  // write of it that failed before then is queued for removal again. Caller holds the key's
+  // stripe.
   void SettlePut(uint64_t hash, std::string_view key, const Entry& e);
   // Writes the record of a new version of `key` (replacing `old`'s in another generation)
   // and updates the index. Caller holds the key's stripe.

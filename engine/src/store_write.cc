@@ -65,7 +65,7 @@ Status StoreImpl::AppendValue(std::string_view key, std::string_view value, std:
   // still follow. After a background write failed, every value goes in place until a write
   // succeeds again, so that a full disk answers the writer itself.
   std::shared_ptr<PendingWrite> pending;
-  if (writer_ && !write_failed_.load()) {
+  if (MayWriteBehind(owned) && !write_failed_.load()) {
     if (options_.direct_writes) {
       pending = PendingWrite::CopyOf(value);
     } else if (owned) {
@@ -124,7 +124,7 @@ void StoreImpl::QueueFailedWrite(FailedWrite f) {
 }
 
 void StoreImpl::SettlePut(uint64_t hash, std::string_view key, const Entry& e) {
-  if (!writer_ || e.is_inline()) return;
+  if (e.is_inline()) return;
   BlobFilePtr file = gens_->SegmentOf(e.seg).file;
   if (file && file->SettlePut(e.offset)) QueueFailedWrite({hash, std::string(key), e, file});
 }
@@ -301,7 +301,7 @@ Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::str
     e.expire_at_ms = rec.expire_at_ms;
   }
   Status committed = Commit(hash, key, e, rec, gen, old);
-  if (owned || options_.direct_writes) SettlePut(hash, key, e);  // only these go pending
+  if (MayWriteBehind(owned)) SettlePut(hash, key, e);
   if (!committed.ok()) return committed;
   stripe.unlock();
   counters_.bytes_written += value.size();
