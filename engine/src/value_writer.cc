@@ -65,19 +65,19 @@ void ValueWriter::Work() {
   std::unique_lock lock(mu_);
   for (;;) {
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stop_
+    PopReleasedFront();
+    if (queue_.empty()) {
+      if (stop_) return;
+      continue;
+    }
     if (!FrontIsDue()) {
-      work_cv_.wait_until(lock, queue_.front().due + kWakeSlack);
+      WaitForFront(lock);
       continue;
     }
     Job job = std::move(queue_.front());
     queue_.pop_front();
-    // Dropped unwritten (its bytes left the count then): nothing to write and nobody to wake.
-    if (job.w->released) {
-      if (queue_.empty() && in_flight_ == 0) drained_cv_.notify_all();
-      continue;
-    }
-    if (!queue_.empty() && FrontIsDue()) work_cv_.notify_one();  // another writer may take it
+    // Another writer takes the next job, or waits for its time if none does.
+    if (!queue_.empty() && (!front_timer_ || FrontIsDue())) work_cv_.notify_one();
     ++in_flight_;
     lock.unlock();
     job.file->WritePending(job.offset, *job.w);
@@ -88,8 +88,29 @@ void ValueWriter::Work() {
     --in_flight_;
     pending_ -= n;
     room_cv_.notify_all();
-    if (queue_.empty() && in_flight_ == 0) drained_cv_.notify_all();
+    NotifyIfDrained();
   }
+}
+
+void ValueWriter::PopReleasedFront() {
+  // Dropped unwritten (its bytes left the count then): nothing to write, whenever it falls due.
+  // So a key overwritten in a burst leaves the writers nothing to wake for but its last version.
+  while (!queue_.empty() && queue_.front().w->released) queue_.pop_front();
+  NotifyIfDrained();
+}
+
+void ValueWriter::WaitForFront(std::unique_lock<std::mutex>& lock) {
+  if (front_timer_) {  // another writer waits for the front's time: wait for a notify only
+    work_cv_.wait(lock);
+    return;
+  }
+  front_timer_ = true;
+  work_cv_.wait_until(lock, queue_.front().due + kWakeSlack);
+  front_timer_ = false;
+}
+
+void ValueWriter::NotifyIfDrained() {
+  if (queue_.empty() && in_flight_ == 0) drained_cv_.notify_all();
 }
 
 void ValueWriter::Released(uint64_t n) {

@@ -65,6 +65,14 @@ class ValueWriter {
   bool HasRoomForLocked(uint64_t n) const { return pending_ == 0 || pending_ + n <= max_pending_; }
   // Whether the queue's first job should start now. Caller holds mu_.
   bool FrontIsDue() const;
+  // The following, the caller holding mu_. Drops the jobs at the queue's front whose write was
+  // dropped unwritten.
+  void PopReleasedFront();
+  // Waits until the front job is due, or a notify. One writer at a time waits with a deadline
+  // (front_timer_); the others wait for a notify, so a due time wakes one thread, not all.
+  void WaitForFront(std::unique_lock<std::mutex>& lock);
+  // Wakes Drain's waiters once nothing is queued or being written.
+  void NotifyIfDrained();
 
   const uint64_t max_pending_;
   mutable std::mutex mu_;
@@ -75,6 +83,7 @@ class ValueWriter {
   uint64_t submitted_ = 0;
   uint64_t hurried_ = 0;  // jobs with seq <= this start at once
   bool stop_ = false;
+  bool front_timer_ = false;  // a writer waits for the front job's due time
   std::vector<std::thread> threads_;
 };
 
