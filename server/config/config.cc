@@ -1,6 +1,7 @@
 #include "config/config.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -150,6 +151,14 @@ std::optional<std::string> RewriteContent(const std::string& old, const ServerCo
 }
 
 }  // namespace
+
+int64_t ActiveIoThreads(const ServerConfig& cfg) {
+  if (cfg.io_threads > 0) return cfg.io_threads;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int64_t n = ::sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 2;
+  return std::clamp<int64_t>(n / 2, 1, 2);
+}
 
 Config::Config() : apply_fns_(OptionTable().size()) {}
 

@@ -64,7 +64,7 @@ struct ServerConfig {
   int64_t timeout = 0;                         // idle seconds before a client is closed; 0 = never
   int64_t tcp_keepalive = 300;                 // seconds; 0 = no SO_KEEPALIVE
   bool protected_mode = true;                  // refuse non-loopback clients without requirepass
-  int64_t io_threads = 2;                      // [1, 64] threads serving connections
+  int64_t io_threads = 0;                      // [0, 64]; 0 = ActiveIoThreads decides
   int64_t engine_threads = 8;                  // [1, 256] threads running blocking engine calls
   int64_t pipeline_nice = 10;                  // [0, 19] CPU nice of the pipelined-batch threads
   std::string sendfile = "remote";             // remote | always | never: GET's sendfile use
@@ -141,5 +141,12 @@ struct ServerConfig {
   bool daemonize = false;
   int64_t databases = 1;  // only db 0 exists
 };
+
+// The threads serving connections: `io-threads`, or for 0 half the CPUs this process may run on
+// (its affinity mask), at least 1 and at most 2. The io threads share the cores with the engine
+// threads, the background writers and, on a GPU node, the inference engine that is the client:
+// on a 2-core host a second io thread takes a core they need. Two serve a fast NVMe drive's
+// worth of large values.
+int64_t ActiveIoThreads(const ServerConfig& cfg);
 
 }  // namespace larder::config

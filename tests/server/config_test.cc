@@ -1,5 +1,6 @@
 // Tests for the server configuration: the option table, conf/larder.conf, config-file and
 // command-line parsing, CONFIG GET/SET/REWRITE.
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -102,6 +103,17 @@ TEST(OptionTableTest, DefaultLineParsesBackToTheDefault) {
   ServerConfig parsed;
   FindOption("port")->parse({"6379"}, &parsed);
   EXPECT_EQ(parsed.port, 6379);
+}
+
+TEST(ActiveIoThreadsTest, ASetCountIsKeptAndZeroIsHalfTheCpusOneOrTwo) {
+  ServerConfig cfg;
+  cfg.io_threads = 5;
+  EXPECT_EQ(ActiveIoThreads(cfg), 5);
+  cfg.io_threads = 0;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(cpus), &cpus), 0);
+  EXPECT_EQ(ActiveIoThreads(cfg), CPU_COUNT(&cpus) >= 4 ? 2 : 1);
 }
 
 TEST(OptionTableTest, RuntimeMutability) {
@@ -301,7 +313,7 @@ TEST_F(ConfigTest, GetMatchesRedisGlobsAndFormatsLikeRedis) {
   Config c;
   EXPECT_EQ(c.Get("port"), (Pairs{{"port", "6379"}}));
   EXPECT_EQ(c.Get("PORT"), (Pairs{{"port", "6379"}}));
-  EXPECT_EQ(c.Get("*threads"), (Pairs{{"io-threads", "2"}, {"engine-threads", "8"}}));
+  EXPECT_EQ(c.Get("*threads"), (Pairs{{"io-threads", "0"}, {"engine-threads", "8"}}));
   EXPECT_EQ(c.Get("tcp-?eepalive"), (Pairs{{"tcp-keepalive", "300"}}));
   EXPECT_EQ(c.Get("wal*"), (Pairs{{"wal", "no"}, {"wal-sync", "no"}}));
   EXPECT_EQ(c.Get("[l]og*"), (Pairs{{"loglevel", "notice"}, {"logfile", ""}}));
