@@ -144,9 +144,14 @@ void StoreImpl::RemoveFailedWrites(std::vector<FailedWrite>* failed) {
       const bool current = at && file && at->seg.file == file &&
                            at->entry.offset == f.version.offset &&
                            at->entry.check == f.version.check;
-      if (current && !RemoveLocked(f.hash, f.key, *at).ok()) {
-        left.push_back(std::move(f));
-        continue;
+      if (current) {
+        Status removed;
+        testing::SyncPoint("StoreImpl::RemoveFailedWrites:Remove", &removed);
+        if (removed.ok()) removed = RemoveLocked(f.hash, f.key, *at);
+        if (!removed.ok()) {
+          left.push_back(std::move(f));
+          continue;
+        }
       }
     }
     if (file) file->ForgetFailed(f.version.offset);

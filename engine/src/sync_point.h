@@ -18,7 +18,9 @@ namespace larder::testing {
 //                                    it with instead (0: write)
 //   "StoreImpl::RemoveFailedWrites"  the maintenance thread is about to remove the keys whose
 //                                    background writes failed
-//   "StoreImpl::RemoveFailedWrites:Done"  ... and has
+//   "StoreImpl::RemoveFailedWrites:Remove"  ... one of them, under its stripe: Status* to fail
+//                                    the removal with instead (OK: remove)
+//   "StoreImpl::RemoveFailedWrites:Done"  ... and has removed what it could
 //   "StoreImpl::PutImpl:BeforeCommit"     a Put's value is staged, its index entry not written
 void SetSyncPoint(const std::string& name, std::function<void(void*)> fn);
 // The same for a function that takes no argument.

@@ -174,6 +174,35 @@ TEST_F(FailedWriteTest, AWriteThatFailsBeforeItsPutIndexedItIsStillRemoved) {
   EXPECT_EQ(st.corruptions, 0u) << "the unwritten range was read";
 }
 
+// A removal whose index write fails is tried again (a second later without periodic passes),
+// and until it succeeds the value is still read whole from its buffer.
+TEST_F(FailedWriteTest, ARemovalThatFailedIsTriedAgain) {
+  std::atomic<int> attempts{0};
+  std::atomic<bool> refuse{true};
+  std::promise<void> refused;
+  testing::ScopedSyncPoint failing("StoreImpl::RemoveFailedWrites:Remove", [&](void* removed) {
+    if (!refuse) return;
+    *static_cast<Status*>(removed) = Status::IOError("refused by the test");
+    if (attempts.fetch_add(1) == 0) refused.set_value();
+  });
+  const std::string v = MakeValue("k", kMiB);
+  PutAndFailItsWrite("k", v);
+  AllowRemoval();
+  ASSERT_EQ(refused.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  // Refused again at every try meanwhile: the value stays, whole.
+  ExpectValue("k", v);
+  for (int i = 0; i < 3000 && attempts < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(attempts.load(), 2) << "the removal was not tried again";
+  ExpectValue("k", v);
+  refuse = false;
+  AwaitRemoved("k");
+  Stats st = store_->GetStats();
+  EXPECT_EQ(st.failed_writes, 1u);
+  EXPECT_EQ(st.corruptions, 0u);
+}
+
 // The file's side: a sync and a punch of the range do not wait for a failed write, and until
 // then the range is read from the buffer.
 TEST(BlobFileFailedWriteTest, ASyncAndAPunchDoNotWaitForIt) {
