@@ -189,6 +189,7 @@ int Serve(larder::Store& store, Config* config, const ServerConfig& cfg, const l
   larder::server::Dispatcher dispatcher(core);
   larder::server::Server server(core, dispatcher, cfg);
   core.clients = &server;
+  core.process.io_threads = static_cast<int64_t>(server.io_threads());
   core.request_shutdown = [&server] { server.RequestStop(); };
   if (auto err = SetUpTls(config, cfg, server)) {
     Log(LogLevel::kWarning, "can't set up TLS: " + *err);

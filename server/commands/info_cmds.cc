@@ -52,7 +52,7 @@ void WriteServer(const InfoInput& in, std::string* out) {
   Field(out, "tcp_port", static_cast<uint64_t>(in.core.process.tcp_port));
   Field(out, "uptime_in_seconds", uptime_ms / 1000);
   Field(out, "uptime_in_days", uptime_ms / 86400000);
-  Field(out, "io_threads_active", static_cast<uint64_t>(config::ActiveIoThreads(in.cfg)));
+  Field(out, "io_threads_active", static_cast<uint64_t>(in.core.process.io_threads));
   Field(out, "executable", "larder-server");
 }
 

@@ -83,7 +83,7 @@ Server::Server(Core& core, RequestExecutor& executor, const config::ServerConfig
       executor_(executor),
       boot_cfg_(cfg),
       pool_(static_cast<size_t>(cfg.engine_threads)) {
-  for (int64_t i = 0; i < config::ActiveIoThreads(cfg); ++i) {
+  for (int64_t i = 0, n = config::ActiveIoThreads(cfg); i < n; ++i) {
     ios_.push_back(std::make_unique<asio::io_context>(1));
     guards_.push_back(asio::make_work_guard(*ios_.back()));
   }

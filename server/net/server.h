@@ -45,6 +45,8 @@ class Server : public ClientRegistry {
   void RequestStop();
   // Graceful stop: stop accepting, let commands in flight finish, close clients, join threads.
   void Stop();
+  // The io threads serving connections (config::ActiveIoThreads of the startup values).
+  size_t io_threads() const { return ios_.size(); }
 
   // ClientRegistry.
   size_t Count() const override;

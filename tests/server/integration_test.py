@@ -298,6 +298,10 @@ class CommandsTest(unittest.TestCase):
                       "instantaneous_ops_per_sec:", "instantaneous_input_kbps:",
                       "instantaneous_output_kbps:", "used_cpu_sys:", "used_cpu_user:"):
             self.assertIn(field, info)
+        # io-threads 0 (the default): half the CPUs the server may run on, 1 or 2.
+        io_threads = min(2, max(1, len(os.sched_getaffinity(self.srv.proc.pid)) // 2))
+        self.assertIn("io_threads_active:%d\r\n" % io_threads, info)
+        self.assertEqual(self.r.config_get("io-threads"), {"io-threads": "0"})
         self.assertEqual(self.r.info("server", "clients").keys() & {"redis_version", "maxclients",
                                                                     "used_cpu_sys"},
                          {"redis_version", "maxclients"})
