@@ -203,6 +203,53 @@ TEST_F(FailedWriteTest, ARemovalThatFailedIsTriedAgain) {
   EXPECT_EQ(st.corruptions, 0u);
 }
 
+// Generations of 4 MiB, so that a few values close one and eviction can drop it.
+class FailedWriteEvictionTest : public FailedWriteTest {
+ protected:
+  void SetUp() override {
+    opts_.generation_bytes = 4 * kMiB;
+    FailedWriteTest::SetUp();
+  }
+};
+
+// Eviction keeps a reused entry in place: its generation is dropped and the entry moves to a
+// later generation's segment, which borrows the file and leaves the bytes where they are. A
+// failed write's removal that comes after must still know the version by its bytes' place and
+// remove the key; taken for a replacement, the key would stay, naming bytes never written.
+TEST_F(FailedWriteEvictionTest, AnEntryEvictionKeptInPlaceIsStillRemoved) {
+  const std::string v = MakeValue("k", kMiB);
+  PutAndFailItsWrite("k", v);
+  Result<KeyInfo> before = store_->Info("k");
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  // Fill k's generation until a later one takes the writes, then reuse k.
+  int filled = 0;
+  for (; filled < 16; ++filled) {
+    const std::string key = "fill" + std::to_string(filled);
+    ASSERT_TRUE(store_->Put(key, MakeValue(key, kMiB)).ok());
+    Result<KeyInfo> at = store_->Info(key);
+    ASSERT_TRUE(at.ok());
+    if (at->generation != before->generation) break;
+  }
+  ASSERT_LT(filled, 16) << "no second generation";
+  ExpectValue("k", v);
+  // Down to about what the later generation holds (a fill, and k once kept): k's generation
+  // goes, and the fills written there with it. Not 0, which would close the later generation
+  // and evict it too.
+  ASSERT_TRUE(store_->EvictTo(5 * kMiB / 2).ok());
+  EXPECT_FALSE(store_->Contains("fill0")) << "k's generation was not evicted";
+  Result<KeyInfo> kept = store_->Info("k");
+  ASSERT_TRUE(kept.ok()) << "eviction did not keep the reused entry: " << kept.status().ToString();
+  ASSERT_NE(kept->generation, before->generation);
+  ExpectValue("k", v);  // still from the write's buffer
+
+  AllowRemoval();
+  AwaitRemoved("k");
+  EXPECT_EQ(store_->GetStats().corruptions, 0u) << "the unwritten range was read";
+  Reopen();
+  EXPECT_TRUE(store_->Get("k").status().IsNotFound());
+  EXPECT_EQ(store_->GetStats().corruptions, 0u);
+}
+
 // The file's side: a sync and a punch of the range do not wait for a failed write, and until
 // then the range is read from the buffer.
 TEST(BlobFileFailedWriteTest, ASyncAndAPunchDoNotWaitForIt) {
