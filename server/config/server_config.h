@@ -143,10 +143,7 @@ struct ServerConfig {
 };
 
 // The threads serving connections: `io-threads`, or for 0 half the CPUs this process may run on
-// (its affinity mask), at least 1 and at most 2. The io threads share the cores with the engine
-// threads, the background writers and, on a GPU node, the inference engine that is the client:
-// on a 2-core host a second io thread takes a core they need. Two serve a fast NVMe drive's
-// worth of large values.
+// (its affinity mask), at least 1 and at most 2 (why: conf/larder.conf, io-threads).
 int64_t ActiveIoThreads(const ServerConfig& cfg);
 
 }  // namespace larder::config
