@@ -264,8 +264,8 @@ Status BlobFile::HashInPlace(uint64_t offset, size_t n, bool keep_mapping, uint6
   std::shared_ptr<const FileMapping::View> view =
       keep_mapping ? mapping_.Covering(offset + n) : mapping_.Transient(offset, n);
   if (!view) return Status::IOError("mapping " + path_ + ": " + ErrnoText(errno));
-  // A value not wholly cached has every read queued at once, so the disk works ahead while the
-  // pages already read are hashed.
+  // A value not wholly cached has its reads queued first (Prefetch), so the disk works ahead
+  // while the pages already read are hashed.
   if (!view->EndsCached(offset, n)) Prefetch(offset, n);
   format::ChecksumStream stream;
   Status s;

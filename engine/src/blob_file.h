@@ -143,7 +143,7 @@ class BlobFile {
                   Status* s) const;
   // XXH3 of [offset, offset + n) read in place, through the file's kept mapping or, without
   // `keep_mapping`, one made for this call, so the bytes are hashed where they lie in the page
-  // cache, with no copy. A range not cached has all its reads queued first (Prefetch), so the
+  // cache, with no copy. A range not cached has its reads queued first (Prefetch), so the
   // disk reads ahead of the hash. The range must not be pending. IOError naming the file if it
   // cannot be mapped or a page cannot be read.
   Status HashInPlace(uint64_t offset, size_t n, bool keep_mapping, uint64_t* hash) const;
@@ -154,7 +154,11 @@ class BlobFile {
   // Lets go of the file's mapping (Store::UnmapFiles).
   void Unmap() { mapping_.Reset(); }
   // Starts reading [offset, offset + n) into the page cache and returns (a hint: the kernel may
-  // drop it; errors are ignored, the read that follows reports them).
+  // drop it; errors are ignored, the read that follows reports them). One POSIX_FADV_WILLNEED:
+  // the kernel queues at most the larger of the device's optimal I/O size and the readahead
+  // window per call (8 MiB on the bench's disk), and its readahead follows the sequential reads
+  // of the rest. Advising a longer value whole, in 2 MiB calls, made cold reads of 16 and 32 MiB
+  // slower, not faster (bench/results/history.md), so it stays one call.
   void Prefetch(uint64_t offset, size_t n) const;
   // Makes everything appended so far durable: waits for its pending writes, then fdatasync;
   // concurrent callers share one sync. A write that failed (PendingWrite::failed) is not waited

@@ -69,8 +69,8 @@ Status StoreImpl::ReadCachedOrInPieces(BlobFile& f, const Entry& e, char* buf, u
   }
   size_t done = 0;
   if (e.size > kPiece) {
-    // A value not wholly cached has all its reads queued at once, so the disk works ahead of
-    // the pieces; one already cached costs no more than this first piece.
+    // A value not wholly cached has its reads queued first (Prefetch), so the disk works ahead
+    // of the pieces; one already cached costs no more than this first piece.
     if (Status s = f.ReadFirstPiece(e.offset, e.size, buf, kPiece); !s.ok()) return s;
     stream.Update(buf, kPiece);
     done = kPiece;
