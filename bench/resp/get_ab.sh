@@ -14,11 +14,8 @@ rounds=${4:-6}
 # shellcheck source=bench/resp/beside_redis.sh
 source "$(dirname "$0")/beside_redis.sh" get-ab
 bport=$((lport + 1))
-"$a" --port "$lport" --dir "$work/a" --unixsocket "" >"$work/a.log" 2>&1 &
-"$b" --port "$bport" --dir "$work/b" --unixsocket "" >"$work/b.log" 2>&1 &
-wait_port "$lport"
-wait_port "$bport"
-trap 'redis-cli -p "$bport" shutdown nosave >/dev/null 2>&1 || true; cleanup' EXIT
+start_larder "$lport" a "$a"
+start_larder "$bport" b "$b"
 
 echo "| value bytes | A GET/s (rounds) | B GET/s (rounds) | Redis GET/s (rounds) | B / A | A, B ×Redis |"
 echo "|---|---|---|---|---|---|"

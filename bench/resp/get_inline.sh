@@ -14,12 +14,8 @@ load=$(dirname "$server")/resp-load
 # shellcheck source=bench/resp/beside_redis.sh
 source "$(dirname "$0")/beside_redis.sh" get-inline
 pool_port=$((lport + 1))
-"$server" --port "$pool_port" --dir "$work/pool" --unixsocket "" --inline-get-max-bytes 0 \
-  >"$work/pool.log" 2>&1 &
-"$server" --port "$lport" --dir "$work/inline" --unixsocket "" >"$work/inline.log" 2>&1 &
-wait_port "$pool_port"
-wait_port "$lport"
-trap 'redis-cli -p "$pool_port" shutdown nosave >/dev/null 2>&1 || true; cleanup' EXIT
+start_larder "$pool_port" pool "$server" --inline-get-max-bytes 0
+start_larder "$lport" inline "$server"
 
 echo "| value bytes | conns | server | GB/s | p50 ms | p99 ms |"
 echo "|---|---|---|---|---|---|"

@@ -31,11 +31,8 @@ for size in $sizes; do
     mode=${entry%%,*} extra=()
     IFS=, read -ra opts <<<"${entry#"$mode"}"
     for opt in "${opts[@]}"; do [ -n "$opt" ] && extra+=("--${opt%%=*}" "${opt#*=}"); done
-    rm -rf "$work/larder" && mkdir "$work/larder"
-    "$server" --port "$lport" --dir "$work/larder" --unixsocket "" --sendfile "$mode" \
-      "${extra[@]}" >"$work/larder.log" 2>&1 &
-    lpid=$!
-    wait_port "$lport"
+    start_larder "$lport" larder "$server" --sendfile "$mode" "${extra[@]}"
+    lpid=$larder_pid
     redis-benchmark -p "$lport" -d "$size" -n 20 -c 4 -t set -q >/dev/null 2>&1
     redis-cli -p "$lport" save >/dev/null
     run "larder, sendfile $entry" "$lpid" "$lport" "$size" "$n"

@@ -14,11 +14,9 @@ per_mib=3000  # requests per size: 3000 MiB of values, at least 100
 # shellcheck source=bench/resp/beside_redis.sh
 source "$(dirname "$0")/beside_redis.sh" set-vs-redis
 
-mkdir "$work/larder"
 # shellcheck disable=SC2086
-"$server" --port "$lport" --dir "$work/larder" --unixsocket "" $larder_args >"$work/larder.log" 2>&1 &
-lpid=$!
-wait_port "$lport"
+start_larder "$lport" larder "$server" $larder_args
+lpid=$larder_pid
 echo "| server | value bytes | redis-benchmark args | SET/s | server CPU ms per SET |"
 echo "|---|---|---|---|---|"
 for size in $sizes; do
