@@ -227,14 +227,17 @@ class StreamedGetCorruptionTest(unittest.TestCase):
         damaged[self.FLIPPED] ^= 0xFF
         self.assertTrue(got[len(header):] == bytes(damaged[:len(got) - len(header)]))
 
-    def check_after(self, srv, other, streamed):
+    def check_after(self, srv, other, streamed, closed=True):
+        """The damage counted once and "big" removed, "other" intact; a connection closed
+        mid-value (`closed`) is logged."""
         self.assertEqual(info_stat(srv, "gets_streamed"), streamed)
         self.assertEqual(info_stat(srv, "corruptions"), 1)
         rc = srv.raw()
         self.addCleanup(rc.close)
         self.assertEqual(rc.call("GET", "big"), b"$-1\r\n")
         self.assertTrue(rc.call("GET", "other") == b"$%d\r\n%s\r\n" % (self.SIZE, other))
-        self.assertIn("failed verification", srv.read_log())
+        if closed:
+            self.assertIn("failed verification", srv.read_log())
 
     def test_a_value_failing_after_its_first_pieces_closes_the_connection(self):
         srv, rc, value, other = self.start_with_damaged()
@@ -262,7 +265,14 @@ class StreamedGetCorruptionTest(unittest.TestCase):
         srv, rc, value, other = self.start_with_damaged()
         streamed, hits = info_stat(srv, "gets_streamed"), info_stat(srv, "keyspace_hits")
         rc.send(encode("MGET", "big", "other"))
-        self.assertTrue(rc.closed_by_server(), "the connection stayed open")
+        if not rc.closed_by_server():
+            # MGET starts the reads of all its keys first (Store::Prefetch); when the disk has
+            # read all of "big" before its turn, it is read whole instead of streamed, fails
+            # before a byte of it is sent, and is nil, as GET answers it; the reply goes on.
+            self.assertTrue(rc.buf == b"*2\r\n$-1\r\n$%d\r\n%s\r\n" % (self.SIZE, other),
+                            rc.buf[:40])
+            self.check_after(srv, other, streamed, closed=False)
+            return
         self.check_cut_short(rc.buf, b"*2\r\n", value)
         self.assertEqual(info_stat(srv, "keyspace_hits"), hits, "read after the abandoned reply")
         self.check_after(srv, other, streamed + 1)
