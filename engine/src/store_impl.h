@@ -207,7 +207,7 @@ class StoreImpl final : public Store {
   // GetInto's work after the lookup; counts hits, misses, corruptions.
   Result<uint64_t> ReadInto(uint64_t hash, std::string_view key, char* buf, size_t cap);
   // After a value failed verification: a corruption of the key's own value (counted, the key
-  // removed) or another key's bytes (a miss).
+  // removed, a warning in the LOG, the listener told) or another key's bytes (a miss).
   Status OnBadValue(uint64_t hash, std::string_view key, const Located& at, Status read_status);
 
   // --- writing (store_write.cc) ---

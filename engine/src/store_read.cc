@@ -23,6 +23,14 @@ bool Aligned(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % format::kValueAlign == 0;
 }
 
+// Where the value of `at` is stored, for a message: its blob file and offset, or the index
+// record of its generation for a value stored inline.
+std::string WhereStored(const Located& at) {
+  if (at.entry.is_inline() || !at.seg.file) return "inline in " + at.seg.gen->cf->GetName();
+  const std::string& path = at.seg.file->path();
+  return path.substr(path.rfind('/') + 1) + " at offset " + std::to_string(at.entry.offset);
+}
+
 }  // namespace
 
 Value::Value() = default;
@@ -98,15 +106,23 @@ Status StoreImpl::ReadDirectThenHash(BlobFile& f, const Entry& e, char* buf, uin
 
 Status StoreImpl::OnBadValue(uint64_t hash, std::string_view key, const Located& at,
                              Status read_status) {
-  std::lock_guard stripe(Stripe(hash));
-  if (!index_.Contains(at.entry))
-    return Status::NotFound("changed during read");              // replaced or evicted
-  if (!RecordMatches(hash, key, at)) return Status::NotFound();  // another key's bytes
-  counters_.corruptions++;
-  // The key goes: a corrupt value is a miss from now on. If even the removal fails, reads keep
-  // finding the bad bytes and keep answering a miss.
-  RemoveLocked(hash, key, at).PermitUncheckedError();
-  return Status::Corruption(read_status.message() + " (" + at.seg.gen->cf->GetName() + ")");
+  std::string reason;
+  {
+    std::lock_guard stripe(Stripe(hash));
+    if (!index_.Contains(at.entry))
+      return Status::NotFound("changed during read");              // replaced or evicted
+    if (!RecordMatches(hash, key, at)) return Status::NotFound();  // another key's bytes
+    counters_.corruptions++;
+    // The key goes: a corrupt value is a miss from now on. If even the removal fails, reads keep
+    // finding the bad bytes and keep answering a miss.
+    RemoveLocked(hash, key, at).PermitUncheckedError();
+    reason = read_status.message() + " (" + WhereStored(at) + ")";
+  }
+  rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, db_->GetDBOptions().info_log,
+               "value of a %zu-byte key failed verification and was removed: %s", key.size(),
+               reason.c_str());
+  if (options_.listener) options_.listener->OnCorruptValue(key, reason);
+  return Status::Corruption(reason);
 }
 
 Result<uint64_t> StoreImpl::ReadInto(uint64_t hash, std::string_view key, char* buf, size_t cap) {

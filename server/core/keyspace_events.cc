@@ -2,6 +2,9 @@
 
 #include <string>
 
+#include "common/args.h"
+#include "log.h"
+
 namespace larder::server {
 
 using config::kNotifyEvicted;
@@ -54,6 +57,15 @@ void EngineEventForwarder::OnEvicted(std::string_view key) {
 
 void EngineEventForwarder::OnGenerationEvicted(const GenerationEvicted& info) {
   if (KeyspaceEvents* e = events_.load()) e->NotifyGenerationEvicted(info);
+}
+
+void EngineEventForwarder::OnCorruptValue(std::string_view key, std::string_view reason) {
+  // A line names at most the first 256 bytes of a key.
+  constexpr size_t kKeyShown = 256;
+  std::string shown = common::Repr(key.substr(0, kKeyShown));
+  if (key.size() > kKeyShown) shown += "...";
+  Log(LogLevel::kWarning, "the value of key " + shown + " failed verification and was removed (" +
+                              std::string(reason) + "); it is a miss from now on");
 }
 
 }  // namespace larder::server

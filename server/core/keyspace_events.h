@@ -38,7 +38,8 @@ class KeyspaceEvents {
 
 // The engine's listener (larder::Options::listener): the store is opened before the server's
 // Core exists, so its events are forwarded to the KeyspaceEvents attached once it does (and
-// dropped before).
+// dropped before). A value that failed verification is logged as a warning (no Redis event
+// names it).
 class EngineEventForwarder final : public EventListener {
  public:
   void Attach(KeyspaceEvents* events) { events_.store(events); }
@@ -46,6 +47,7 @@ class EngineEventForwarder final : public EventListener {
   void OnExpired(std::string_view key) override;
   void OnEvicted(std::string_view key) override;
   void OnGenerationEvicted(const GenerationEvicted& info) override;
+  void OnCorruptValue(std::string_view key, std::string_view reason) override;
 
  private:
   std::atomic<KeyspaceEvents*> events_{nullptr};

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -55,6 +56,26 @@ void ReadBack(Store& s, int n, size_t size, int* good, std::vector<std::string>*
   }
 }
 
+// The keys the store reported damaged (EventListener::OnCorruptValue), in order.
+struct CorruptionRecorder final : EventListener {
+  void OnCorruptValue(std::string_view key, std::string_view reason) override {
+    std::lock_guard lock(mu);
+    keys.emplace_back(key);
+    EXPECT_TRUE(reason.starts_with("checksum mismatch (gen-")) << reason;
+    EXPECT_NE(reason.find(".lbv at offset "), std::string_view::npos) << reason;
+  }
+  std::mutex mu;
+  std::vector<std::string> keys;
+};
+
+// Lines of the store's LOG containing `text`.
+int LogLinesWith(const std::string& dir, const std::string& text) {
+  std::ifstream in(dir + "/LOG");
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find(text) != std::string::npos;
+  return n;
+}
+
 TEST(Integrity, FlippedBlobBytesAreMissesNeverWrongBytes) {
   test::TempDir dir;
   Options o;
@@ -79,6 +100,8 @@ TEST(Integrity, FlippedBlobBytesAreMissesNeverWrongBytes) {
   EXPECT_GT(report->corrupt, 0u);
   EXPECT_EQ(report->ok + report->corrupt + report->missing, report->entries);
 
+  auto recorder = std::make_shared<CorruptionRecorder>();
+  o.listener = recorder;
   auto s = OpenOrDie(o, dir.path());
   ASSERT_NE(s, nullptr);
   int good = 0;
@@ -89,6 +112,10 @@ TEST(Integrity, FlippedBlobBytesAreMissesNeverWrongBytes) {
   EXPECT_GT(bad, 0);
   EXPECT_EQ(s->GetStats().corruptions, static_cast<uint64_t>(bad));
   EXPECT_EQ(static_cast<uint64_t>(good), report->ok);
+  // Each removal told once, to the listener and in the LOG; a second read is a plain miss.
+  ASSERT_NO_FATAL_FAILURE(ReadBack(*s, n, size, &good, &missing));
+  EXPECT_EQ(recorder->keys, std::vector<std::string>(missing.begin(), missing.begin() + bad));
+  EXPECT_EQ(LogLinesWith(dir.path(), "failed verification and was removed"), bad);
 }
 
 // The store of AReplacedOrDeletedValueGivesItsBytesBackAtOnce, in the parent and its child.

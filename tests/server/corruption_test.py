@@ -171,8 +171,11 @@ class CorruptionTest(unittest.TestCase):
             self.assertEqual(corruptions, 0, ctx)  # the last edit dropped, as after a power cut
         else:
             self.assertEqual(corruptions, len(missed), "%s: missed %s" % (ctx, missed))
+            log = srv.read_log()
             for k in missed:
                 self.assertIn("'%s'" % k, vout, "%s: verify did not name %s" % (ctx, k))
+                if kind == "blob":  # found by the read (damage found at open is reported there)
+                    self.assertIn('key "%s" failed verification' % k, log, ctx + ": not logged")
         self.report.append((kind, len(files) * flips_per_file, "started", len(missed),
                             corruptions, "exit %d" % vrc))
         return missed, vrc
@@ -228,16 +231,18 @@ class StreamedGetCorruptionTest(unittest.TestCase):
         self.assertTrue(got[len(header):] == bytes(damaged[:len(got) - len(header)]))
 
     def check_after(self, srv, other, streamed, closed=True):
-        """The damage counted once and "big" removed, "other" intact; a connection closed
-        mid-value (`closed`) is logged."""
+        """The damage counted and logged once and "big" removed, "other" intact; a connection
+        closed mid-value (`closed`) is logged too."""
         self.assertEqual(info_stat(srv, "gets_streamed"), streamed)
         self.assertEqual(info_stat(srv, "corruptions"), 1)
         rc = srv.raw()
         self.addCleanup(rc.close)
         self.assertEqual(rc.call("GET", "big"), b"$-1\r\n")
         self.assertTrue(rc.call("GET", "other") == b"$%d\r\n%s\r\n" % (self.SIZE, other))
-        if closed:
-            self.assertIn("failed verification", srv.read_log())
+        log = srv.read_log()
+        self.assertEqual(log.count('the value of key "big" failed verification and was removed'),
+                         1, log[-2000:])
+        self.assertEqual("closing client" in log, closed, log[-2000:])
 
     def test_a_value_failing_after_its_first_pieces_closes_the_connection(self):
         srv, rc, value, other = self.start_with_damaged()

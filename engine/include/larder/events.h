@@ -1,7 +1,7 @@
 // EventListener: what the store tells its owner about entries that leave on their own — by
-// expiry or by eviction — as opposed to the Delete and Put calls the owner made itself.
-// larder-server turns these into Redis keyspace notifications (`expired`, `evicted`) and its
-// per-generation event.
+// expiry, by eviction, or because their value failed verification — as opposed to the Delete
+// and Put calls the owner made itself. larder-server turns the first two into Redis keyspace
+// notifications (`expired`, `evicted`) and its per-generation event, and logs the third.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +39,14 @@ class EventListener {
   // A generation, or a part of it (info.whole), was evicted; after the OnEvicted calls of its
   // keys.
   virtual void OnGenerationEvicted(const GenerationEvicted& info) { (void)info; }
+  // A read found `key`'s value damaged (its bytes failed XXH3, or could not be read): the entry
+  // was removed and counted in Stats::corruptions, and the read answered a miss (or cut the
+  // value short, ValueReader). `reason` says what failed and in which generation. Called on the
+  // reading thread with no engine lock held, once per entry removed.
+  virtual void OnCorruptValue(std::string_view key, std::string_view reason) {
+    (void)key;
+    (void)reason;
+  }
 };
 
 }  // namespace larder

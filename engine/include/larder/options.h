@@ -159,8 +159,9 @@ struct Options {
   // Time source for expiry and reuse times. nullptr = the system clock. Tests inject one.
   std::shared_ptr<Clock> clock;
 
-  // Told of entries that expire or are evicted (larder/events.h). With a listener, removing an
-  // expired entry the maintenance thread found costs one index read to name its key.
+  // Told of entries that expire, are evicted or fail verification (larder/events.h). With a
+  // listener, removing an expired entry the maintenance thread found costs one index read to
+  // name its key.
   // nullptr = nobody is told. Default: nullptr.
   std::shared_ptr<EventListener> listener;
 };
