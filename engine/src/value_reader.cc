@@ -2,9 +2,10 @@
 // in pieces, hashing each piece as it is read and checking the whole at Finish(). A value in a
 // blob file keeps its range from being punched while the reader lives (LookupHeld), one whose
 // write is still pending is copied out of its buffer at open (a replacement may drop that
-// buffer unwritten), and one the page cache does not hold has all its reads queued at the first
-// Read, so the disk works ahead of the pieces. So a value replaced or evicted while it is read
-// is still read whole: Finish fails only for bytes that are damaged or cannot be read.
+// buffer unwritten), and one the page cache does not hold has the reads of the rest queued at
+// the first Read (BlobFile::ReadFirstPiece), so the disk works ahead of the pieces. So a value
+// replaced or evicted while it is read is still read whole: Finish fails only for bytes that are
+// damaged or cannot be read.
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxh_x86dispatch.h>
 #include <xxhash.h>

@@ -134,8 +134,9 @@ class Store {
   // A sequential verified read of `key` (see ValueReader); NotFound as Get. The reader reads
   // the version the call found, whole, even if the key is replaced, deleted or evicted while it
   // reads (a value whose write is still pending is copied at open for that). A value the page
-  // cache does not hold has all its reads queued at the first Read() (unless that one reads it
-  // whole), so the disk works ahead of the ones that follow.
+  // cache does not hold has the reads of the rest queued at the first Read() (unless that one
+  // reads it whole; the kernel queues at most its read-ahead limit at once, and its read-ahead
+  // follows the later Reads), so the disk works ahead of the ones that follow.
   virtual Result<std::unique_ptr<ValueReader>> OpenValue(std::string_view key) = 0;
 
   // Where the verified value of `key` lies in its blob file, for callers that send it with
