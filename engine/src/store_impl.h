@@ -50,6 +50,10 @@ struct Located {
 // Whether index record `r` of `key` describes the value `at` points at.
 bool RecordIs(const format::IndexRecord& r, std::string_view key, const Located& at);
 
+// The verdict on `key`'s value (entry `e`) read whole with status `read` and XXH3 `sum`: OK, the
+// read's failure as a Corruption, or a Corruption "checksum mismatch".
+Status CheckRead(const Status& read, uint64_t sum, std::string_view key, const Entry& e);
+
 // An index record of a generation together with its entry in the index: what eviction,
 // persistence and verification walk.
 struct RecordMember {
@@ -102,8 +106,10 @@ class StoreImpl final : public Store {
   // Reads and checks every entry without repairing anything (larder::Verify).
   VerifyReport VerifyAll(void (*progress)(uint64_t, uint64_t, void*), void* arg);
 
-  // For ValueReader: the end of a verified read.
-  Status FinishRead(uint64_t hash, std::string_view key, const Located& at, bool good);
+  // For ValueReader and GetFileRange: the end of a verified read. `read` is OK if the value
+  // was read whole and matched its checksum, else what failed (a read error, or a Corruption
+  // "checksum mismatch"), which OnBadValue reports.
+  Status FinishRead(uint64_t hash, std::string_view key, const Located& at, const Status& read);
 
  private:
   static constexpr size_t kStripes = 256;
@@ -207,7 +213,8 @@ class StoreImpl final : public Store {
   // GetInto's work after the lookup; counts hits, misses, corruptions.
   Result<uint64_t> ReadInto(uint64_t hash, std::string_view key, char* buf, size_t cap);
   // After a value failed verification: a corruption of the key's own value (counted, the key
-  // removed, a warning in the LOG, the listener told) or another key's bytes (a miss).
+  // removed, a warning in the LOG, the listener told once it is removed) or another key's
+  // bytes (a miss).
   Status OnBadValue(uint64_t hash, std::string_view key, const Located& at, Status read_status);
 
   // --- writing (store_write.cc) ---
@@ -377,6 +384,7 @@ class StoreImpl final : public Store {
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::ColumnFamilyHandle* default_cf_ = nullptr;
   std::shared_ptr<rocksdb::SstFileManager> sfm_;
+  std::shared_ptr<rocksdb::Logger> info_log_;  // the LOG in dir_ (RocksDB's and the store's own)
   std::shared_ptr<rocksdb::WriteBufferManager> wbm_;
   std::unique_ptr<Generations> gens_;
   KeyIndex index_;

@@ -173,8 +173,8 @@ rocksdb::DBOptions StoreImpl::DbOptions() {
   db.max_open_files = -1;
   db.max_manifest_file_size = 64 << 20;
   db.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
-  db.info_log =
-      std::make_shared<InfoLog>(dir_ + "/LOG", db.info_log_level);  // survives a full disk
+  info_log_ = std::make_shared<InfoLog>(dir_ + "/LOG", db.info_log_level);  // survives a full disk
+  db.info_log = info_log_;
   db.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
   db.max_total_wal_size = memtable_bytes_;
   sfm_.reset(rocksdb::NewSstFileManager(rocksdb::Env::Default()));

@@ -42,6 +42,7 @@ Status StoreImpl::ReadVerified(uint64_t hash, std::string_view key, const Locate
                                bool allow_direct) {
   const Entry& e = at.entry;
   uint64_t sum = 0;
+  Status read = Status::OK();
   if (e.is_inline()) {
     format::IndexRecord r;
     std::string bytes;
@@ -52,10 +53,14 @@ Status StoreImpl::ReadVerified(uint64_t hash, std::string_view key, const Locate
     if (!at.seg.file) return Status::NotFound();
     const bool direct =
         allow_direct && options_.direct_reads && Aligned(buf) && e.size >= kMinDirectBytes;
-    Status s = direct ? ReadDirectThenHash(*at.seg.file, e, buf, &sum)
-                      : ReadCachedOrInPieces(*at.seg.file, e, buf, &sum);
-    if (!s.ok()) return Status::Corruption(s.message());
+    read = direct ? ReadDirectThenHash(*at.seg.file, e, buf, &sum)
+                  : ReadCachedOrInPieces(*at.seg.file, e, buf, &sum);
   }
+  return CheckRead(read, sum, key, e);
+}
+
+Status CheckRead(const Status& read, uint64_t sum, std::string_view key, const Entry& e) {
+  if (!read.ok()) return Status::Corruption(read.message());
   if ((sum ^ format::KeyTag(key)) != e.check) return Status::Corruption("checksum mismatch");
   return Status::OK();
 }
@@ -107,6 +112,7 @@ Status StoreImpl::ReadDirectThenHash(BlobFile& f, const Entry& e, char* buf, uin
 Status StoreImpl::OnBadValue(uint64_t hash, std::string_view key, const Located& at,
                              Status read_status) {
   std::string reason;
+  Status removed;
   {
     std::lock_guard stripe(Stripe(hash));
     if (!index_.Contains(at.entry))
@@ -114,11 +120,17 @@ Status StoreImpl::OnBadValue(uint64_t hash, std::string_view key, const Located&
     if (!RecordMatches(hash, key, at)) return Status::NotFound();  // another key's bytes
     counters_.corruptions++;
     // The key goes: a corrupt value is a miss from now on. If even the removal fails, reads keep
-    // finding the bad bytes and keep answering a miss.
-    RemoveLocked(hash, key, at).PermitUncheckedError();
+    // finding the bad bytes and keep answering a miss (counted and logged each time).
+    removed = RemoveLocked(hash, key, at);
     reason = read_status.message() + " (" + WhereStored(at) + ")";
   }
-  rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, db_->GetDBOptions().info_log,
+  if (!removed.ok()) {
+    rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, info_log_,
+                 "value of a %zu-byte key failed verification: %s; removing it failed: %s",
+                 key.size(), reason.c_str(), removed.ToString().c_str());
+    return Status::Corruption(reason);
+  }
+  rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, info_log_,
                "value of a %zu-byte key failed verification and was removed: %s", key.size(),
                reason.c_str());
   if (options_.listener) options_.listener->OnCorruptValue(key, reason);

@@ -42,11 +42,11 @@ class ValueReaderImpl final : public ValueReader {
 
   Status Read(char* buf, size_t n) override {
     if (n > remaining()) return Status::InvalidArgument("read past the end of the value");
-    if (failed_) return Status::Corruption("an earlier read failed");
+    if (!read_.ok()) return Status::Corruption("an earlier read failed");
     if (!held_.empty()) {
       std::memcpy(buf, held_.data() + held_at_ + pos_, n);
     } else if (Status s = ReadFile(buf, n); !s.ok()) {
-      failed_ = true;
+      read_ = s;
       return Status::Corruption(s.message());
     }
     XXH3_64bits_update_dispatch(state_, buf, n);
@@ -55,12 +55,11 @@ class ValueReaderImpl final : public ValueReader {
   }
 
   Status Finish() override {
-    if (!failed_ && remaining() != 0) {
+    if (read_.ok() && remaining() != 0) {
       return Status::InvalidArgument("Finish before the last byte was read");
     }
-    const bool good =
-        !failed_ && (XXH3_64bits_digest(state_) ^ format::KeyTag(key_)) == at_.entry.check;
-    return store_->FinishRead(hash_, key_, at_, good);
+    return store_->FinishRead(hash_, key_, at_,
+                              CheckRead(read_, XXH3_64bits_digest(state_), key_, at_.entry));
   }
 
  private:
@@ -82,7 +81,7 @@ class ValueReaderImpl final : public ValueReader {
   const std::shared_ptr<const void> hold_;  // a file value's range, unpunched while read
   XXH3_state_t* const state_;
   uint64_t pos_ = 0;
-  bool failed_ = false;
+  Status read_ = Status::OK();  // the first failed Read's error
 };
 
 }  // namespace
@@ -140,8 +139,7 @@ Result<Store::FileRange> StoreImpl::GetFileRange(std::string_view key) {
   // caller's sendfile finds them there.
   uint64_t hash_read = 0;
   Status s = f->HashInPlace(e.offset, e.size, options_.mapped_reads, &hash_read);
-  const bool good = s.ok() && (hash_read ^ format::KeyTag(key)) == e.check;
-  if (Status fin = FinishRead(hash, key, *at, good); !fin.ok()) {
+  if (Status fin = FinishRead(hash, key, *at, CheckRead(s, hash_read, key, e)); !fin.ok()) {
     return fin.IsCorruption() ? Status::NotFound("corrupt value removed") : Status::NotFound();
   }
   return FileRange{f->fd(), e.offset, e.size, std::move(hold)};
@@ -159,15 +157,16 @@ void StoreImpl::Prefetch(const std::vector<std::string_view>& keys) {
   }
 }
 
-Status StoreImpl::FinishRead(uint64_t hash, std::string_view key, const Located& at, bool good) {
-  if (good) {
+Status StoreImpl::FinishRead(uint64_t hash, std::string_view key, const Located& at,
+                             const Status& read) {
+  if (read.ok()) {
     MarkReused(at.entry);
     counters_.hits++;
     counters_.bytes_read += at.entry.size;
     return Status::OK();
   }
   counters_.misses++;
-  Status s = OnBadValue(hash, key, at, Status::Corruption("checksum mismatch"));
+  Status s = OnBadValue(hash, key, at, read);
   return s.IsCorruption() ? s : Status::Corruption("the value read was not this key's");
 }
 

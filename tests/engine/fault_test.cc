@@ -1,7 +1,7 @@
 // RocksDB refusing writes (fault injection through its FileSystem): DEL, EXPIRE and eviction
 // report the error and change nothing, so that no key comes back after a restart that the
-// store said was gone, and none goes that it said was kept. And the index's info log on a disk
-// that refuses its writes.
+// store said was gone, and none goes that it said was kept; a damaged value whose removal is
+// refused is logged as not removed. And the index's info log on a disk that refuses its writes.
 #include <gtest/gtest.h>
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "info_log.h"
+#include "larder/events.h"
 #include "larder/store.h"
 #include "test_util.h"
 #include "testing.h"
@@ -118,6 +119,52 @@ std::string ReadFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// Counts EventListener::OnCorruptValue calls.
+struct CorruptValueCounter final : EventListener {
+  void OnCorruptValue(std::string_view, std::string_view) override { ++calls; }
+  std::atomic<int> calls{0};
+};
+
+int Occurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(Faults, ADamagedValueWhoseRemovalIsRefusedIsLoggedAsNotRemoved) {
+  test::TempDir dir;
+  auto fs = std::make_shared<FailingFs>(rocksdb::FileSystem::Default());
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  auto counter = std::make_shared<CorruptValueCounter>();
+  Options o;
+  o.wal = true;  // the removal's index write fails at once
+  o.maintenance_interval_ms = 0;
+  o.max_disk_bytes = 1ull << 30;
+  o.listener = counter;
+  auto r = testing::OpenWithEnv(o, dir.path(), env.get());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Store& s = **r;
+  ASSERT_TRUE(s.Put("v", MakeValue("v", 1 << 20)).ok());
+  ASSERT_TRUE(s.Flush().ok());
+  for (auto& e :
+       std::filesystem::directory_iterator(std::filesystem::path(dir.path()) / "values")) {
+    test::FlipByte(e.path(), std::filesystem::file_size(e.path()) - 100, 0x40);
+  }
+  fs->failing = true;
+  for (uint64_t read = 1; read <= 2; ++read) {
+    EXPECT_TRUE(s.Get("v").status().IsNotFound());  // never the damaged bytes
+    EXPECT_EQ(s.GetStats().corruptions, read);
+    EXPECT_TRUE(s.Contains("v"));  // the removal was refused: the next read finds it again
+  }
+  EXPECT_EQ(counter->calls, 0) << "told of a removal that did not happen";
+  const std::string log = ReadFile(dir.path() + "/LOG");
+  EXPECT_EQ(Occurrences(log, "failed verification: checksum mismatch (gen-"), 2) << log;
+  EXPECT_EQ(Occurrences(log, "removing it failed"), 2) << log;
+  EXPECT_EQ(Occurrences(log, "was removed"), 0) << log;
+  fs->failing = false;
+  s.Close().PermitUncheckedError();  // RocksDB may keep reporting the earlier failure
 }
 
 // RocksDB's own file logger asserts (Debian's build keeps assertions) on the line after a log

@@ -174,10 +174,13 @@ TEST_F(ReadPathsTest, FinishAfterAFailedReadFailsAtOnceAndRemovesTheValue) {
   }
   std::string buf(size, '\0');
   ASSERT_TRUE((*r)->Read(buf.data(), size / 4).ok());
-  EXPECT_FALSE((*r)->Read(buf.data() + size / 4, size / 2).ok());
+  Status failed = (*r)->Read(buf.data() + size / 4, size / 2);
+  EXPECT_FALSE(failed.ok());
   EXPECT_GT((*r)->remaining(), 0u);
   Status fin = (*r)->Finish();  // not InvalidArgument: the read is over, and failed
   EXPECT_TRUE(fin.IsCorruption()) << fin.ToString();
+  // Why: the read's failure (not a checksum mismatch), and where the value lay.
+  EXPECT_TRUE(fin.message().starts_with(failed.message() + " (gen-")) << fin.ToString();
   EXPECT_EQ(store_->GetStats().corruptions, 1u);
   EXPECT_FALSE(store_->Contains("v"));
 }

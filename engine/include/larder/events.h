@@ -24,10 +24,11 @@ struct GenerationEvicted {
 };
 
 // Called on the engine's threads: the writer whose Put made room, the maintenance thread, or a
-// reader that found an entry expired. Each call comes after the entry left the index; calls
-// for one key come in the order its entries left. The engine may hold its internal locks (the
-// eviction lock) during a call: an implementation must be quick, must not block, and must not
-// call back into the Store. The default implementations ignore the event.
+// reader that found an entry expired or a value damaged (the caller's thread, a read thread of
+// MultiGetInto, or the one calling ValueReader::Finish). Each call comes after the entry left the
+// index; calls for one key come in the order its entries left. The engine may hold its internal
+// locks (the eviction lock) during a call: an implementation must be quick, must not block, and
+// must not call back into the Store. The default implementations ignore the event.
 class EventListener {
  public:
   virtual ~EventListener() = default;
@@ -41,8 +42,9 @@ class EventListener {
   virtual void OnGenerationEvicted(const GenerationEvicted& info) { (void)info; }
   // A read found `key`'s value damaged (its bytes failed XXH3, or could not be read): the entry
   // was removed and counted in Stats::corruptions, and the read answered a miss (or cut the
-  // value short, ValueReader). `reason` says what failed and in which generation. Called on the
-  // reading thread with no engine lock held, once per entry removed.
+  // value short, ValueReader). `reason` says what failed and where the value lay (its blob file
+  // and offset). Called on the reading thread with no engine lock held, once per entry removed
+  // (if removing it fails, the LOG says so and the listener is not called).
   virtual void OnCorruptValue(std::string_view key, std::string_view reason) {
     (void)key;
     (void)reason;
