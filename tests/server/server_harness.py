@@ -28,9 +28,50 @@ def _die_with_parent():
 
 
 def free_port():
+    """A loopback port free at the time of the call. Only that: the caller's server binds it
+    later, and any process may take it first (Process.start checks and moves on)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def listening_inodes(port):
+    """The inodes of the TCP sockets (IPv4 and IPv6) listening on `port`, from /proc/net."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)  # the header
+                for line in f:
+                    fields = line.split()
+                    local, state, inode = fields[1], fields[3], fields[9]
+                    if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:  # LISTEN
+                        inodes.add(inode)
+        except FileNotFoundError:  # no IPv6
+            continue
+    return inodes
+
+
+def listens_on(pid, port):
+    """Whether process `pid` holds a socket listening on TCP `port`."""
+    wanted = {"socket:[%s]" % inode for inode in listening_inodes(port)}
+    if not wanted:
+        return False
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)) in wanted:
+                return True
+        except OSError:  # closed meanwhile
+            continue
+    return False
+
+
+class PortTaken(Exception):
+    """The server could not listen: another process took its port first."""
 
 
 def encode(*args):
@@ -115,6 +156,9 @@ class Process:
     (command_line); `wrapper` is a command prefix (e.g. ["prlimit", "--nofile=256:256"])."""
     log_name = "server.log"
 
+    # A first start whose port another process took moves to a new port, this many times.
+    PORT_ATTEMPTS = 5
+
     def __init__(self, tmp=None, wrapper=()):
         self.own_tmp = tmp is None
         self.tmp = tmp or tempfile.mkdtemp(prefix="larder-it-")
@@ -123,28 +167,50 @@ class Process:
         self.proc = None
         self.log = None
         self.log_path = os.path.join(self.tmp, self.log_name)
+        self.started = False  # once started, a restart keeps its port (clients know it)
 
     def command_line(self):
         raise NotImplementedError
 
     def start(self, timeout=20):
-        self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.wrapper + self.command_line(), stdout=self.log,
-                                     stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
-        return self.wait_listening(timeout)
+        """Starts the process; returns self once it listens on self.port. free_port() only
+        found the port free: if another process (a server of a test running beside this one)
+        took it first, a first start moves to a new port where its command line gives
+        `--port self.port`, and the log keeps no trace of the attempt."""
+        for attempt in range(self.PORT_ATTEMPTS):
+            log_start = os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
+            self.log = open(self.log_path, "ab")
+            command = self.wrapper + self.command_line()
+            self.proc = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
+                                         preexec_fn=_die_with_parent)
+            try:
+                self.wait_listening(timeout, log_start)
+                self.started = True
+                return self
+            except PortTaken:
+                self.stop(signal.SIGKILL)
+                if self.started or port_option(command) != str(self.port):
+                    raise RuntimeError("port %d is taken: %s" % (self.port, self.read_log()))
+                os.truncate(self.log_path, log_start)
+                self.port = free_port()
+        raise RuntimeError("no free port after %d attempts" % self.PORT_ATTEMPTS)
 
-    def wait_listening(self, timeout):
-        """Returns self once self.proc accepts TCP connections on self.port."""
+    def wait_listening(self, timeout, log_start=0):
+        """Returns once self.proc listens on self.port (its own socket: a connection could
+        reach another process that took the port). Raises PortTaken if it exited because the
+        port was in use, RuntimeError if it exited otherwise or did not listen in `timeout`."""
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
+                with open(self.log_path, "rb") as f:
+                    f.seek(log_start)
+                    if b"already in use" in f.read():
+                        raise PortTaken()
                 raise RuntimeError("server exited with code %d: %s" %
                                    (self.proc.returncode, self.read_log()))
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return self
-            except OSError:
-                time.sleep(0.05)
+            if listens_on(self.proc.pid, self.port):
+                return
+            time.sleep(0.05)
         raise RuntimeError("server did not start: " + self.read_log())
 
     def read_log(self):
@@ -188,6 +254,12 @@ class Process:
 
     def raw(self):
         return RawClient(self.port)
+
+
+def port_option(command):
+    """The value of the last `--port` in a command line (the one the server takes), or None."""
+    at = [i for i, arg in enumerate(command[:-1]) if arg == "--port"]
+    return command[at[-1] + 1] if at else None
 
 
 class ServerProcess(Process):
