@@ -177,7 +177,7 @@ class Process:
         found the port free: if another process (a server of a test running beside this one)
         took it first, a first start moves to a new port where its command line gives
         `--port self.port`, and the log keeps no trace of the attempt."""
-        for attempt in range(self.PORT_ATTEMPTS):
+        for _ in range(self.PORT_ATTEMPTS):
             log_start = os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
             self.log = open(self.log_path, "ab")
             command = self.wrapper + self.command_line()
