@@ -127,12 +127,6 @@ struct CorruptValueCounter final : EventListener {
   std::atomic<int> calls{0};
 };
 
-int Occurrences(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 TEST(Faults, ADamagedValueWhoseRemovalIsRefusedIsLoggedAsNotRemoved) {
   test::TempDir dir;
   auto fs = std::make_shared<FailingFs>(rocksdb::FileSystem::Default());
@@ -148,10 +142,7 @@ TEST(Faults, ADamagedValueWhoseRemovalIsRefusedIsLoggedAsNotRemoved) {
   Store& s = **r;
   ASSERT_TRUE(s.Put("v", MakeValue("v", 1 << 20)).ok());
   ASSERT_TRUE(s.Flush().ok());
-  for (auto& e :
-       std::filesystem::directory_iterator(std::filesystem::path(dir.path()) / "values")) {
-    test::FlipByte(e.path(), std::filesystem::file_size(e.path()) - 100, 0x40);
-  }
+  test::DamageBlobFileTails(dir.path());
   fs->failing = true;
   for (uint64_t read = 1; read <= 2; ++read) {
     EXPECT_TRUE(s.Get("v").status().IsNotFound());  // never the damaged bytes
@@ -160,9 +151,10 @@ TEST(Faults, ADamagedValueWhoseRemovalIsRefusedIsLoggedAsNotRemoved) {
   }
   EXPECT_EQ(counter->calls, 0) << "told of a removal that did not happen";
   const std::string log = ReadFile(dir.path() + "/LOG");
-  EXPECT_EQ(Occurrences(log, "failed verification: checksum mismatch (gen-"), 2) << log;
-  EXPECT_EQ(Occurrences(log, "removing it failed"), 2) << log;
-  EXPECT_EQ(Occurrences(log, "was removed"), 0) << log;
+  EXPECT_EQ(test::LogLinesWith(dir.path(), "failed verification: checksum mismatch (gen-"), 2)
+      << log;
+  EXPECT_EQ(test::LogLinesWith(dir.path(), "removing it failed"), 2) << log;
+  EXPECT_EQ(test::LogLinesWith(dir.path(), "was removed"), 0) << log;
   fs->failing = false;
   s.Close().PermitUncheckedError();  // RocksDB may keep reporting the earlier failure
 }

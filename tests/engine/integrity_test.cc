@@ -68,14 +68,6 @@ struct CorruptionRecorder final : EventListener {
   std::vector<std::string> keys;
 };
 
-// Lines of the store's LOG containing `text`.
-int LogLinesWith(const std::string& dir, const std::string& text) {
-  std::ifstream in(dir + "/LOG");
-  int n = 0;
-  for (std::string line; std::getline(in, line);) n += line.find(text) != std::string::npos;
-  return n;
-}
-
 TEST(Integrity, FlippedBlobBytesAreMissesNeverWrongBytes) {
   test::TempDir dir;
   Options o;
@@ -115,7 +107,7 @@ TEST(Integrity, FlippedBlobBytesAreMissesNeverWrongBytes) {
   // Each removal told once, to the listener and in the LOG; a second read is a plain miss.
   ASSERT_NO_FATAL_FAILURE(ReadBack(*s, n, size, &good, &missing));
   EXPECT_EQ(recorder->keys, std::vector<std::string>(missing.begin(), missing.begin() + bad));
-  EXPECT_EQ(LogLinesWith(dir.path(), "failed verification and was removed"), bad);
+  EXPECT_EQ(test::LogLinesWith(dir.path(), "failed verification and was removed"), bad);
 }
 
 // The store of AReplacedOrDeletedValueGivesItsBytesBackAtOnce, in the parent and its child.

@@ -34,12 +34,8 @@ class ReadPathsTest : public ::testing::Test {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     store_ = std::move(r).value();
   }
-  // Flips one byte of the blob file holding the values, at the value's middle.
-  void DamageBlobFiles() {
-    for (auto& e : fs::directory_iterator(fs::path(dir_.path()) / "values")) {
-      test::FlipByte(e.path(), fs::file_size(e.path()) - 100, 0x40);
-    }
-  }
+  // Flips one byte near the end of the last value in each blob file.
+  void DamageBlobFiles() { test::DamageBlobFileTails(dir_.path()); }
 
   // Reads all of the value `r` opened and checks that it is `want`, verified.
   static void ExpectReadWhole(Result<std::unique_ptr<ValueReader>>& r, const std::string& want) {

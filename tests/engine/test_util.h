@@ -67,6 +67,22 @@ inline void FlipByte(const std::filesystem::path& path, uint64_t off, char mask 
   f.write(&c, 1);
 }
 
+// Flips one byte 100 bytes before the end of every blob file of the store in `dir` (inside the
+// last value written to each), with the mask 0x40.
+inline void DamageBlobFileTails(const std::string& dir) {
+  for (auto& e : std::filesystem::directory_iterator(std::filesystem::path(dir) / "values")) {
+    FlipByte(e.path(), std::filesystem::file_size(e.path()) - 100, 0x40);
+  }
+}
+
+// Lines of the info log (LOG) of the store in `dir` that contain `text`.
+inline int LogLinesWith(const std::string& dir, std::string_view text) {
+  std::ifstream in(dir + "/LOG");
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find(text) != std::string::npos;
+  return n;
+}
+
 // Disk blocks of all regular files under `dir` (what the store really uses on disk, as du
 // counts it: the holes of values freed in place take none).
 inline uint64_t DirBytes(const std::string& dir) {
