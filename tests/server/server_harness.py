@@ -6,6 +6,7 @@ loopback port with a temp data directory and its log there; it is always stopped
 directory removed, by cleanup(). RawClient speaks raw RESP for byte-exact checks."""
 import ctypes
 import os
+import random
 import shutil
 import signal
 import socket
@@ -27,9 +28,41 @@ def _die_with_parent():
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+# Ports free_port() handed out in this process, so two servers of one test never get the same.
+_given_ports = set()
+
+
+def _port_pool():
+    """Where free_port() looks: the 16,384 ports just below the kernel's range for automatic
+    local ports (ip_local_port_range; 32768-60999 by default). A port the kernel picks with
+    bind(0) comes from that range, which every outgoing connection also draws from, so a test's
+    own clients could take it before its server binds it; below the range nothing takes a port
+    unless it asks for that port. None where the range leaves no room below it."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    first = max(1024, low - 16384)
+    return range(first, low) if low - first >= 1024 else None
+
+
 def free_port():
-    """A loopback port free at the time of the call. Only that: the caller's server binds it
-    later, and any process may take it first (Process.start checks and moves on)."""
+    """A loopback port free at the time of the call, chosen at random outside the range of
+    automatic local ports (_port_pool). Only that: the caller's server binds it later, and a
+    test running beside this one may take it first (Process.start checks and moves on)."""
+    pool = _port_pool()
+    for _ in range(100 if pool else 0):
+        port = random.choice(pool)
+        if port in _given_ports:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:  # in use, or held by a closing connection
+                continue
+        _given_ports.add(port)
+        return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

@@ -410,9 +410,7 @@ class DashboardAgainstServer(unittest.TestCase):
             self.fail(f"larder-server not found at {server}: build it, or set LARDER_SERVER "
                       "(ctest sets it)")
         self.srv = server_harness.ServerProcess()
-        self.metrics_port = server_harness.free_port()
-        while self.metrics_port == self.srv.port:
-            self.metrics_port = server_harness.free_port()
+        self.metrics_port = server_harness.free_port()  # never self.srv.port
         self.srv.args += ["--metrics-port", str(self.metrics_port)]
         try:
             self.srv.start()
