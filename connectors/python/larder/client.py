@@ -109,25 +109,35 @@ def _is_unknown_command(err):
     return "unknown command" in str(err).lower()
 
 
-class Client:
-    """A blocking Larder client; thread-safe (redis-py's connection pool)."""
+class _Settings:
+    """What Client and AsyncClient take from their arguments and URL alike: the default ttl,
+    the socket timeout, fail-open and its breaker."""
 
-    def __init__(self, url=DEFAULT_URL, ttl=None, max_connections=None, timeout=None,
-                 fail_open=True, **redis_kwargs):
+    def _configure(self, url, ttl, timeout, fail_open):
+        """Sets the shared state; returns the redis-py URL."""
         redis_url, url_ttl, url_timeout = _parse(url)
         self.ttl = ttl if ttl is not None else url_ttl
         self.timeout = timeout or url_timeout or DEFAULT_TIMEOUT
         self.fail_open = fail_open
         self.breaker = Breaker()
-        self.redis = redis.Redis.from_url(
-            redis_url, max_connections=max_connections,
-            **_redis_kwargs(redis_url, self.timeout, redis_kwargs))
         self._has_prefix = True
+        return redis_url
 
     @property
     def failures(self):
         """Calls answered "nothing" because the store was unreachable or too slow."""
         return self.breaker.failures
+
+
+class Client(_Settings):
+    """A blocking Larder client; thread-safe (redis-py's connection pool)."""
+
+    def __init__(self, url=DEFAULT_URL, ttl=None, max_connections=None, timeout=None,
+                 fail_open=True, **redis_kwargs):
+        redis_url = self._configure(url, ttl, timeout, fail_open)
+        self.redis = redis.Redis.from_url(
+            redis_url, max_connections=max_connections,
+            **_redis_kwargs(redis_url, self.timeout, redis_kwargs))
 
     def _call(self, nothing, fn, *args, **kwargs):
         """fn(*args, **kwargs), or `nothing` when the store is unreachable (see failsafe.py)."""
@@ -225,26 +235,17 @@ class Client:
         return _leading(self.exists_many(keys))
 
 
-class AsyncClient:
+class AsyncClient(_Settings):
     """The asyncio twin of Client (redis.asyncio); use from one event loop."""
 
     def __init__(self, url=DEFAULT_URL, ttl=None, max_connections=None, timeout=None,
                  fail_open=True, **redis_kwargs):
-        redis_url, url_ttl, url_timeout = _parse(url)
-        self.ttl = ttl if ttl is not None else url_ttl
-        self.timeout = timeout or url_timeout or DEFAULT_TIMEOUT
-        self.fail_open = fail_open
-        self.breaker = Breaker()
+        redis_url = self._configure(url, ttl, timeout, fail_open)
         kwargs = dict(redis_kwargs)
         kwargs.setdefault("socket_connect_timeout", self.timeout)  # asyncio's unix has one
         self.redis = redis.asyncio.Redis.from_url(
             redis_url, max_connections=max_connections,
             **_redis_kwargs(redis_url, self.timeout, kwargs))
-        self._has_prefix = True
-
-    @property
-    def failures(self):
-        return self.breaker.failures
 
     async def _call(self, nothing, fn, *args, **kwargs):
         """await fn(*args, **kwargs), or `nothing` when the store is unreachable."""
