@@ -141,8 +141,9 @@ struct Options {
   // that granularity. Default: 1000.
   uint32_t flush_interval_ms = 1000;
 
-  // How often the background thread drops expired entries and fully expired generations,
-  // in milliseconds; 0 disables these passes (Maintain() can still be called). With the WAL
+  // How often the background thread drops the expired entries of 1/16 of the index (so every
+  // expired entry within 16 passes) and fully expired generations, in milliseconds; 0
+  // disables these passes (Maintain() can still be called). With the WAL
   // off the thread runs either way: it removes the keys whose background writes failed.
   // Default: 1000.
   uint32_t maintenance_interval_ms = 1000;
