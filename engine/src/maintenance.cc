@@ -6,6 +6,7 @@
 
 #include "format.h"
 #include "store_impl.h"
+#include "sync_point.h"
 
 namespace larder {
 
@@ -61,6 +62,24 @@ void StoreImpl::RemoveExpiredIn(size_t first_shard, size_t shards) {
   for (const Entry& e : expired) RemoveExpired(e);
 }
 
+size_t StoreImpl::ExpiryPass(size_t first_shard) {
+  const int64_t now = Now();
+  std::vector<Entry> expired;
+  size_t looked_at = 0;
+  size_t shard = first_shard;
+  for (size_t n = 0; n < KeyIndex::kShards; ++n) {
+    if (n >= kExpiryMinShardsPerPass && looked_at >= kExpiryEntriesPerPass) break;
+    index_.ForEachInShards(shard, 1, [&](Entry& e) {
+      ++looked_at;
+      if (e.ExpiredAt(now)) expired.push_back(e);
+      return true;
+    });
+    shard = (shard + 1) % KeyIndex::kShards;
+  }
+  for (const Entry& e : expired) RemoveExpired(e);
+  return shard;
+}
+
 void StoreImpl::DropEmptyGenerations() {
   std::vector<GenerationPtr> all = gens_->All();
   for (size_t i = 0; i + 1 < all.size(); ++i) {
@@ -84,9 +103,6 @@ void StoreImpl::Maintain() {
 }
 
 void StoreImpl::MaintenanceLoop() {
-  // Each pass looks at 1/16 of the index for expired entries (reads never see them anyway),
-  // so a pass stays short however many keys there are.
-  constexpr size_t kShardsPerPass = KeyIndex::kShards / 16;
   constexpr auto kFailedWriteRetry = std::chrono::seconds(1);  // without periodic passes
   const bool periodic = options_.maintenance_interval_ms > 0;
   const auto interval = std::chrono::milliseconds(options_.maintenance_interval_ms);
@@ -109,8 +125,10 @@ void StoreImpl::MaintenanceLoop() {
     lock.unlock();
     if (!failed.empty()) RemoveFailedWrites(&failed);
     if (periodic && std::chrono::steady_clock::now() >= next_pass) {
-      RemoveExpiredIn(cursor, kShardsPerPass);
-      cursor = (cursor + kShardsPerPass) % KeyIndex::kShards;
+      // Bounded (ExpiryPass), so a pass stays short however many keys there are; reads never
+      // see an expired entry anyway.
+      cursor = ExpiryPass(cursor);
+      testing::SyncPoint("StoreImpl::MaintenanceLoop:ExpiryPass");
       {
         std::lock_guard evict(evict_mu_);
         DropEmptyGenerations();

@@ -350,6 +350,14 @@ class StoreImpl final : public Store {
   void DropEmptyGenerations();
   // Removes the expired entries of index shards [first, first + n).
   void RemoveExpiredIn(size_t first_shard, size_t shards);
+  // One periodic expiry pass: removes the expired entries of the shards from `first_shard` on
+  // (wrapping around), shard by shard, until it has looked at kExpiryEntriesPerPass entries
+  // and at least kExpiryMinShardsPerPass shards, or at the whole index. Returns the shard the
+  // next pass starts at. Every expired entry is thus found within one pass in an index of up
+  // to kExpiryEntriesPerPass entries, and within 16 passes in any index.
+  size_t ExpiryPass(size_t first_shard);
+  static constexpr size_t kExpiryEntriesPerPass = size_t{1} << 18;
+  static constexpr size_t kExpiryMinShardsPerPass = KeyIndex::kShards / 16;
   // Removes an expired entry from the index (its record is ignored at open). Caller holds no
   // stripe. False if it was gone already.
   bool RemoveExpired(const Entry& e);

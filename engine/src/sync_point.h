@@ -22,6 +22,8 @@ namespace larder::testing {
 //                                    the removal with instead (OK: remove)
 //   "StoreImpl::RemoveFailedWrites:Done"  ... and has removed what it could
 //   "StoreImpl::PutImpl:BeforeCommit"     a Put's value is staged, its index entry not written
+//   "StoreImpl::MaintenanceLoop:ExpiryPass"  a periodic pass removed the expired entries it
+//                                    looked at (ExpiryPass)
 void SetSyncPoint(const std::string& name, std::function<void(void*)> fn);
 // The same for a function that takes no argument.
 void SetSyncPoint(const std::string& name, std::function<void()> fn);

@@ -2,11 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <set>
 
 #include "eviction_fixture.h"
 #include "larder/store.h"
+#include "sync_point.h"
 #include "test_util.h"
 
 namespace larder {
@@ -305,6 +308,48 @@ TEST(Eviction, ListenerHearsExpiriesFoundByReadsDeletesAndMaintenance) {
             (std::set<std::string>{"read", "deleted", "swept"}));
   EXPECT_EQ(told->expired.size(), 3u);
   EXPECT_TRUE(told->evicted.empty());
+}
+
+TEST(Eviction, OneMaintenancePassFindsEveryExpiredKeyOfASmallStore) {
+  // A periodic pass looks at up to 2^18 entries (and at least 1/16 of the index), so in a
+  // store of fewer keys the first pass that starts after they expired finds every one of them
+  // (a pass of 1/16 of the index alone would find about 1/16 of them).
+  std::mutex mu;
+  std::condition_variable cv;
+  int passes = 0;
+  testing::ScopedSyncPoint point("StoreImpl::MaintenanceLoop:ExpiryPass", [&] {
+    std::lock_guard lock(mu);
+    ++passes;
+    cv.notify_all();
+  });
+  auto told = std::make_shared<Recorder>();
+  auto clock = std::make_shared<test::ManualClock>();
+  test::TempDir dir;
+  Options o;
+  o.clock = clock;
+  o.listener = told;
+  o.max_disk_bytes = 64 * kMiB;
+  o.memtable_bytes = 16 * kMiB;
+  o.maintenance_interval_ms = 5;
+  auto opened = Store::Open(o, dir.path());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<Store> store = std::move(opened).value();
+  constexpr size_t kKeys = 2000;
+  PutOptions ttl;
+  ttl.expire_at_ms = clock->NowMs() + 100;
+  for (size_t i = 0; i < kKeys; ++i) {
+    ASSERT_TRUE(store->Put("k" + std::to_string(i), "v", ttl).ok()) << i;
+  }
+  clock->Advance(200);
+  {
+    std::unique_lock lock(mu);
+    const int target = passes + 2;  // the second of them started after the advance
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return passes >= target; }))
+        << "no maintenance pass ran";
+  }
+  std::lock_guard lock(told->mu);
+  EXPECT_EQ(told->expired.size(), kKeys);
+  EXPECT_EQ(store->GetStats().expired_keys, kKeys);
 }
 
 TEST(Eviction, LmcacheMetadataGoesWithItsPayload) {

@@ -141,9 +141,10 @@ struct Options {
   // that granularity. Default: 1000.
   uint32_t flush_interval_ms = 1000;
 
-  // How often the background thread drops the expired entries of 1/16 of the index (so every
-  // expired entry within 16 passes) and fully expired generations, in milliseconds; 0
-  // disables these passes (Maintain() can still be called). With the WAL
+  // How often the background thread drops expired entries and fully expired generations, in
+  // milliseconds. A pass looks at about 2^18 entries, or at 1/16 of the index where that is
+  // more: every expired entry is found within one pass in an index of up to 2^18 entries, and
+  // within 16 in any. 0 disables these passes (Maintain() can still be called). With the WAL
   // off the thread runs either way: it removes the keys whose background writes failed.
   // Default: 1000.
   uint32_t maintenance_interval_ms = 1000;
