@@ -9,7 +9,8 @@ per-generation summary). NodeView subscribes first and scans second, so no chang
 two is lost; it then applies every event in order. Events are at most once: after a reconnection
 the view scans again. A generation summary says that many keys left at once: the view has
 already dropped them one by one if it hears `evicted`; otherwise (a node that sends only G, to
-spare its subscribers) it re-checks its keys with EXISTS.
+spare its subscribers) it re-checks its keys with EXISTS. Which of the two a node does, the view
+asks the node (CONFIG GET notify-keyspace-events) unless told.
 
 Needs redis-py (Debian's python3-redis)."""
 import sys
@@ -20,11 +21,26 @@ import redis
 EVENTS = ("set", "del", "expired", "evicted", "rename_from", "rename_to", "evicted-generation")
 
 
+def sends_evicted_events(client):
+    """Whether the node publishes an `evicted` event per key (class `e`, or `A` which holds
+    it). False when the node does not say (CONFIG refused): the view then re-checks, which
+    costs round trips but never keeps a key the node dropped."""
+    try:
+        flags = client.config_get("notify-keyspace-events").get("notify-keyspace-events")
+    except redis.ResponseError:
+        return False
+    return flags is not None and ("e" in flags or "A" in flags)
+
+
 class NodeView:
     """The keys one node holds, as its events report them."""
 
-    def __init__(self, client, verify_on_generation=False):
+    def __init__(self, client, verify_on_generation=None):
+        """verify_on_generation: re-check the keys at each generation summary; None (the
+        default) asks the node: yes if it sends no per-key `evicted` events."""
         self.client = client
+        if verify_on_generation is None:
+            verify_on_generation = not sends_evicted_events(client)
         self.verify_on_generation = verify_on_generation
         self.keys = set()
         self.pubsub = client.pubsub()

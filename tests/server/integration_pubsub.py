@@ -311,6 +311,8 @@ class RouterExampleTest(unittest.TestCase):
     renames, expiry and eviction, with per-key evicted events or generation summaries only."""
 
     def run_traffic_and_compare(self, flags, verify_on_generation):
+        """The view decides for itself (asking the node) whether it must re-check at a
+        generation summary; `verify_on_generation` is what it must decide."""
         value = os.urandom(256 * 1024)
         with ServerProcess(["--unixsocket", "", "--notify-keyspace-events", flags],
                            limits=("--max-disk-bytes", "32mb", "--generation-bytes", "4mb",
@@ -319,8 +321,9 @@ class RouterExampleTest(unittest.TestCase):
             self.addCleanup(r.close)
             for i in range(20):
                 r.set("chunk:%d" % i, value)
-            view = prefix_map.NodeView(srv.client(), verify_on_generation)
+            view = prefix_map.NodeView(srv.client())
             self.addCleanup(view.pubsub.close)
+            self.assertEqual(view.verify_on_generation, verify_on_generation)
             self.assertEqual(len(view.keys), 20)
             r.set("short", "v", px=50)
             for i in range(20, 300):
