@@ -4,7 +4,7 @@
 //   ram         RAM per key after a restart: 300,000 LMCache-shaped keys with 16 KiB values,
 //               then VmRSS around Store::Open in a fresh process (ram_per_key.h)
 //
-//   build/bin/larder-bench            throughput and wa (about 6 GiB written; a few minutes)
+//   build/bin/larder-bench            throughput and wa (about 14 GiB written; a few minutes)
 //   build/bin/larder-bench --quick    smaller volumes (under a minute)
 //   build/bin/larder-bench --parts wa,ram --json   one JSON object per figure (bench/run)
 //
