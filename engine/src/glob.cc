@@ -19,15 +19,21 @@ bool MatchClass(std::string_view pat, size_t* p, unsigned char c, bool nocase) {
     ++i;
   }
   bool matched = false;
+  const unsigned char raw = c;
   c = Fold(c, nocase);
+  // As Redis's stringmatchlen: an escaped character is compared as is (never folded), and
+  // "x-y" is a range whatever y is, ']' included ("[a-]" is not closed by that ']'); the ends
+  // are ordered before they are folded.
   while (i < pat.size() && pat[i] != ']') {
     if (pat[i] == '\\' && i + 1 < pat.size()) {
       ++i;
-      if (Fold(pat[i], nocase) == c) matched = true;
+      if (static_cast<unsigned char>(pat[i]) == raw) matched = true;
       ++i;
-    } else if (i + 2 < pat.size() && pat[i + 1] == '-' && pat[i + 2] != ']') {
-      unsigned char lo = Fold(pat[i], nocase), hi = Fold(pat[i + 2], nocase);
+    } else if (i + 2 < pat.size() && pat[i + 1] == '-') {
+      unsigned char lo = pat[i], hi = pat[i + 2];
       if (lo > hi) std::swap(lo, hi);
+      lo = Fold(lo, nocase);
+      hi = Fold(hi, nocase);
       if (c >= lo && c <= hi) matched = true;
       i += 3;
     } else {

@@ -311,6 +311,16 @@ TEST(Glob, RedisRules) {
   EXPECT_FALSE(GlobMatch("MAX-*", "max-disk-bytes", false));
   EXPECT_TRUE(GlobMatch("*a*a*a*a*a*a*b", std::string(40, 'a') + "b"));
   EXPECT_FALSE(GlobMatch("*a*a*a*a*a*a*b", std::string(200, 'a')));
+  // Bracket corners, each as Redis 7's stringmatchlen answers it.
+  EXPECT_FALSE(GlobMatch("h[a-]llo", "hallo"));  // "a-]" is a range: the class is not closed
+  EXPECT_TRUE(GlobMatch("h[a-]llo", "h^"));      // ... so it is ']'..'a', 'l', 'l', 'o'
+  EXPECT_TRUE(GlobMatch("h[a-]llo", "ho"));
+  EXPECT_TRUE(GlobMatch("h[-a]llo", "h-llo"));
+  EXPECT_FALSE(GlobMatch("h[]a]llo", "h]llo"));  // "[]" is an empty class
+  EXPECT_TRUE(GlobMatch("h[z-a]llo", "hello"));  // reversed ends
+  EXPECT_FALSE(GlobMatch("[Z-a]", "b", true));   // ordered, then folded: 'z'..'a'
+  EXPECT_FALSE(GlobMatch("[\\A]", "a", true));   // an escaped character is not folded
+  EXPECT_TRUE(GlobMatch("[\\A]", "A", true));
 }
 
 }  // namespace
