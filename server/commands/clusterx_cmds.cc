@@ -120,7 +120,8 @@ void ClusterX(Ctx& ctx) {
 constexpr CommandRow kRows[] = {
     // `locks_itself`: no subcommand touches keys under the dispatch lock (a topology change
     // that gives a migrated range away takes it to delete the range), and MIGRATE SYNC waits
-    // for a migration whose last step takes it exclusively. `no_multi` for the same reason.
+    // for a migration whose last step takes it exclusively. `no_multi` (refused inside MULTI)
+    // for the same reason: EXEC would run it under its exclusive hold.
     {"clusterx", -2, "admin loading stale no_multi locks_itself", kNoKeys, ClusterX},
 };
 

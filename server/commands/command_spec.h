@@ -28,7 +28,7 @@ enum CommandFlag : uint32_t {
   kLoading = 1u << 4,      // allowed while loading (all of Larder's are; reported only)
   kStale = 1u << 5,        // reported only
   kFast = 1u << 6,         // no disk I/O: runs on the connection's io thread
-  kNoMulti = 1u << 7,      // never queued by MULTI: runs at once (MULTI, EXEC, DISCARD, ...)
+  kNoMulti = 1u << 7,      // refused inside MULTI, as Redis refuses SAVE and SHUTDOWN
   kExclusive = 1u << 8,    // read-modify-write: runs under the exclusive server lock
   kLocksItself = 1u << 9,  // dispatch takes no server lock: the handler does (EXEC)
   kPubSub = 1u << 10,      // a Pub/Sub command (reported only)
@@ -48,6 +48,9 @@ enum CommandFlag : uint32_t {
   // io thread when Store::PutInMemory says the write will not wait for the disk (WAL off, room
   // in the write-behind, under the budget), else as any other.
   kFastIfPutInMemory = 1u << 16,
+  // Runs at once inside MULTI, never queued: MULTI, EXEC, DISCARD, WATCH, QUIT, RESET (Redis's
+  // list); every other command but a `no_multi` one is queued.
+  kRunsInMulti = 1u << 17,
 };
 
 // The words a row's `flags` may hold, in the order COMMAND reports them. Reported words are
@@ -75,6 +78,7 @@ inline constexpr FlagWord kFlagWords[] = {
     {"moves_args", kMovesArgs, false},
     {"fast_if_in_memory", kFastIfInMemory, false},
     {"fast_if_put_in_memory", kFastIfPutInMemory, false},
+    {"runs_in_multi", kRunsInMulti, false},
 };
 
 // Redis key positions: argv[first], argv[first + step], ... up to argv[last] (-1: the last

@@ -121,9 +121,7 @@ void Quit(Ctx& ctx) {
 }
 
 void Reset(Ctx& ctx) {
-  ctx.client.in_multi = false;
-  ctx.client.multi_error = false;
-  ctx.client.queued.clear();
+  ctx.client.EndTransaction();
   ctx.core.Forget(ctx.client);
   ctx.client.cluster_readonly = false;  // Redis's RESET also ends READONLY and ASKING
   ctx.client.asking = false;
@@ -141,11 +139,11 @@ void Reset(Ctx& ctx) {
 constexpr CommandRow kRows[] = {
     {"ping", -1, "fast loading stale pubsub_context", kNoKeys, Ping},
     {"echo", 2, "fast loading stale", kNoKeys, Echo},
-    {"hello", -1, "no_auth fast loading stale no_multi", kNoKeys, Hello},
-    {"auth", -2, "no_auth fast loading stale no_multi", kNoKeys, Auth},
+    {"hello", -1, "no_auth fast loading stale", kNoKeys, Hello},
+    {"auth", -2, "no_auth fast loading stale", kNoKeys, Auth},
     {"select", 2, "fast loading stale", kNoKeys, Select},
-    {"quit", -1, "no_auth fast loading stale no_multi pubsub_context", kNoKeys, Quit},
-    {"reset", 1, "no_auth fast loading stale no_multi pubsub_context", kNoKeys, Reset},
+    {"quit", -1, "no_auth fast loading stale runs_in_multi pubsub_context", kNoKeys, Quit},
+    {"reset", 1, "no_auth fast loading stale runs_in_multi pubsub_context", kNoKeys, Reset},
 };
 
 }  // namespace

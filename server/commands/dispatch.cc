@@ -1,5 +1,6 @@
 #include "commands/dispatch.h"
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <optional>
@@ -8,10 +9,31 @@
 #include "cluster/key_slot.h"
 #include "commands/command_table.h"
 #include "commands/util.h"
+#include "log.h"
 
 namespace larder::server {
 
 namespace {
+
+// An HTTP request line or header sent to the port ("POST ...", "Host: ..."): a browser tricked
+// into talking to the server (cross-protocol scripting). As Redis does, the connection closes
+// without a reply and the log warns, at most once a minute.
+bool IsCrossProtocolAttack(const CommandSpec* spec, const std::vector<std::string>& argv) {
+  if (spec != nullptr) return false;
+  if (!EqualsNoCase(argv[0], "post") && !EqualsNoCase(argv[0], "host:")) return false;
+  static std::atomic<int64_t> last_warned_s{-60};
+  const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+  int64_t last = last_warned_s.load(std::memory_order_relaxed);
+  if (now_s - last >= 60 && last_warned_s.compare_exchange_strong(last, now_s)) {
+    Log(LogLevel::kWarning,
+        "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: "
+        "commands to Larder. This is likely due to an attacker attempting to use Cross "
+        "Protocol Scripting to compromise your Larder instance. Connection aborted.");
+  }
+  return true;
+}
 
 // "ERR unknown command 'foo', with args beginning with: 'a' 'b' " as Redis builds it.
 std::string UnknownCommandError(const std::vector<std::string>& argv) {
@@ -44,7 +66,7 @@ std::optional<std::string> ClusterRedirect(const Core& core, const CommandSpec& 
 }
 
 bool QueuedByMulti(const ClientState& client, const CommandSpec& spec) {
-  return client.in_multi && !spec.Has(kNoMulti);
+  return client.in_multi && !spec.Has(kRunsInMulti);
 }
 
 // Runs the handler; while a slot migration runs, tells it the keys a write command wrote.
@@ -206,7 +228,10 @@ Plan Dispatcher::PlanOf(const ClientState& client, const std::vector<std::string
 bool Dispatcher::Admit(const CommandSpec* spec, ClientState& client,
                        const std::vector<std::string>& argv, resp::ReplyWriter& w) const {
   std::string error;
-  if (spec == nullptr) {
+  if (IsCrossProtocolAttack(spec, argv)) {
+    client.close_after_reply = true;  // and no reply
+    return false;
+  } else if (spec == nullptr) {
     error = UnknownCommandError(argv);
   } else if (!ArityOk(spec->arity, argv.size())) {
     error = "ERR wrong number of arguments for '" + std::string(spec->name) + "' command";
@@ -217,12 +242,22 @@ bool Dispatcher::Admit(const CommandSpec* spec, ClientState& client,
     error = "ERR Can't execute '" + std::string(spec->name) +
             "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
             "this context";
+  } else if (client.in_multi && spec->Has(kNoMulti)) {
+    error = "ERR Command not allowed inside a transaction";
   } else if (auto redirect = ClusterRedirect(core_, *spec, client, argv)) {
     error = std::move(*redirect);
   } else {
     return true;
   }
-  if (client.in_multi) client.multi_error = true;
+  if (client.in_multi && spec != nullptr && spec->name == "exec") {
+    // As Redis's execCommandAbort: a refused EXEC ends the transaction, naming why.
+    client.EndTransaction();
+    std::string_view why = error;
+    if (why.starts_with("ERR ")) why.remove_prefix(4);
+    error = "EXECABORT Transaction discarded because of: " + std::string(why);
+  } else if (client.in_multi) {
+    client.multi_error = true;
+  }
   w.Error(error);
   return false;
 }

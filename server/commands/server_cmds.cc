@@ -28,7 +28,7 @@ void ConfigGet(Ctx& ctx) {
 
 // CONFIG SET name value [name value ...]: all or nothing.
 void ConfigSet(Ctx& ctx) {
-  if (ctx.argc() % 2 != 0) return ReplyArity(ctx, "config|set");
+  if (ctx.argc() % 2 != 0) return ctx.w.Error(kErrSyntax);  // Redis: an unpaired name
   std::vector<std::pair<std::string, std::string>> pairs;
   for (size_t i = 2; i < ctx.argc(); i += 2) pairs.emplace_back(ctx.argv[i], ctx.argv[i + 1]);
   if (auto err = ctx.core.config.Set(pairs)) return ctx.w.Error(*err);
@@ -116,23 +116,38 @@ void BgSave(Ctx& ctx) {
   if (FlushStore(ctx)) ctx.w.SimpleString("Background saving started");
 }
 
-// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]: the store is always closed cleanly (flushed), so
-// NOSAVE and SAVE behave alike. No reply: the connection closes, as with Redis.
+// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: the store is always closed cleanly (flushed),
+// so NOSAVE and SAVE behave alike. No reply: the connection closes, as with Redis. The options
+// are checked as Redis checks them: all known, NOSAVE not with SAVE, ABORT alone (and with
+// nothing to abort: Larder's shutdown does not wait).
 void Shutdown(Ctx& ctx) {
+  bool nosave = false, save = false, other = false, abort = false;
   for (size_t i = 1; i < ctx.argc(); ++i) {
-    std::string opt = ToLower(ctx.argv[i]);
-    if (opt == "abort") return ctx.w.Error("ERR No shutdown in progress.");
-    if (opt != "nosave" && opt != "save" && opt != "now" && opt != "force") {
+    const std::string opt = ToLower(ctx.argv[i]);
+    if (opt == "nosave") {
+      nosave = true;
+    } else if (opt == "save") {
+      save = true;
+    } else if (opt == "now" || opt == "force") {
+      other = true;
+    } else if (opt == "abort") {
+      abort = true;
+    } else {
       return ctx.w.Error(kErrSyntax);
     }
   }
+  if ((abort && (nosave || save || other)) || (nosave && save)) return ctx.w.Error(kErrSyntax);
+  if (abort) return ctx.w.Error("ERR No shutdown in progress.");
   ctx.client.close_after_reply = true;
   if (ctx.core.request_shutdown) ctx.core.request_shutdown();
 }
 
 void Wait(Ctx& ctx) {
   int64_t n, timeout;
-  if (!ArgInt64(ctx, ctx.argv[1], &n) || !ArgInt64(ctx, ctx.argv[2], &timeout)) return;
+  if (!ArgInt64(ctx, ctx.argv[1], &n)) return;
+  if (!ParseInt64(ctx.argv[2], &timeout)) {
+    return ctx.w.Error("ERR timeout is not an integer or out of range");
+  }
   if (timeout < 0) return ctx.w.Error("ERR timeout is negative");
   ctx.w.Integer(0);
 }

@@ -11,12 +11,6 @@
 namespace larder::server {
 
 namespace {
-void EndMulti(ClientState& c) {
-  c.in_multi = false;
-  c.multi_error = false;
-  c.queued.clear();
-}
-
 void Multi(Ctx& ctx) {
   if (ctx.client.in_multi) return ctx.w.Error("ERR MULTI calls can not be nested");
   ctx.client.in_multi = true;
@@ -29,11 +23,11 @@ void Exec(Ctx& ctx) {
   ClientState& c = ctx.client;
   if (!c.in_multi) return ctx.w.Error("ERR EXEC without MULTI");
   if (c.multi_error) {
-    EndMulti(c);
+    c.EndTransaction();
     return ctx.w.Error("EXECABORT Transaction discarded because of previous errors.");
   }
   std::vector<QueuedRequest> queued = std::move(c.queued);
-  EndMulti(c);
+  c.EndTransaction();
   // The row's `locks_itself`: dispatch took no lock; one exclusive hold covers every command.
   std::unique_lock<FairSharedMutex> lock(ctx.core.exec_lock);
   ctx.w.ArrayHeader(queued.size());
@@ -42,7 +36,7 @@ void Exec(Ctx& ctx) {
 
 void Discard(Ctx& ctx) {
   if (!ctx.client.in_multi) return ctx.w.Error("ERR DISCARD without MULTI");
-  EndMulti(ctx.client);
+  ctx.client.EndTransaction();
   ctx.w.SimpleString("OK");
 }
 
@@ -59,11 +53,11 @@ void Unwatch(Ctx& ctx) {
 }
 
 constexpr CommandRow kRows[] = {
-    {"multi", 1, "fast loading stale no_multi", kNoKeys, Multi},
-    {"exec", 1, "loading stale skip_slowlog no_multi locks_itself", kNoKeys, Exec},
-    {"discard", 1, "fast loading stale no_multi", kNoKeys, Discard},
-    {"watch", -2, "fast loading stale no_multi", kEveryArgKey, Watch},
-    {"unwatch", 1, "fast loading stale no_multi", kNoKeys, Unwatch},
+    {"multi", 1, "fast loading stale runs_in_multi", kNoKeys, Multi},
+    {"exec", 1, "loading stale skip_slowlog runs_in_multi locks_itself", kNoKeys, Exec},
+    {"discard", 1, "fast loading stale runs_in_multi", kNoKeys, Discard},
+    {"watch", -2, "fast loading stale runs_in_multi", kEveryArgKey, Watch},
+    {"unwatch", 1, "fast loading stale", kNoKeys, Unwatch},
 };
 
 }  // namespace

@@ -54,6 +54,12 @@ struct ClientState {
   bool in_multi = false;
   bool multi_error = false;  // a command failed to queue: EXEC aborts
   std::vector<QueuedRequest> queued;
+  // Leaves MULTI, dropping what it queued (EXEC, DISCARD, RESET, an EXEC refused).
+  void EndTransaction() {
+    in_multi = false;
+    multi_error = false;
+    queued.clear();
+  }
   bool close_after_reply = false;  // QUIT, SHUTDOWN, CLIENT KILL of oneself
   // Cluster mode: READONLY (reads served by a replica), ASKING (the next command may use a
   // slot being imported), and the link a migration source imports a slot range through.

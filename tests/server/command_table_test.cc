@@ -31,9 +31,22 @@ TEST(CommandTable, RowsAreConsistent) {
       EXPECT_FALSE(spec.Has(kFast)) << spec.name;
     }
     // Writes and reads are told apart for every command that touches keys.
-    if (spec.keys.first != 0 && !spec.Has(kNoMulti)) {
+    if (spec.keys.first != 0 && !spec.Has(kRunsInMulti)) {  // WATCH neither reads nor writes
       EXPECT_NE(spec.Has(kWrite), spec.Has(kReadonly)) << spec.name;
     }
+  }
+}
+
+TEST(CommandTable, MultiQueuesWhatRedisQueues) {
+  // Redis 7 runs these at once inside MULTI and refuses SAVE and SHUTDOWN (COMMAND INFO's
+  // no_multi); CLUSTERX, Kvrocks's, is refused too (it takes the lock itself). Every other
+  // command is queued.
+  const std::set<std::string> runs_at_once = {"multi", "exec", "discard", "watch", "quit", "reset"};
+  const std::set<std::string> refused = {"save", "shutdown", "clusterx"};
+  for (const CommandSpec& spec : CommandTable()) {
+    const std::string name(spec.name);
+    EXPECT_EQ(spec.Has(kRunsInMulti), runs_at_once.count(name) == 1) << name;
+    EXPECT_EQ(spec.Has(kNoMulti), refused.count(name) == 1) << name;
   }
 }
 
