@@ -85,6 +85,7 @@ class StoreImpl final : public Store {
   void Prefetch(const std::vector<std::string_view>& keys) override;
   bool InMemory(std::string_view key, uint64_t max_bytes) override;
   bool PutInMemory(std::string_view key, uint64_t value_bytes) override;
+  Status CheckPut(std::string_view key, uint64_t value_bytes) const override;
   uint64_t Exists(const std::vector<std::string_view>& keys) override;
   uint64_t PrefixCount(const std::vector<std::string_view>& keys) override;
   Status Delete(std::string_view key) override;

@@ -245,14 +245,19 @@ Status StoreImpl::PutOwned(std::string_view key, std::string&& value, const PutO
 
 // `value` stays readable as a view until StageValue; only its size is used after it (its
 // bytes may have moved into a pending write by then).
-Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::string* owned,
-                          const PutOptions& opts) {
+Status StoreImpl::CheckPut(std::string_view key, uint64_t value_bytes) const {
   if (Status s = CheckKey(key); !s.ok()) return s;
-  if (value.size() > options_.max_value_bytes) {
-    return Status::InvalidArgument("value of " + std::to_string(value.size()) +
+  if (value_bytes > options_.max_value_bytes) {
+    return Status::InvalidArgument("value of " + std::to_string(value_bytes) +
                                    " bytes exceeds max_value_bytes (" +
                                    std::to_string(options_.max_value_bytes) + ")");
   }
+  return Status::OK();
+}
+
+Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::string* owned,
+                          const PutOptions& opts) {
+  if (Status s = CheckPut(key, value.size()); !s.ok()) return s;
   const uint64_t hash = format::KeyHash(key);
   const int64_t now = Now();
   const bool conditional = opts.mode != PutMode::kAlways;

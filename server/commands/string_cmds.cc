@@ -279,8 +279,25 @@ void MGet(Ctx& ctx) {
   }
 }
 
+// MSET's and MSETNX's pairs, checked as Put checks them before any is written, so a bad one
+// (an empty or oversized key) changes nothing. False after replying the error.
+bool PairsAcceptable(Ctx& ctx) {
+  for (size_t i = 1; i < ctx.argc(); i += 2) {
+    Status s = ctx.store().CheckPut(ctx.argv[i], ctx.argv[i + 1].size());
+    if (!s.ok()) {
+      ReplyStatus(ctx, s);
+      return false;
+    }
+  }
+  return true;
+}
+
+// MSET key value [key value ...]: atomic as in Redis (the row's `exclusive`: no other command
+// sees some of the keys set and not the others), all pairs checked first. Only a write that
+// fails on the disk can leave the pairs before it set.
 void MSet(Ctx& ctx) {
   if (ctx.argc() % 2 == 0) return ReplyArity(ctx, ctx.spec.name);
+  if (!PairsAcceptable(ctx)) return;
   for (size_t i = 1; i < ctx.argc(); i += 2) {
     Status s = ctx.store().Put(ctx.argv[i], ctx.argv[i + 1], PutOptions{});
     if (!s.ok()) return ReplyStatus(ctx, s);
@@ -291,6 +308,7 @@ void MSet(Ctx& ctx) {
 
 void MSetNx(Ctx& ctx) {
   if (ctx.argc() % 2 == 0) return ReplyArity(ctx, ctx.spec.name);
+  if (!PairsAcceptable(ctx)) return;
   for (size_t i = 1; i < ctx.argc(); i += 2) {
     if (ctx.store().Contains(ctx.argv[i])) return ctx.w.Integer(0);
   }
@@ -339,14 +357,15 @@ void SetRange(Ctx& ctx) {
   if (!ArgInt64(ctx, ctx.argv[2], &offset)) return;
   if (offset < 0) return ctx.w.Error("ERR offset is out of range");
   const std::string& part = ctx.argv[3];
+  std::string cur;
+  bool found;
+  if (!ReadString(ctx, ctx.argv[1], &cur, &found)) return;
+  // As Redis: writing nothing answers the length, whatever the offset.
+  if (part.empty()) return ctx.w.Integer(static_cast<int64_t>(cur.size()));
   if (static_cast<uint64_t>(offset) + part.size() >
       ctx.core.config.snapshot()->proto_max_bulk_len) {
     return ctx.w.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
   }
-  std::string cur;
-  bool found;
-  if (!ReadString(ctx, ctx.argv[1], &cur, &found)) return;
-  if (part.empty()) return ctx.w.Integer(static_cast<int64_t>(cur.size()));
   size_t need = static_cast<size_t>(offset) + part.size();
   if (cur.size() < need) cur.resize(need, '\0');
   cur.replace(static_cast<size_t>(offset), part.size(), part);
@@ -505,7 +524,7 @@ constexpr CommandRow kRows[] = {
     {"getex", -2, "write", kOneKey, GetEx},
     {"getdel", 2, "write", kOneKey, GetDel},
     {"mget", -2, "readonly", kEveryArgKey, MGet},
-    {"mset", -3, "write", kKeyValuePairs, MSet},
+    {"mset", -3, "write exclusive", kKeyValuePairs, MSet},
     {"msetnx", -3, "write exclusive", kKeyValuePairs, MSetNx},
     {"strlen", 2, "readonly fast", kOneKey, StrLen},
     {"getrange", 4, "readonly", kOneKey, GetRange},
