@@ -87,21 +87,70 @@ void Info(Ctx& ctx) {
   ctx.w.Verbatim("txt", ClientInfoLine(ctx.client, ctx.NowMs()));
 }
 
+// Redis's client types, as CLIENT LIST TYPE and CLIENT KILL TYPE name them. Larder's clients
+// are `normal` or, with a subscription, `pubsub` (the class of their output limit); it has
+// no replication links, so `master` and `replica` (`slave`) match none.
+enum class ClientType { kNormal, kPubSub, kReplica, kMaster };
+
+std::optional<ClientType> ParseClientType(std::string_view name) {
+  if (EqualsNoCase(name, "normal")) return ClientType::kNormal;
+  if (EqualsNoCase(name, "pubsub")) return ClientType::kPubSub;
+  if (EqualsNoCase(name, "replica") || EqualsNoCase(name, "slave")) return ClientType::kReplica;
+  if (EqualsNoCase(name, "master")) return ClientType::kMaster;
+  return std::nullopt;
+}
+
+ClientType TypeOf(const ClientState& c) {
+  return c.subscribed() ? ClientType::kPubSub : ClientType::kNormal;
+}
+
+// Parses a client type argument; replies Redis's error and returns nullopt if unknown.
+std::optional<ClientType> ClientTypeArg(Ctx& ctx, const std::string& name) {
+  std::optional<ClientType> type = ParseClientType(name);
+  if (!type) ctx.w.Error("ERR Unknown client type '" + name + "'");
+  return type;
+}
+
+// CLIENT LIST [TYPE <type> | ID <id> [<id> ...]], as Redis parses it.
 void List(Ctx& ctx) {
   const int64_t now = ctx.NowMs();
   std::string out;
-  ctx.core.clients->ForEach([&](const ClientState& c) { out += ClientInfoLine(c, now); });
+  if (ctx.argc() == 4 && EqualsNoCase(ctx.argv[2], "type")) {
+    std::optional<ClientType> type = ClientTypeArg(ctx, ctx.argv[3]);
+    if (!type) return;
+    ctx.core.clients->ForEach([&](const ClientState& c) {
+      if (TypeOf(c) == *type) out += ClientInfoLine(c, now);
+    });
+  } else if (ctx.argc() > 3 && EqualsNoCase(ctx.argv[2], "id")) {
+    std::vector<int64_t> ids;
+    for (size_t i = 3; i < ctx.argc(); ++i) {
+      int64_t id = 0;
+      if (!ParseInt64(ctx.argv[i], &id)) return ctx.w.Error("ERR Invalid client ID");
+      ids.push_back(id);
+    }
+    for (int64_t id : ids) {  // in the order asked, as Redis lists them
+      ctx.core.clients->ForEach([&](const ClientState& c) {
+        if (static_cast<int64_t>(c.id) == id) out += ClientInfoLine(c, now);
+      });
+    }
+  } else if (ctx.argc() != 2) {
+    return ctx.w.Error(kErrSyntax);
+  } else {
+    ctx.core.clients->ForEach([&](const ClientState& c) { out += ClientInfoLine(c, now); });
+  }
   ctx.w.Verbatim("txt", out);
 }
 
 // Which clients CLIENT KILL <option> <value> ... closes.
 struct KillFilter {
-  uint64_t id = 0;   // 0 = any
-  std::string addr;  // "" = any
+  uint64_t id = 0;                 // 0 = any
+  std::string addr, laddr;         // "" = any
+  std::optional<ClientType> type;  // nullopt = any
   bool skipme = true;
 
   bool Matches(const ClientState& c, uint64_t me) const {
-    return !(skipme && c.id == me) && (id == 0 || c.id == id) && (addr.empty() || c.addr == addr);
+    return !(skipme && c.id == me) && (id == 0 || c.id == id) && (addr.empty() || c.addr == addr) &&
+           (laddr.empty() || c.laddr == laddr) && (!type || TypeOf(c) == *type);
   }
 };
 
@@ -123,8 +172,18 @@ std::optional<KillFilter> ParseKillFilter(Ctx& ctx) {
       return std::nullopt;
     } else if (opt == "addr") {
       f.addr = value;
-    } else if (opt == "skipme") {
-      f.skipme = !EqualsNoCase(value, "no");
+    } else if (opt == "laddr") {
+      f.laddr = value;
+    } else if (opt == "type") {
+      f.type = ClientTypeArg(ctx, value);
+      if (!f.type) return std::nullopt;
+    } else if (opt == "user") {
+      if (value != "default") {  // Larder's one user: every client is "default"
+        ctx.w.Error("ERR No such user '" + value + "'");
+        return std::nullopt;
+      }
+    } else if (opt == "skipme" && (EqualsNoCase(value, "yes") || EqualsNoCase(value, "no"))) {
+      f.skipme = EqualsNoCase(value, "yes");
     } else {
       ctx.w.Error(kErrSyntax);
       return std::nullopt;
@@ -178,7 +237,11 @@ void Unpause(Ctx& ctx) {
   ctx.w.SimpleString("OK");
 }
 
+// NO-EVICT / NO-TOUCH ON|OFF: checked as Redis checks them, then without effect.
 void AcceptAndIgnore(Ctx& ctx) {
+  if (!EqualsNoCase(ctx.argv[2], "on") && !EqualsNoCase(ctx.argv[2], "off")) {
+    return ctx.w.Error(kErrSyntax);
+  }
   ctx.w.SimpleString("OK");
 }
 
@@ -189,9 +252,12 @@ constexpr SubcommandRow kSubcommands[] = {
     {"setinfo", 4, SetInfo, "SETINFO <option> <value>",
      "Set client meta attr. Options are: LIB-NAME, LIB-VER."},
     {"info", 2, Info, "INFO", "Return information about the current client connection."},
-    {"list", -2, List, "LIST", "Return information about client connections.", kAdmin},
+    {"list", -2, List, "LIST [TYPE (NORMAL|MASTER|REPLICA|PUBSUB) | ID <client-id> ...]",
+     "Return information about client connections.", kAdmin},
     {"kill", -3, Kill, "KILL <ip:port> | KILL <option> <value> [<option> <value> [...]]",
-     "Kill connections. Options are: ID <client-id>, ADDR <ip:port>, SKIPME (YES|NO).", kAdmin},
+     "Kill connections. Options are: ID <client-id>, TYPE (NORMAL|MASTER|REPLICA|PUBSUB), "
+     "USER <username>, ADDR <ip:port>, LADDR <ip:port>, SKIPME (YES|NO).",
+     kAdmin},
     {"pause", -3, Pause, "PAUSE <timeout> [WRITE|ALL]",
      "Suspend all, or just write, clients for <timeout> milliseconds.", kAdmin},
     {"unpause", 2, Unpause, "UNPAUSE", "Stop the current client pause, resuming traffic.", kAdmin},

@@ -54,8 +54,16 @@ void ExpireTime(Ctx& ctx) {
   ctx.w.Integer(info->expire_at_ms / unit.ms);
 }
 
+// A SCAN cursor as Redis reads it (strtoul): an optional sign, then decimal digits up to
+// 2^64 - 1; a '-' negates modulo 2^64 ("-1" is the largest cursor); "" is 0.
 bool ParseCursor(std::string_view s, uint64_t* out) {
-  if (s.empty() || s.size() > 20) return false;
+  if (s.empty()) {
+    *out = 0;
+    return true;
+  }
+  const bool negative = s[0] == '-';
+  if (s[0] == '-' || s[0] == '+') s.remove_prefix(1);
+  if (s.empty()) return false;
   uint64_t v = 0;
   for (char c : s) {
     if (c < '0' || c > '9') return false;
@@ -63,7 +71,7 @@ bool ParseCursor(std::string_view s, uint64_t* out) {
     if (v > (UINT64_MAX - d) / 10) return false;
     v = v * 10 + d;
   }
-  *out = v;
+  *out = negative ? 0 - v : v;
   return true;
 }
 

@@ -68,6 +68,22 @@ void PubSubNumSub(Ctx& ctx) {
   }
 }
 
+// SHARDCHANNELS [<pattern>] / SHARDNUMSUB [<shardchannel> ...]: Larder has no sharded
+// Pub/Sub (SSUBSCRIBE is unknown), so there is never a shard channel: the replies are Redis's
+// for a server without any.
+void PubSubShardChannels(Ctx& ctx) {
+  if (ctx.argc() > 3) return ReplySubcommandSyntax(ctx);
+  ctx.w.ArrayHeader(0);
+}
+
+void PubSubShardNumSub(Ctx& ctx) {
+  ctx.w.ArrayHeader(2 * (ctx.argc() - 2));
+  for (size_t i = 2; i < ctx.argc(); ++i) {
+    ctx.w.BulkString(ctx.argv[i]);
+    ctx.w.Integer(0);
+  }
+}
+
 void PubSubNumPat(Ctx& ctx) {
   ctx.w.Integer(static_cast<int64_t>(ctx.core.pubsub.NumPat()));
 }
@@ -79,6 +95,12 @@ constexpr SubcommandRow kPubSubSubcommands[] = {
     {"numsub", -2, PubSubNumSub, "NUMSUB [<channel> ...]",
      "Return the number of subscribers for the specified channels, excluding pattern "
      "subscriptions (default: no channels)."},
+    {"shardchannels", -2, PubSubShardChannels, "SHARDCHANNELS [<pattern>]",
+     "Return the currently active shard level channels matching a <pattern> (default: '*'); "
+     "Larder has none."},
+    {"shardnumsub", -2, PubSubShardNumSub, "SHARDNUMSUB [<shardchannel> ...]",
+     "Return the number of subscribers for the specified shard level channel(s); Larder has "
+     "none."},
 };
 
 void PubSubCommand(Ctx& ctx) {
