@@ -2,7 +2,9 @@
 options of SET, GETEX, SETEX/PSETEX and EXPIRE* (one parser, commands/expiry.h), the
 generated HELP and error replies of container commands (commands/subcommands.h), and the rest
 of the string and keyspace family (INCRBYFLOAT, LCS, COPY, DUMP/RESTORE) with the error replies
-of SLOWLOG, LATENCY and CLIENT PAUSE, in RESP2 and RESP3. Every case compares the raw replies."""
+of SLOWLOG, LATENCY and CLIENT PAUSE, in RESP2 and RESP3; transactions (what MULTI queues,
+refuses or runs at once), SHUTDOWN's options, CLIENT LIST/KILL filters, SCAN cursors, KEYS
+patterns and the cross-protocol guard. Every case compares the raw replies."""
 import unittest
 
 from server_harness import RedisProcess, ServerProcess
@@ -147,6 +149,51 @@ RESTORE_SEQUENCE = [
     ["RESTORE", "r5", "99999999999999", "P", "ABSTTL"], ["PEXPIRETIME", "r5"],
 ]
 
+# Sequences each run on a fresh connection to each server (a transaction's state is the
+# connection's); every reply must match.
+SESSION_SEQUENCES = {
+    "transaction refuses SAVE and SHUTDOWN": [
+        ["DEL", "t:a"], ["MULTI"], ["SET", "t:a", "1"], ["SAVE"], ["SHUTDOWN"], ["EXEC"],
+        ["GET", "t:a"]],
+    "transaction queues AUTH and UNWATCH": [["MULTI"], ["UNWATCH"], ["AUTH", "x"], ["EXEC"]],
+    "a refused EXEC discards the transaction": [
+        ["DEL", "t:b"], ["MULTI"], ["SET", "t:b", "1"], ["EXEC", "x"], ["GET", "t:b"], ["EXEC"]],
+    "nested MULTI and WATCH inside MULTI": [
+        ["MULTI"], ["MULTI"], ["WATCH", "x"], ["SET", "t:c", "1"], ["EXEC"]],
+    "SHUTDOWN options": [
+        ["SHUTDOWN", "NOSAVE", "SAVE"], ["SHUTDOWN", "ABORT", "x"], ["SHUTDOWN", "SAVE", "ABORT"],
+        ["SHUTDOWN", "NOW", "FOO"], ["SHUTDOWN", "ABORT"], ["PING"]],
+    "SETRANGE of nothing": [
+        ["SET", "t:s", "abc"], ["SETRANGE", "t:s", "600000000", ""],
+        ["SETRANGE", "t:none", "600000000", ""], ["SETRANGE", "t:s", "600000000", "x"],
+        ["GET", "t:s"]],
+    "CLIENT filters": [
+        ["CLIENT", "LIST", "TYPE", "foo"], ["CLIENT", "LIST", "ID", "abc"],
+        ["CLIENT", "LIST", "ID", "1", "x"], ["CLIENT", "LIST", "FOO"],
+        ["CLIENT", "LIST", "TYPE", "master"], ["CLIENT", "LIST", "ID", "999999"],
+        ["CLIENT", "KILL", "SKIPME", "maybe"], ["CLIENT", "KILL", "TYPE", "foo"],
+        ["CLIENT", "KILL", "TYPE", "master"], ["CLIENT", "KILL", "USER", "nobody"],
+        ["CLIENT", "KILL", "LADDR", "1.2.3.4:5"], ["CLIENT", "KILL", "USER", "default", "ID", "99999"],
+        ["CLIENT", "NO-EVICT", "maybe"], ["CLIENT", "NO-EVICT", "on"]],
+    "WAIT, sharded Pub/Sub, CONFIG SET": [
+        ["WAIT", "0", "abc"], ["WAIT", "x", "0"], ["WAIT", "0", "-1"], ["PUBSUB", "SHARDCHANNELS"],
+        ["PUBSUB", "SHARDCHANNELS", "a*"], ["PUBSUB", "SHARDCHANNELS", "a", "b"],
+        ["PUBSUB", "SHARDNUMSUB", "a", "b"], ["PUBSUB", "SHARDNUMSUB"],
+        ["CONFIG", "SET", "timeout", "0", "tcp-keepalive"]],
+}
+
+# SCAN cursors as Redis reads them (strtoul): accepted or "invalid cursor" alike (the cursor
+# values a scan returns are each server's own).
+SCAN_CURSORS = ["0", "-1", "", "+0", "-5", "-", "18446744073709551615", "18446744073709551616",
+                "1x", " 1", "007"]
+
+# KEYS patterns whose bracket corners Redis's matcher answers in its own way; the key sets
+# must match (KEYS lists in no set order).
+GLOB_KEYS = ["g:hallo", "g:h^", "g:ho", "g:h-llo", "g:h]llo", "g:hello", "g:h\\llo"]
+GLOB_PATTERNS = ["g:h[a-]llo", "g:h[a-]*", "g:h[-a]llo", "g:h[]a]llo", "g:h[z-a]llo", "g:h[a",
+                 "g:h[^a-z]llo", "g:h[!a]llo", "g:h[\\]]llo", "g:h\\", "g:h[\\\\]llo"]
+
+
 
 class RedisParityTest(unittest.TestCase):
     @classmethod
@@ -278,6 +325,69 @@ class RedisParityTest(unittest.TestCase):
         self.assertEqual(larder["expires"], "2")
         # Larder's avg_ttl is exact (Redis's is a running estimate from expiry sampling).
         self.assertTrue(190000 <= int(larder["avg_ttl"]) <= 200000, larder)
+
+    def test_session_sequences_reply_as_redis(self):
+        for name, seq in SESSION_SEQUENCES.items():
+            conns = [self.larder.raw(), self.redis.raw()]
+            try:
+                for cmd in seq:
+                    with self.subTest(sequence=name, cmd=" ".join(cmd)):
+                        larder, redis = (c.call(*cmd) for c in conns)
+                        self.assertEqual(larder, redis)
+            finally:
+                for c in conns:
+                    c.close()
+
+    def test_scan_cursors_parse_as_redis(self):
+        for cursor in SCAN_CURSORS:
+            with self.subTest(cursor=cursor):
+                larder, redis = self.on_both("SCAN", cursor, "COUNT", "1")
+                if redis.startswith(b"-"):
+                    self.assertEqual(larder, redis)
+                else:
+                    self.assertTrue(larder.startswith(b"*2\r\n"), larder)
+
+    def test_keys_patterns_match_as_redis(self):
+        for c in self.conns:
+            for key in GLOB_KEYS:
+                c.call("SET", key, "1")
+        for pattern in GLOB_PATTERNS:
+            with self.subTest(pattern=pattern):
+                larder, redis = (sorted(self.larder_keys(c.call("KEYS", pattern)))
+                                 for c in self.conns)
+                self.assertEqual(larder, redis)
+
+    @staticmethod
+    def larder_keys(reply):
+        """The keys of a raw KEYS reply (an array of bulk strings)."""
+        lines = reply.split(b"\r\n")
+        return [lines[i] for i in range(2, len(lines) - 1, 2)]
+
+    def test_http_request_lines_close_the_connection_without_a_reply(self):
+        # Cross-protocol scripting: Redis (and Larder) drop a connection that sends "POST" or
+        # "Host:" at once, saying nothing.
+        for request in (b"POST / HTTP/1.1\r\n", b"*2\r\n$5\r\nHost:\r\n$1\r\nx\r\n"):
+            for server in (self.larder, self.redis):
+                with self.subTest(request=request, server=type(server).__name__):
+                    c = server.raw()
+                    try:
+                        c.send(request)
+                        self.assertTrue(c.closed_by_server())
+                        self.assertEqual(c.buf, b"")
+                    finally:
+                        c.close()
+        self.assertIn("Possible SECURITY ATTACK detected", self.larder.read_log())
+
+    def test_a_refused_mset_sets_nothing(self):
+        # Larder refuses the empty key (Redis accepts it: docs/operations.md): MSET and MSETNX
+        # check every pair before writing one.
+        c = self.conns[0]
+        c.call("DEL", "ms:a", "ms:b")
+        for cmd in ("MSET", "MSETNX"):
+            with self.subTest(cmd=cmd):
+                self.assertEqual(c.call(cmd, "ms:a", "1", "", "2", "ms:b", "3"),
+                                 b"-ERR empty key\r\n")
+                self.assertEqual(c.call("EXISTS", "ms:a", "ms:b"), b":0\r\n")
 
     def test_restore_of_another_type_is_refused_with_an_actionable_error(self):
         self.conns[1].call("DEL", "alist")
