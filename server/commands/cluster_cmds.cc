@@ -257,9 +257,12 @@ constexpr SubcommandRow kSubcommands[] = {
      "Migration target: start (0), succeed (1) or fail (2) importing a slot range.", kAdmin},
 };
 
+// As Redis: an unknown subcommand or a wrong arity is answered before a disabled cluster.
 void Cluster(Ctx& ctx) {
-  if (!ctx.core.cluster.enabled()) return ctx.w.Error(kErrDisabled);
-  RunSubcommand(ctx, kSubcommands);
+  if (!ctx.core.cluster.enabled() && SubcommandRuns(ctx, kSubcommands)) {
+    return ctx.w.Error(kErrDisabled);
+  }
+  RunSubcommand(ctx, kSubcommands);  // disabled: only its error, no handler runs
 }
 
 // READONLY / READWRITE: whether this connection may read a slot from a replica of its owner.

@@ -11,12 +11,17 @@ namespace larder::server {
 namespace {
 
 // CONFIG GET pattern [pattern ...]: every matching option once, in table order per pattern.
+// CONFIG GET pattern [pattern ...]: as Redis, an option asked for by its name (no glob
+// character) is named as it was first asked ("TIMEOUT"), one a pattern matched by its own
+// name; each option once.
 void ConfigGet(Ctx& ctx) {
   std::vector<std::pair<std::string, std::string>> all;
   std::set<std::string> seen;
   for (size_t i = 2; i < ctx.argc(); ++i) {
-    for (auto& kv : ctx.core.config.Get(ctx.argv[i])) {
-      if (seen.insert(kv.first).second) all.push_back(std::move(kv));
+    const std::string& arg = ctx.argv[i];
+    const bool by_name = arg.find_first_of("[*?") == std::string::npos;
+    for (auto& [name, value] : ctx.core.config.Get(arg)) {
+      if (seen.insert(name).second) all.emplace_back(by_name ? arg : name, std::move(value));
     }
   }
   ctx.w.MapHeader(all.size());

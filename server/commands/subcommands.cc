@@ -18,7 +18,21 @@ void ReplyHelp(Ctx& ctx, std::span<const SubcommandRow> table) {
   ctx.w.SimpleString("    Prints this help.");
 }
 
+// The row of argv[1], or nullptr (HELP has none).
+const SubcommandRow* RowOf(const Ctx& ctx, std::span<const SubcommandRow> table) {
+  for (const SubcommandRow& row : table) {
+    if (EqualsNoCase(ctx.argv[1], row.name)) return &row;
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+bool SubcommandRuns(const Ctx& ctx, std::span<const SubcommandRow> table) {
+  if (EqualsNoCase(ctx.argv[1], "help")) return ctx.argc() == 2;
+  const SubcommandRow* row = RowOf(ctx, table);
+  return row != nullptr && ArityOk(row->arity, ctx.argc());
+}
 
 void RunSubcommand(Ctx& ctx, std::span<const SubcommandRow> table) {
   const std::string& sub = ctx.argv[1];
@@ -27,13 +41,11 @@ void RunSubcommand(Ctx& ctx, std::span<const SubcommandRow> table) {
     if (ctx.argc() != 2) return ReplyArity(ctx, full);
     return ReplyHelp(ctx, table);
   }
-  for (const SubcommandRow& row : table) {
-    if (!EqualsNoCase(sub, row.name)) continue;
-    if (!ArityOk(row.arity, ctx.argc())) return ReplyArity(ctx, full);
-    ctx.subcommand_flags = row.flags;
-    return row.handler(ctx);
-  }
-  ReplyUnknownSub(ctx, sub, ctx.spec.name);
+  const SubcommandRow* row = RowOf(ctx, table);
+  if (row == nullptr) return ReplyUnknownSub(ctx, sub, ctx.spec.name);
+  if (!ArityOk(row->arity, ctx.argc())) return ReplyArity(ctx, full);
+  ctx.subcommand_flags = row->flags;
+  row->handler(ctx);
 }
 
 }  // namespace larder::server

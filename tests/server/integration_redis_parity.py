@@ -180,6 +180,13 @@ SESSION_SEQUENCES = {
         ["PUBSUB", "SHARDCHANNELS", "a*"], ["PUBSUB", "SHARDCHANNELS", "a", "b"],
         ["PUBSUB", "SHARDNUMSUB", "a", "b"], ["PUBSUB", "SHARDNUMSUB"],
         ["CONFIG", "SET", "timeout", "0", "tcp-keepalive"]],
+    "CONFIG GET by name and by pattern": [
+        ["CONFIG", "GET", "TIMEOUT"], ["CONFIG", "GET", "TIMEOUT", "timeout"],
+        ["CONFIG", "GET", "timeout", "TIMEOUT"], ["CONFIG", "GET", "TIME*"],
+        ["CONFIG", "GET", "TIMEOUT", "time*"], ["CONFIG", "GET", "nosuch"]],
+    "CLUSTER with the cluster disabled": [
+        ["CLUSTER", "FOO"], ["CLUSTER", "HELP"], ["CLUSTER", "HELP", "x"], ["CLUSTER", "INFO", "x"],
+        ["CLUSTER", "KEYSLOT"], ["CLUSTER", "INFO"]],
 }
 
 # SCAN cursors as Redis reads them (strtoul): accepted or "invalid cursor" alike (the cursor
