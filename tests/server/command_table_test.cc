@@ -83,7 +83,9 @@ TEST(FlagWords, ParsedOnceFromWords) {
   EXPECT_EQ(flags, 0u);
   EXPECT_EQ(ParseFlagWords("readonly wirte", &flags), "unknown flag 'wirte'");
   EXPECT_EQ(FindCommand("incr")->flags, kWrite | kExclusive);
-  EXPECT_EQ(FindCommand("hello")->flags, kNoAuth | kFast | kLoading | kStale | kNoMulti);
+  EXPECT_EQ(FindCommand("hello")->flags, kNoAuth | kFast | kLoading | kStale);
+  EXPECT_EQ(FindCommand("exec")->flags,
+            kLoading | kStale | kSkipSlowlog | kRunsInMulti | kLocksItself);
 }
 
 // What the server checks at startup: a bad row stops the table from building.
