@@ -17,10 +17,6 @@ uint64_t StoreImpl::BudgetUsage() const {
 }
 
 Status StoreImpl::MakeRoom(uint64_t incoming) {
-  if (incoming > budget_) {
-    return Status::NoSpace("a value of " + std::to_string(incoming) +
-                           " bytes cannot fit in max_disk_bytes (" + std::to_string(budget_) + ")");
-  }
   if (BudgetUsage() + incoming <= budget_) return Status::OK();
   if (options_.eviction_policy == EvictionPolicy::kNone) {
     return Status::NoSpace("max_disk_bytes (" + std::to_string(budget_) +

@@ -252,6 +252,10 @@ Status StoreImpl::CheckPut(std::string_view key, uint64_t value_bytes) const {
                                    " bytes exceeds max_value_bytes (" +
                                    std::to_string(options_.max_value_bytes) + ")");
   }
+  if (const uint64_t stored = format::StoredBytes(key.size(), value_bytes); stored > budget_) {
+    return Status::NoSpace("a value of " + std::to_string(stored) +
+                           " bytes cannot fit in max_disk_bytes (" + std::to_string(budget_) + ")");
+  }
   return Status::OK();
 }
 

@@ -294,7 +294,8 @@ bool PairsAcceptable(Ctx& ctx) {
 
 // MSET key value [key value ...]: atomic as in Redis (the row's `exclusive`: no other command
 // sees some of the keys set and not the others), all pairs checked first. Only a write that
-// fails on the disk can leave the pairs before it set.
+// fails on the disk, or finds the budget full under eviction-policy none, can leave the pairs
+// before it set.
 void MSet(Ctx& ctx) {
   if (ctx.argc() % 2 == 0) return ReplyArity(ctx, ctx.spec.name);
   if (!PairsAcceptable(ctx)) return;

@@ -106,9 +106,10 @@ class Store {
   virtual Status PutOwned(std::string_view key, std::string&& value, const PutOptions& opts) = 0;
   Status Put(std::string_view key, std::string_view value, int64_t ttl_ms = 0);
   // The checks Put makes of its arguments before it writes anything: InvalidArgument for an
-  // empty key, a key over Options::max_key_bytes or a value over max_value_bytes (IOError once
-  // closed). OK says only that the arguments are acceptable; the Put may still fail (NoSpace,
-  // an I/O error). Lets a caller writing several values refuse the lot before the first.
+  // empty key, a key over Options::max_key_bytes or a value over max_value_bytes, NoSpace for a
+  // value larger than the whole disk budget (IOError once closed). OK says only that the
+  // arguments are acceptable; the Put may still fail (NoSpace with EvictionPolicy::kNone, an
+  // I/O error). Lets a caller writing several values refuse the lot before the first.
   virtual Status CheckPut(std::string_view key, uint64_t value_bytes) const = 0;
 
   // The value of `key`, verified, or NotFound (absent, expired, or failed verification — the
