@@ -69,6 +69,7 @@ size_t StoreImpl::ExpiryPass(size_t first_shard) {
   size_t shard = first_shard;
   for (size_t n = 0; n < KeyIndex::kShards; ++n) {
     if (n >= kExpiryMinShardsPerPass && looked_at >= kExpiryEntriesPerPass) break;
+    if (expired.size() >= kExpiryRemovalsPerPass) break;  // the next pass goes on from here
     index_.ForEachInShards(shard, 1, [&](Entry& e) {
       ++looked_at;
       if (e.ExpiredAt(now)) expired.push_back(e);

@@ -274,7 +274,7 @@ class StoreImpl final : public Store {
   // Disk bytes that count against the budget (blob files, index files, unflushed memtables).
   uint64_t BudgetUsage() const;
   // Evicts until `incoming` more bytes fit in the budget (or NoSpace with kNone).
-  Status MakeRoom(uint64_t incoming);
+  Status MakeRoom(uint64_t incoming);  // `incoming` <= budget_ (CheckPut)
   // Evicts the oldest generation by `policy`, keeping (in place or by copy) what it keeps of
   // it. In place by recency, when what it would drop holds more than `need` (bytes still to
   // free) and 1/64 of a generation, only that much of it goes (DropPart) and the generation
@@ -353,12 +353,15 @@ class StoreImpl final : public Store {
   void RemoveExpiredIn(size_t first_shard, size_t shards);
   // One periodic expiry pass: removes the expired entries of the shards from `first_shard` on
   // (wrapping around), shard by shard, until it has looked at kExpiryEntriesPerPass entries
-  // and at least kExpiryMinShardsPerPass shards, or at the whole index. Returns the shard the
-  // next pass starts at. Every expired entry is thus found within one pass in an index of up
-  // to kExpiryEntriesPerPass entries, and within 16 passes in any index.
+  // and at least kExpiryMinShardsPerPass shards, or at the whole index, or found
+  // kExpiryRemovalsPerPass expired ones (each a RocksDB seek with a listener: a pass stays
+  // well under a second). Returns the shard the next pass starts at. Every expired entry is
+  // thus found within one pass in an index of up to kExpiryEntriesPerPass entries, and within
+  // 16 passes in any index, unless more than kExpiryRemovalsPerPass expire together.
   size_t ExpiryPass(size_t first_shard);
   static constexpr size_t kExpiryEntriesPerPass = size_t{1} << 18;
   static constexpr size_t kExpiryMinShardsPerPass = KeyIndex::kShards / 16;
+  static constexpr size_t kExpiryRemovalsPerPass = size_t{1} << 14;
   // Removes an expired entry from the index (its record is ignored at open). Caller holds no
   // stripe. False if it was gone already.
   bool RemoveExpired(const Entry& e);
