@@ -1,6 +1,7 @@
 #include "larder/glob.h"
 
 #include <cctype>
+#include <utility>
 
 namespace larder {
 namespace {
@@ -9,9 +10,18 @@ unsigned char Fold(unsigned char c, bool nocase) {
   return nocase ? static_cast<unsigned char>(std::tolower(c)) : c;
 }
 
+// A byte as Redis's matcher sees it: a (signed) char, folded A-Z to a-z under `nocase`.
+int RangeValue(char c, bool nocase) {
+  const int v = static_cast<signed char>(c);
+  return nocase && v >= 'A' && v <= 'Z' ? v - 'A' + 'a' : v;
+}
+
 // Matches a bracket class starting just after '['. On return *p is past the closing ']'
 // (or at the end of the pattern when it is unterminated, which Redis treats as closed).
-bool MatchClass(std::string_view pat, size_t* p, unsigned char c, bool nocase) {
+// As Redis's stringmatchlen: an escaped character is compared as is (never folded); "x-y" is
+// a range whatever y is, ']' included ("[a-]" is not closed by that ']'), its ends ordered as
+// signed chars before they are folded.
+bool MatchClass(std::string_view pat, size_t* p, char c, bool nocase) {
   size_t i = *p;
   bool negate = false;
   if (i < pat.size() && pat[i] == '^') {
@@ -19,25 +29,21 @@ bool MatchClass(std::string_view pat, size_t* p, unsigned char c, bool nocase) {
     ++i;
   }
   bool matched = false;
-  const unsigned char raw = c;
-  c = Fold(c, nocase);
-  // As Redis's stringmatchlen: an escaped character is compared as is (never folded), and
-  // "x-y" is a range whatever y is, ']' included ("[a-]" is not closed by that ']'); the ends
-  // are ordered before they are folded.
   while (i < pat.size() && pat[i] != ']') {
     if (pat[i] == '\\' && i + 1 < pat.size()) {
-      ++i;
-      if (static_cast<unsigned char>(pat[i]) == raw) matched = true;
-      ++i;
+      if (pat[i + 1] == c) matched = true;
+      i += 2;
     } else if (i + 2 < pat.size() && pat[i + 1] == '-') {
-      unsigned char lo = pat[i], hi = pat[i + 2];
+      int lo = static_cast<signed char>(pat[i]), hi = static_cast<signed char>(pat[i + 2]);
       if (lo > hi) std::swap(lo, hi);
-      lo = Fold(lo, nocase);
-      hi = Fold(hi, nocase);
-      if (c >= lo && c <= hi) matched = true;
+      const int v = RangeValue(c, nocase);
+      if (v >= RangeValue(static_cast<char>(lo), nocase) &&
+          v <= RangeValue(static_cast<char>(hi), nocase)) {
+        matched = true;
+      }
       i += 3;
     } else {
-      if (Fold(pat[i], nocase) == c) matched = true;
+      if (Fold(pat[i], nocase) == Fold(c, nocase)) matched = true;
       ++i;
     }
   }

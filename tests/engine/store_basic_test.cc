@@ -321,6 +321,12 @@ TEST(Glob, RedisRules) {
   EXPECT_FALSE(GlobMatch("[Z-a]", "b", true));   // ordered, then folded: 'z'..'a'
   EXPECT_FALSE(GlobMatch("[\\A]", "a", true));   // an escaped character is not folded
   EXPECT_TRUE(GlobMatch("[\\A]", "A", true));
+  EXPECT_TRUE(GlobMatch("[A-B]", "a", true));
+  // Range ends compare as signed chars, as in Redis: "a-\xff" is -1..'a'.
+  EXPECT_TRUE(GlobMatch("[a-\xff]", "\x01"));
+  EXPECT_TRUE(GlobMatch("[a-\xff]", "\xff"));
+  EXPECT_FALSE(GlobMatch("[a-\xff]", "b"));
+  EXPECT_FALSE(GlobMatch("[a-\xff]", "\x80"));
 }
 
 }  // namespace
