@@ -117,7 +117,7 @@ def main(addresses):
                 view.drain(timeout=0.1)
             except redis.ConnectionError:
                 time.sleep(1)
-                views[addr] = NodeView(view.client, view.verify_on_generation)  # and rescan
+                views[addr] = NodeView(view.client)  # rescans, and asks the node again
                 continue
             print("%s: %d keys" % (addr, len(view.keys)))
         time.sleep(1)

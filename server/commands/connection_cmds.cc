@@ -90,7 +90,7 @@ void Hello(Ctx& ctx) {
   ctx.w.BulkString("id");
   ctx.w.Integer(static_cast<int64_t>(ctx.client.id));
   ctx.w.BulkString("mode");
-  ctx.w.BulkString("standalone");
+  ctx.w.BulkString(ctx.core.cluster.enabled() ? "cluster" : "standalone");  // as Redis
   ctx.w.BulkString("role");
   ctx.w.BulkString("master");
   ctx.w.BulkString("modules");

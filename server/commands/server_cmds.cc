@@ -21,6 +21,7 @@ void ConfigGet(Ctx& ctx) {
     const std::string& arg = ctx.argv[i];
     const bool by_name = arg.find_first_of("[*?") == std::string::npos;
     for (auto& [name, value] : ctx.core.config.Get(arg)) {
+      if (by_name && !EqualsNoCase(name, arg)) continue;  // "time\\out" is a name, not a glob
       if (seen.insert(name).second) all.emplace_back(by_name ? arg : name, std::move(value));
     }
   }

@@ -235,6 +235,11 @@ class ClusterBesideRedisTest(unittest.TestCase):
             self.assertEqual(lshards[0][1], rshards[0][1])
             lnode, rnode = lshards[0][3][0], rshards[0][3][0]
             self.assertEqual(set(lnode[::2]) - {b"hostname"}, set(rnode[::2]) - {b"hostname"})
+            hellos = [c.execute_command("HELLO", "2")
+                      for c in (larder.nodes[0].client(), redis_node.client())]
+            modes = [dict(zip(h[::2], h[1::2]))[b"mode"] if isinstance(h, list) else h[b"mode"]
+                     for h in hellos]
+            self.assertEqual(modes, [b"cluster", b"cluster"])  # HELLO says so, as Redis
         finally:
             redis_node.cleanup()
             larder.cleanup()

@@ -183,7 +183,8 @@ SESSION_SEQUENCES = {
     "CONFIG GET by name and by pattern": [
         ["CONFIG", "GET", "TIMEOUT"], ["CONFIG", "GET", "TIMEOUT", "timeout"],
         ["CONFIG", "GET", "timeout", "TIMEOUT"], ["CONFIG", "GET", "TIME*"],
-        ["CONFIG", "GET", "TIMEOUT", "time*"], ["CONFIG", "GET", "nosuch"]],
+        ["CONFIG", "GET", "TIMEOUT", "time*"], ["CONFIG", "GET", "nosuch"],
+        ["CONFIG", "GET", "time\\out"]],
     "CLUSTER with the cluster disabled": [
         ["CLUSTER", "FOO"], ["CLUSTER", "HELP"], ["CLUSTER", "HELP", "x"], ["CLUSTER", "INFO", "x"],
         ["CLUSTER", "KEYSLOT"], ["CLUSTER", "INFO"]],
