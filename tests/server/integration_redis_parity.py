@@ -271,20 +271,27 @@ class RedisParityTest(unittest.TestCase):
                 self.assertEqual(count % 2, 1)  # header + a (usage, help) pair per subcommand
 
 
+    def assert_sequence_on_fresh_connections(self, seq, first=(), **labels):
+        """Runs `seq` on a new connection to each server (after the commands `first`, replies
+        unchecked) and compares every reply."""
+        conns = [self.larder.raw(), self.redis.raw()]
+        try:
+            for cmd in first:
+                for c in conns:
+                    c.call(*cmd)
+            for cmd in seq:
+                with self.subTest(cmd=" ".join(cmd), **labels):
+                    larder, redis = (c.call(*cmd) for c in conns)
+                    self.assertEqual(larder, redis)
+        finally:
+            for c in conns:
+                c.close()
+
     def test_string_and_keyspace_family_reply_as_redis_in_resp2_and_resp3(self):
         for proto in (2, 3):
-            conns = [self.larder.raw(), self.redis.raw()]
-            try:
-                for c in conns:
-                    c.call("HELLO", str(proto))
-                for family, seq in FAMILY_SEQUENCES.items():
-                    for cmd in seq:
-                        with self.subTest(proto=proto, family=family, cmd=" ".join(cmd)):
-                            larder, redis = (c.call(*cmd) for c in conns)
-                            self.assertEqual(larder, redis)
-            finally:
-                for c in conns:
-                    c.close()
+            for family, seq in FAMILY_SEQUENCES.items():
+                self.assert_sequence_on_fresh_connections(
+                    seq, first=[["HELLO", str(proto)]], proto=proto, family=family)
 
     def test_restore_takes_redis_payloads_and_replies_as_redis(self):
         self.redis_raw = self.conns[1]
@@ -336,15 +343,7 @@ class RedisParityTest(unittest.TestCase):
 
     def test_session_sequences_reply_as_redis(self):
         for name, seq in SESSION_SEQUENCES.items():
-            conns = [self.larder.raw(), self.redis.raw()]
-            try:
-                for cmd in seq:
-                    with self.subTest(sequence=name, cmd=" ".join(cmd)):
-                        larder, redis = (c.call(*cmd) for c in conns)
-                        self.assertEqual(larder, redis)
-            finally:
-                for c in conns:
-                    c.close()
+            self.assert_sequence_on_fresh_connections(seq, sequence=name)
 
     def test_scan_cursors_parse_as_redis(self):
         for cursor in SCAN_CURSORS:
