@@ -11,9 +11,8 @@ namespace larder::server {
 namespace {
 
 // CONFIG GET pattern [pattern ...]: every matching option once, in table order per pattern.
-// CONFIG GET pattern [pattern ...]: as Redis, an option asked for by its name (no glob
-// character) is named as it was first asked ("TIMEOUT"), one a pattern matched by its own
-// name; each option once.
+// As Redis, an option asked for by its name (no glob character) is looked up exactly and
+// named as it was first asked ("TIMEOUT"), one a pattern matched by its own name.
 void ConfigGet(Ctx& ctx) {
   std::vector<std::pair<std::string, std::string>> all;
   std::set<std::string> seen;
