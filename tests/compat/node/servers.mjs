@@ -26,7 +26,8 @@ process.on('exit', () => { for (const s of live) s.proc.kill('SIGKILL'); });
 // picks its ports the same way.)
 function portPool() {
   try {
-    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0]);
+    const range = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8');
+    const low = Number(range.split(/\s+/)[0]);
     const first = Math.max(1024, low - 16384);
     if (low - first >= 1024) return [first, low];
   } catch { /* no /proc: let the kernel pick */ }
