@@ -145,9 +145,9 @@ struct Options {
   // milliseconds. A pass looks at about 2^18 entries, or at 1/16 of the index where that is
   // more, and removes at most 2^14: every expired entry is found within one pass in an index
   // of up to 2^18 entries, and within 16 in any, unless more than 2^14 expire together (the
-  // passes after go on from where one stopped). 0 disables these passes (Maintain() can still be called). With the WAL
-  // off the thread runs either way: it removes the keys whose background writes failed.
-  // Default: 1000.
+  // passes after go on from where one stopped). 0 disables these passes (Maintain() can still
+  // be called). With the WAL off the thread runs either way: it removes the keys whose
+  // background writes failed. Default: 1000.
   uint32_t maintenance_interval_ms = 1000;
 
   // Tune glibc malloc for multi-MiB buffers (mmap threshold, trim threshold, top pad) when the
