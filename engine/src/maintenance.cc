@@ -52,32 +52,30 @@ Status StoreImpl::DropGeneration(const GenerationPtr& g,
   return Status::OK();
 }
 
-void StoreImpl::RemoveExpiredIn(size_t first_shard, size_t shards) {
+StoreImpl::ExpiredFound StoreImpl::RemoveExpiredIn(size_t first_shard, size_t shards) {
   const int64_t now = Now();
   std::vector<Entry> expired;
+  size_t looked_at = 0;
   index_.ForEachInShards(first_shard, shards, [&](Entry& e) {
+    ++looked_at;
     if (e.ExpiredAt(now)) expired.push_back(e);
     return true;
   });
   for (const Entry& e : expired) RemoveExpired(e);
+  return {looked_at, expired.size()};
 }
 
 size_t StoreImpl::ExpiryPass(size_t first_shard) {
-  const int64_t now = Now();
-  std::vector<Entry> expired;
-  size_t looked_at = 0;
+  ExpiredFound pass;
   size_t shard = first_shard;
   for (size_t n = 0; n < KeyIndex::kShards; ++n) {
-    if (n >= kExpiryMinShardsPerPass && looked_at >= kExpiryEntriesPerPass) break;
-    if (expired.size() >= kExpiryRemovalsPerPass) break;  // the next pass goes on from here
-    index_.ForEachInShards(shard, 1, [&](Entry& e) {
-      ++looked_at;
-      if (e.ExpiredAt(now)) expired.push_back(e);
-      return true;
-    });
+    if (n >= kExpiryMinShardsPerPass && pass.looked_at >= kExpiryEntriesPerPass) break;
+    if (pass.expired >= kExpiryRemovalsPerPass) break;  // the next pass goes on from here
+    const ExpiredFound in_shard = RemoveExpiredIn(shard, 1);
+    pass.looked_at += in_shard.looked_at;
+    pass.expired += in_shard.expired;
     shard = (shard + 1) % KeyIndex::kShards;
   }
-  for (const Entry& e : expired) RemoveExpired(e);
   return shard;
 }
 

@@ -349,8 +349,12 @@ class StoreImpl final : public Store {
   Status SyncValues();
   // Drops every non-head generation with no live entry left. Caller holds evict_mu_.
   void DropEmptyGenerations();
-  // Removes the expired entries of index shards [first, first + n).
-  void RemoveExpiredIn(size_t first_shard, size_t shards);
+  // Removes the expired entries of index shards [first, first + n); says how many entries it
+  // looked at and how many of them had expired.
+  struct ExpiredFound {
+    size_t looked_at = 0, expired = 0;
+  };
+  ExpiredFound RemoveExpiredIn(size_t first_shard, size_t shards);
   // One periodic expiry pass: removes the expired entries of the shards from `first_shard` on
   // (wrapping around), shard by shard, until it has looked at kExpiryEntriesPerPass entries
   // and at least kExpiryMinShardsPerPass shards, or at the whole index, or found
