@@ -10,9 +10,13 @@ unsigned char Fold(unsigned char c, bool nocase) {
   return nocase ? static_cast<unsigned char>(std::tolower(c)) : c;
 }
 
-// A byte as Redis's matcher sees it: a (signed) char, folded A-Z to a-z under `nocase`.
-int RangeValue(char c, bool nocase) {
-  const int v = static_cast<signed char>(c);
+// A byte as Redis's matcher compares it in a range: a signed char.
+int Signed(char c) {
+  return static_cast<signed char>(c);
+}
+
+// A range end or the character tested, folded A-Z to a-z under `nocase` (after ordering).
+int FoldRange(int v, bool nocase) {
   return nocase && v >= 'A' && v <= 'Z' ? v - 'A' + 'a' : v;
 }
 
@@ -34,13 +38,10 @@ bool MatchClass(std::string_view pat, size_t* p, char c, bool nocase) {
       if (pat[i + 1] == c) matched = true;
       i += 2;
     } else if (i + 2 < pat.size() && pat[i + 1] == '-') {
-      int lo = static_cast<signed char>(pat[i]), hi = static_cast<signed char>(pat[i + 2]);
+      int lo = Signed(pat[i]), hi = Signed(pat[i + 2]);
       if (lo > hi) std::swap(lo, hi);
-      const int v = RangeValue(c, nocase);
-      if (v >= RangeValue(static_cast<char>(lo), nocase) &&
-          v <= RangeValue(static_cast<char>(hi), nocase)) {
-        matched = true;
-      }
+      const int v = FoldRange(Signed(c), nocase);
+      if (v >= FoldRange(lo, nocase) && v <= FoldRange(hi, nocase)) matched = true;
       i += 3;
     } else {
       if (Fold(pat[i], nocase) == Fold(c, nocase)) matched = true;
