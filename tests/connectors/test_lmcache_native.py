@@ -135,6 +135,59 @@ class LmcacheNativeTest(unittest.TestCase):
             self.plugin.submit_batch_exists(["k"])
 
 
+    def drain_until(self, fid):
+        """The completion of `fid`, drained by hand (the test's demux thread is stopped)."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for c in self.plugin.drain_completions():
+                if c[0] == fid:
+                    return c
+            time.sleep(0.01)
+        self.fail(f"future {fid} never completed")
+
+    def test_a_buffer_cannot_be_resized_until_its_batch_is_drained(self):
+        self.demux.close()  # completions stay queued until this test drains them
+        buf = bytearray(MiB)
+        fid = self.plugin.submit_batch_get(["absent"], [buf])
+        with self.assertRaises(BufferError):
+            buf.clear()  # a worker may still write into it
+        self.assertEqual(self.drain_until(fid)[3], [False])
+        buf.clear()  # drained: the plugin has let go of it
+
+    def test_strided_buffers_are_refused_and_nothing_is_written(self):
+        buf = bytearray(b"." * 16)
+        for view in (memoryview(buf)[::2], memoryview(buf)[7::-1]):
+            with self.assertRaises(BufferError):
+                self.plugin.submit_batch_get(["k"], [view])
+            with self.assertRaises(BufferError):
+                self.plugin.submit_batch_set(["k"], [view])
+        self.assertEqual(buf, bytearray(b"." * 16))
+
+    def test_after_close_event_fd_raises_and_drain_returns_at_once(self):
+        self.demux.close()
+        fid = self.plugin.submit_batch_exists(["k"])
+        self.plugin.close()  # runs the queued batch first
+        with self.assertRaisesRegex(RuntimeError, "closed"):
+            self.plugin.event_fd()
+        r, w = os.pipe()  # may take the closed eventfd's number: must not be read
+        try:
+            os.write(w, b"someone else's bytes")
+            self.assertEqual([c[0] for c in self.plugin.drain_completions()], [fid])
+            self.assertEqual(self.plugin.drain_completions(), [])
+            self.assertEqual(os.read(r, 64), b"someone else's bytes")
+        finally:
+            os.close(r)
+            os.close(w)
+
+    def test_worker_counts_out_of_range_are_refused(self):
+        for workers in (-1, 257):
+            with self.assertRaisesRegex(ValueError, "workers must be 1 to 256"):
+                self.make_plugin_with(workers=workers)
+
+    def make_plugin_with(self, **kw):
+        return lmcache_native.LarderConnector(path=tempfile.mkdtemp(dir=self.dir), **kw)
+
+
 class LmcacheNativeServerModeTest(LmcacheNativeTest):
     """The same contract over a running larder-server's unix socket."""
 
@@ -147,8 +200,12 @@ class LmcacheNativeServerModeTest(LmcacheNativeTest):
         for server in ("no-port", "host:", ":6379"):
             with self.assertRaises(ValueError):
                 lmcache_native.LarderConnector(server=server)
-        with self.assertRaises(ValueError):
-            lmcache_native.LarderConnector(server=self.srv.unixsocket, timeout=0)
+        for timeout in (0, float("nan"), float("inf")):
+            with self.assertRaisesRegex(ValueError, "finite number of seconds"):
+                lmcache_native.LarderConnector(server=self.srv.unixsocket, timeout=timeout)
+
+    def make_plugin_with(self, **kw):
+        return lmcache_native.LarderConnector(server=self.srv.unixsocket, **kw)
 
     def test_over_tcp(self):
         plugin = lmcache_native.LarderConnector(server=f"127.0.0.1:{self.srv.port}")

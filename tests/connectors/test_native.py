@@ -55,6 +55,27 @@ class NativeStoreTest(unittest.TestCase):
         with self.assertRaises((TypeError, BufferError)):
             self.store.get_into(b"k", b"\0" * 200)
 
+    def test_strided_buffers_are_refused_and_nothing_is_read_or_written(self):
+        with self.assertRaises(BufferError):
+            self.store.put(b"k", memoryview(bytearray(b"a1b2c3d4"))[::2])
+        with self.assertRaises(BufferError):
+            self.store.put(memoryview(b"kXeXy")[::2], b"v")
+        self.assertIsNone(self.store.get(b"k"))
+        self.store.put(b"v", b"WXYZ")
+        dst = bytearray(b"." * 16)
+        for view in (memoryview(dst)[::2], memoryview(dst)[7::-1]):
+            with self.assertRaises(BufferError):
+                self.store.get_into(b"v", view)
+            with self.assertRaises(BufferError):
+                self.store.multi_get_into([b"v"], [view])
+        self.assertEqual(dst, bytearray(b"." * 16))
+
+    def test_one_key_where_a_list_of_keys_is_asked_is_refused(self):
+        self.store.put(b"abc", b"v")
+        for one in (b"abc", "abc", bytearray(b"abc")):
+            with self.assertRaisesRegex(TypeError, "a list of keys, not one key"):
+                self.store.exists(one)
+
     def test_prefix_count_exists_touch_delete(self):
         for i in range(4):
             self.store.put(f"c{i}", b"v" * 1024)

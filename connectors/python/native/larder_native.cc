@@ -8,6 +8,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -16,9 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "contiguous_buffer.h"
 #include "larder/larder_c.h"
 
 namespace py = pybind11;
+using larder_py::ByteSize;
+using larder_py::ContiguousBuffer;
 
 namespace {
 
@@ -41,7 +47,8 @@ void Raise(int code, char* err) {
   throw Error(msg);
 }
 
-// A key from str (UTF-8) or any bytes-like object; valid while the source object lives.
+// A key from str (UTF-8) or any contiguous bytes-like object; valid while the source object
+// lives.
 class Key {
  public:
   explicit Key(const py::object& o) {
@@ -51,9 +58,9 @@ class Key {
       size_ = owned_.size();
       return;
     }
-    info_ = py::buffer(o).request();
+    info_ = ContiguousBuffer(o, /*writable=*/false);
     data_ = static_cast<const char*>(info_.ptr);
-    size_ = static_cast<size_t>(info_.size * info_.itemsize);
+    size_ = ByteSize(info_);
   }
   Key(Key&&) = default;
   // Computed on each call: moving a Key moves a short string's bytes to a new address.
@@ -71,6 +78,10 @@ class Key {
 class KeyList {
  public:
   explicit KeyList(const py::iterable& keys) {
+    if (py::isinstance<py::str>(keys) || py::isinstance<py::bytes>(keys) ||
+        py::isinstance<py::bytearray>(keys) || py::isinstance<py::memoryview>(keys)) {
+      throw py::type_error("keys must be a list of keys, not one key");
+    }
     for (const py::handle& k : keys) owned_.emplace_back(py::reinterpret_borrow<py::object>(k));
     for (const Key& k : owned_) {
       ptrs_.push_back(k.data());
@@ -114,13 +125,13 @@ class Store {
     if (db_) larder_close(db_, nullptr);
   }
 
-  void Put(const py::object& key, const py::buffer& value, int64_t ttl_ms) {
+  void Put(const py::object& key, const py::object& value, int64_t ttl_ms) {
     Key k(key);
-    py::buffer_info v = value.request();
+    py::buffer_info v = ContiguousBuffer(value, /*writable=*/false);
     if (ttl_ms < 0) throw py::value_error("ttl_ms must be >= 0 (0 = no expiry)");
     Call([&](larder_t* db, char** err) {
-      return larder_put(db, k.data(), k.size(), static_cast<const char*>(v.ptr),
-                        static_cast<size_t>(v.size * v.itemsize), ttl_ms, err);
+      return larder_put(db, k.data(), k.size(), static_cast<const char*>(v.ptr), ByteSize(v),
+                        ttl_ms, err);
     });
   }
 
@@ -135,11 +146,10 @@ class Store {
   }
 
   // The value's size, or None on a miss; raises ValueError if `buffer` is too small.
-  py::object GetInto(const py::object& key, const py::buffer& buffer) {
+  py::object GetInto(const py::object& key, const py::object& buffer) {
     Key k(key);
-    py::buffer_info b = buffer.request(/*writable=*/true);
-    if (b.readonly) throw py::type_error("get_into needs a writable buffer");
-    size_t cap = static_cast<size_t>(b.size * b.itemsize), n = 0;
+    py::buffer_info b = ContiguousBuffer(buffer, /*writable=*/true);
+    size_t cap = ByteSize(b), n = 0;
     int rc = Call(
         [&](larder_t* db, char** err) {
           return larder_get_into(db, k.data(), k.size(), b.ptr, cap, &n, err);
@@ -165,10 +175,9 @@ class Store {
     std::vector<size_t> caps, vlens(n, 0);
     std::vector<int> codes(n, LARDER_OK);
     for (const py::handle& h : buffers) {
-      infos.push_back(py::reinterpret_borrow<py::buffer>(h).request(/*writable=*/true));
-      if (infos.back().readonly) throw py::type_error("multi_get_into needs writable buffers");
+      infos.push_back(ContiguousBuffer(h, /*writable=*/true));
       bufs.push_back(infos.back().ptr);
-      caps.push_back(static_cast<size_t>(infos.back().size * infos.back().itemsize));
+      caps.push_back(ByteSize(infos.back()));
     }
     Call([&](larder_t* db, char** err) {
       return larder_multi_get_into(db, n, list.ptrs(), list.lens(), bufs.data(), caps.data(),
@@ -352,8 +361,11 @@ void BindLmcachePlugin(py::module_& m) {
         if (!lmcache_plugin::ServerAddress::Parse(server, &o.address, &error)) {
           throw py::value_error(error);
         }
-        if (!(timeout > 0)) throw py::value_error("timeout must be > 0 seconds");
-        o.timeout_ms = std::max(1, static_cast<int>(timeout * 1000));
+        if (!(timeout > 0) || !std::isfinite(timeout)) {
+          throw py::value_error("timeout must be a finite number of seconds > 0");
+        }
+        // Past INT_MAX ms (24.8 days) a wait is as good as unbounded.
+        o.timeout_ms = static_cast<int>(std::clamp(timeout * 1000, 1.0, double{INT_MAX}));
         o.username = username;
         o.password = password;
         auto breaker = std::make_shared<lmcache_plugin::Breaker>();
@@ -362,7 +374,7 @@ void BindLmcachePlugin(py::module_& m) {
           return lmcache_plugin::Runner([runner](const auto& b) { return (*runner)(b); });
         };
         // A batch is split over the workers' connections, each tile one pipeline.
-        return std::make_unique<Plugin>(py::none(), runners, workers, std::max(1, workers));
+        return std::make_unique<Plugin>(py::none(), runners, workers, workers);
       },
       py::arg("server"), py::arg("workers") = 4, py::arg("timeout") = 1.0, py::arg("username") = "",
       py::arg("password") = "",

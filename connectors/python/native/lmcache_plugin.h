@@ -18,12 +18,15 @@
 // received straight into its buffer, and the tiles' results are merged into one completion. The
 // eventfd is a binary wake-up flag: written when a completion is queued and none was signalled,
 // read to zero by drain_completions. LMCache keeps every buffer alive until its completion is
-// drained; the plugin also holds a reference to each buffer object until then.
+// drained; the plugin also holds each buffer's export until then, so that a buffer cannot be
+// resized or freed while a worker writes into it or reads from it. Buffers must be contiguous
+// (a strided view is refused with BufferError). After close(), event_fd() raises and
+// drain_completions() returns what completed before it.
 //
 // Per key: a GET is true only if the value exists and its size is exactly the buffer's (LMCache
 // loads fixed-size chunks); SET is ok only if every put succeeded (the first error is the
 // message); EXISTS and DELETE answer per key. Nothing raises for a well-formed batch: failures
-// are completions. An empty batch completes at once.
+// are completions. An empty batch completes at once. `workers` is 1 to kMaxWorkers.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -40,16 +43,20 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
 
+#include "contiguous_buffer.h"
 #include "larder/larder_c.h"
 
 namespace lmcache_plugin {
 
 namespace py = pybind11;
+
+inline constexpr int kMaxWorkers = 256;
 
 enum class Op { kGet, kSet, kExists, kDelete };
 
@@ -155,13 +162,27 @@ class Plugin {
       : keep_alive_(std::move(keep_alive)),
         make_runner_(std::move(make_runner)),
         tiles_(std::max<size_t>(1, tiles)) {
+    if (workers < 1 || workers > kMaxWorkers) {
+      throw py::value_error("workers must be 1 to " + std::to_string(kMaxWorkers) + ", not " +
+                            std::to_string(workers));
+    }
     efd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (efd_ < 0) throw std::runtime_error("eventfd failed");
-    for (int i = 0; i < std::max(1, workers); ++i) threads_.emplace_back([this] { Work(); });
+    try {
+      for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { Work(); });
+    } catch (const std::system_error& e) {
+      Stop();  // joins the workers that did start
+      throw std::runtime_error("cannot start " + std::to_string(workers) +
+                               " worker threads: " + e.what());
+    }
   }
   ~Plugin() { Stop(); }
 
-  int EventFd() const { return efd_; }
+  int EventFd() const {
+    std::lock_guard lock(mu_);
+    if (efd_ < 0) throw std::runtime_error("the plugin is closed");
+    return efd_;
+  }
 
   int64_t SubmitGet(const std::vector<std::string>& keys, const py::list& bufs) {
     return Submit(Op::kGet, keys, &bufs);
@@ -182,7 +203,7 @@ class Plugin {
       py::gil_scoped_release nogil;
       std::lock_guard lock(mu_);
       uint64_t v;
-      while (::read(efd_, &v, sizeof v) > 0) {
+      while (efd_ >= 0 && ::read(efd_, &v, sizeof v) > 0) {
       }
       signalled_ = false;
       done.swap(completions_);
@@ -202,7 +223,7 @@ class Plugin {
       py::gil_scoped_release nogil;
       Stop();
     }
-    held_.clear();  // no worker touches a buffer any more
+    held_.clear();  // no worker touches a buffer any more: release the exports
   }
 
  private:
@@ -213,12 +234,11 @@ class Plugin {
       if (py::len(*bufs) != keys.size()) {
         throw py::value_error("one buffer per key is needed");
       }
-      py::list held;
+      std::vector<py::buffer_info> held;
       for (const py::handle& h : *bufs) {
-        py::buffer_info info = py::reinterpret_borrow<py::buffer>(h).request(op == Op::kGet);
-        b.bufs.push_back(static_cast<char*>(info.ptr));
-        b.lens.push_back(static_cast<size_t>(info.size * info.itemsize));
-        held.append(h);
+        held.push_back(larder_py::ContiguousBuffer(h, /*writable=*/op == Op::kGet));
+        b.bufs.push_back(static_cast<char*>(held.back().ptr));
+        b.lens.push_back(larder_py::ByteSize(held.back()));
       }
       held_[id] = std::move(held);
     }
@@ -287,24 +307,26 @@ class Plugin {
     }
     work_cv_.notify_all();
     for (auto& t : threads_) t.join();  // queued batches run first: every id completes
+    std::lock_guard lock(mu_);
     ::close(efd_);
+    efd_ = -1;
   }
 
   py::object keep_alive_;
   RunnerFactory make_runner_;
   const size_t tiles_;
-  int efd_ = -1;
-  std::mutex mu_;
+  int efd_ = -1;  // -1 once closed
+  mutable std::mutex mu_;
   std::condition_variable work_cv_;
   std::deque<Batch> queue_;
   std::deque<Completion> completions_;
   bool signalled_ = false;
   bool stop_ = false;
   std::atomic<int64_t> next_id_{1};
-  // The caller's buffer objects of each batch not yet drained, so that a buffer freed by the
-  // caller too early cannot be written into (LMCache keeps them alive anyway). Touched only
-  // with the GIL held.
-  std::unordered_map<int64_t, py::list> held_;
+  // The exports of each batch's buffers until it is drained, so that a buffer the caller
+  // resizes or frees too early cannot be written into (LMCache keeps them alive anyway).
+  // Touched only with the GIL held.
+  std::unordered_map<int64_t, std::vector<py::buffer_info>> held_;
   std::vector<std::thread> threads_;
 };
 

@@ -13,7 +13,9 @@
 //   50 ms, doubling per consecutive failure up to 400 ms; the first batch after that connects
 //   anew (connections made before the failure are dropped), so batches succeed again within a
 //   second of the server coming back.
-// An error reply for one key (a refused SET, a wrong type) fails that key only.
+// An error reply for one key of a GET, EXISTS or DELETE batch makes that key false, the batch
+// still ok (LMCache reads per-key results only from an ok completion); a SET batch with a
+// refused put completes with ok=false, as in-process. The first error is the message.
 #pragma once
 
 #include <algorithm>
@@ -144,8 +146,9 @@ class ServerRunner {
     for (size_t i = 0; i < b.keys.size(); ++i) {
       ReplyHeader h;
       if (!conn_.ReadHeader(&h)) return false;
-      if (h.type == '-') {
-        if (c->ok) c->ok = false, c->error = h.line;
+      if (h.type == '-') {  // a refused key: false, and a SET batch is not ok
+        if (c->error.empty()) c->error = h.line;
+        if (b.op == Op::kSet) c->ok = false;
         continue;
       }
       switch (b.op) {
