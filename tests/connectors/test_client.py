@@ -2,6 +2,7 @@
 fallback, against Redis 7 (which has no LARDER.PREFIX)."""
 import asyncio
 import os
+import threading
 import unittest
 
 import helpers
@@ -76,6 +77,34 @@ class ClientOn:
             self.assertTrue(0 < c.redis.ttl(b"t") <= 100)
         self.c.put(b"n", b"v")
         self.assertEqual(self.c.redis.ttl(b"n"), -1)
+
+    def test_ttl_zero_stores_without_the_default_expiry(self):
+        with Client(self.url + "?ttl=100") as c:
+            c.put(b"z", b"v", ttl=0)
+            c.put_many({b"zm": b"v"}, ttl=0)
+            self.assertEqual([c.redis.ttl(b"z"), c.redis.ttl(b"zm")], [-1, -1])
+
+    def test_a_bad_timeout_is_refused_when_the_client_is_made(self):
+        for bad in (-1, float("inf"), float("nan")):
+            with self.assertRaisesRegex(ValueError, "timeout must be a positive number"):
+                Client(self.url, timeout=bad)
+
+    def test_callers_beyond_max_connections_wait_for_one_rather_than_miss(self):
+        self.c.put(b"shared", b"v" * 100_000)
+        with Client(self.url, max_connections=2) as c:
+            answers, lock = [], threading.Lock()
+
+            def reader():
+                for _ in range(50):
+                    v = c.get(b"shared")
+                    with lock:
+                        answers.append(v is not None)
+            threads = [threading.Thread(target=reader) for _ in range(6)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual((answers.count(True), c.failures), (300, 0))
 
     def test_async_client_same_answers(self):
         async def run():

@@ -5,16 +5,19 @@ client's timeout: a liveness check, not a performance one), answer a value byte-
 miss, and calls must succeed again soon after the server is back. The measured figures are
 printed."""
 import asyncio
+import logging
 import signal
 import threading
 import time
 import unittest
 
 import helpers  # noqa: F401 - puts the package on sys.path
+import redis
 from helpers import SERVERS, MiB
 from larder import AsyncClient, Client
 from larder import failsafe
 
+logging.getLogger("larder.client").setLevel(logging.ERROR)  # outages are logged by design
 TIMEOUT = 0.5
 # A call may wait on connect, send and receive in turn: each is bounded by TIMEOUT.
 HANG = 3 * TIMEOUT + 2.0
@@ -79,6 +82,18 @@ class BreakerTest(unittest.TestCase):
         self.assertTrue(b.closed())
         self.assertEqual(b.failures, 6)
 
+    def test_an_outage_is_logged_once_when_it_starts_and_once_when_it_ends(self):
+        logger = logging.getLogger("larder.client")
+        b = failsafe.Breaker(clock=lambda: 0.0)
+        with self.assertLogs(logger, "WARNING") as logs:
+            for _ in range(3):
+                b.failed(OSError("refused"))
+            b.succeeded()
+            b.succeeded()
+        self.assertEqual(len(logs.output), 2, logs.output)
+        self.assertIn("store unreachable (OSError: refused)", logs.output[0])
+        self.assertIn("answers again after 3 failed tries", logs.output[1])
+
 
 class ClientFailsafeTest(unittest.TestCase):
     def setUp(self):
@@ -135,6 +150,68 @@ class ClientFailsafeTest(unittest.TestCase):
         self.assertLess(back, 2.0)
         self.assertEqual(c.prefix_count(KEYS), len(KEYS))
         c.close()
+
+    def kill_connections_for(self, seconds):
+        """Has the server drop every client connection every 50 ms for `seconds`."""
+        admin = redis.Redis(host="127.0.0.1", port=self.srv.port)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            admin.client_kill_filter(_type="normal", skipme=True)
+            time.sleep(0.05)
+        admin.close()
+
+    def test_connections_dropped_under_many_threads_never_raise_into_callers(self):
+        c = Client(self.url)
+        small = {f"d{i}".encode(): f"value of d{i}".encode() * 100 for i in range(8)}
+        self.assertTrue(c.put_many(small))
+        errors, stop = [], threading.Event()
+
+        def caller():
+            while not stop.is_set():
+                try:
+                    for k, v in zip(small, c.get_many(small)):
+                        self.assertIn(v, (None, small[k]), "wrong bytes")
+                    self.assertIn(c.get(b"d0"), (None, small[b"d0"]))
+                    c.prefix_count(list(small))
+                except Exception as e:  # noqa: BLE001 - any exception is the failure
+                    errors.append(e)
+        threads = [threading.Thread(target=caller) for _ in range(8)]
+        for t in threads:
+            t.start()
+        self.kill_connections_for(2.0)
+        stop.set()
+        for t in threads:
+            t.join(HANG + 5)
+        self.assertEqual(errors, [])
+        self.assertEqual(c.get(b"d1"), small[b"d1"])
+        c.close()
+
+    def test_connections_dropped_under_many_tasks_never_raise_into_callers(self):
+        small = {f"a{i}".encode(): f"value of a{i}".encode() * 100 for i in range(8)}
+
+        async def run(stop):
+            c = AsyncClient(self.url)
+            self.assertTrue(await c.put_many(small))
+            errors = []
+
+            async def caller():
+                while not stop.is_set():
+                    try:
+                        for k, v in zip(small, await c.get_many(small)):
+                            self.assertIn(v, (None, small[k]), "wrong bytes")
+                        await c.prefix_count(list(small))
+                    except Exception as e:  # noqa: BLE001 - any exception is the failure
+                        errors.append(e)
+            await asyncio.gather(*(caller() for _ in range(16)))
+            await c.close()
+            return errors
+
+        stop = threading.Event()
+        killer = threading.Thread(target=lambda: (self.kill_connections_for(2.0), stop.set()))
+        killer.start()
+        errors = asyncio.run(run(stop))
+        killer.join()
+        self.assertEqual(errors, [])
 
     def test_fail_open_off_raises_as_redis_py(self):
         c = Client(self.url, fail_open=False)

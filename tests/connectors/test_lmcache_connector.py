@@ -12,6 +12,7 @@ import time
 import unittest
 
 import helpers
+import redis
 from helpers import SERVERS, MiB
 from larder import chunk_format
 from larder.lmcache_connector import HAVE_LMCACHE, LarderConnector, LarderConnectorAdapter
@@ -47,11 +48,23 @@ class MemoryObj:
 
 class CpuBackend:
     def __init__(self, fail=False):
-        self.fail, self.allocations = fail, 0
+        self.fail, self.allocations, self.released = fail, 0, 0
 
-    def allocate(self, shape, dtype, fmt):
+    def allocate(self, shapes, dtypes, fmt):
+        # As LMCache's allocators (_adapt_shapes_and_dtypes): a torch.Size (a tuple) is one
+        # shape, a list is a list of shapes, one per dtype.
+        shapes = [shapes] if isinstance(shapes, tuple) else shapes
+        dtypes = [dtypes] if isinstance(dtypes, str) else dtypes
+        assert len(shapes) == len(dtypes), "shapes and dtypes must have the same length"
         self.allocations += 1
-        return None if self.fail else MemoryObj(shape, dtype, fmt)
+        if self.fail:
+            return None
+        m = MemoryObj(shapes[0], dtypes[0], fmt)
+        m.ref_count_down = self.release
+        return m
+
+    def release(self):
+        self.released += 1
 
 
 def chunk(shape, dtype="bfloat16"):
@@ -142,6 +155,49 @@ class ConnectorOn(OnLmcacheLoop):
         self.assertEqual([o is not None for o in objs], [True] * 5 + [False] + [True] * 2)
         self.assertEqual(len(self.wait(self.conn.batched_get_non_blocking("req", keys))), 5)
 
+    def test_a_non_blocking_load_allocates_nothing_after_the_first_miss(self):
+        keys = [Key(f"n{i}") for i in range(6)]
+        self.wait(self.conn.batched_put([keys[0], keys[2], keys[3]],
+                                        [chunk([16, 16]) for _ in range(3)]))
+        allocations = self.backend.allocations
+        self.assertEqual(len(self.wait(self.conn.batched_get_non_blocking("req", keys))), 1)
+        self.assertEqual(self.backend.allocations - allocations, 1)
+
+    def test_error_replies_are_misses_and_refused_puts_never_raise(self):
+        self.wait(self.conn.put(Key("e"), chunk([8, 8])))
+
+        async def refused(*args, **kw):
+            raise redis.ResponseError("CLUSTERDOWN Hash slot not served")
+        for name in ("get", "get_many", "exists", "prefix_count", "delete", "scan_keys", "put",
+                     "put_many"):
+            setattr(self.conn.client, name, refused)
+        self.assertIsNone(self.wait(self.conn.get(Key("e"))))
+        self.assertEqual(self.wait(self.conn.batched_get([Key("e"), Key("f")])), [None, None])
+        self.assertEqual(self.wait(self.conn.batched_get_non_blocking("l", [Key("e")])), [])
+        self.assertFalse(self.wait(self.conn.exists(Key("e"))))
+        self.assertEqual(self.wait(self.conn.batched_async_contains("l", [Key("e")])), 0)
+        self.assertEqual(self.wait(self.conn.list()), [])
+        self.assertFalse(self.conn.remove_sync(Key("e")))
+        self.assertEqual(self.conn.read_errors, 7)
+        self.wait(self.conn.put(Key("g"), chunk([8, 8])))
+        self.wait(self.conn.batched_put([Key("g")], [chunk([8, 8])]))
+        self.assertEqual(self.conn.put_errors, 2)
+
+    def test_a_chunk_that_cannot_be_loaded_is_a_miss_and_its_memory_goes_back(self):
+        self.wait(self.conn.put(Key("big"), chunk([64, 64])))
+        backend_allocate = self.backend.allocate
+        self.backend.allocate = lambda *a: _shrunk(backend_allocate(*a))  # too small a buffer
+        released = self.backend.released
+        self.assertIsNone(self.wait(self.conn.get(Key("big"))))
+        self.assertEqual((self.backend.released - released, self.conn.read_errors), (1, 1))
+
+    def test_a_memory_object_of_several_groups_is_not_stored(self):
+        m = chunk([8, 8])
+        m.get_shapes = lambda: [[8, 8], [8, 8]]
+        self.wait(self.conn.put(Key("groups"), m))
+        self.assertEqual(self.conn.put_errors, 1)
+        self.assertFalse(self.wait(self.conn.exists(Key("groups"))))
+
     def test_remove_list_ping_and_ttl(self):
         self.wait(self.conn.put(Key("r"), chunk([4])))
         self.assertIn(Key("r").to_string(), self.wait(self.conn.list()))
@@ -160,6 +216,11 @@ class ConnectorOn(OnLmcacheLoop):
         dead = self.make(f"larder://127.0.0.1:{helpers.SERVERS and _closed_port()}")
         self.assertEqual(self.wait(dead.ping()), 1)
         self.wait(dead.close())
+
+
+def _shrunk(memory_obj):
+    memory_obj.byte_array = memory_obj.byte_array[:4]
+    return memory_obj
 
 
 def _closed_port():

@@ -10,7 +10,8 @@ URLs: `larder://[[user]:password@]host[:port][/db][?ttl=seconds&timeout=seconds]
 `larder+unix:///path/to/larder.sock[?password=...&ttl=seconds&timeout=seconds]` (unix socket);
 `redis://`, `rediss://` and `unix://` URLs are accepted unchanged. `ttl` (seconds) is the
 default expiry of every put; none by default. `timeout` (seconds, default 1) bounds every wait
-on the socket.
+on the socket, and with `max_connections` also the wait for a free connection of the pool
+(callers beyond `max_connections` wait for one rather than fail).
 
 Neither client stalls or raises into its caller when the store is down, restarting or stalled:
 such a call answers "nothing" (a miss, False, 0) within about `timeout`, and calls succeed again
@@ -85,6 +86,21 @@ def _set_args(ttl):
     return {"ex": ttl} if ttl else {}
 
 
+def _put_ttl(ttl, default):
+    """A put's expiry: its own `ttl` (0 = none), or the client's default when it has none."""
+    return default if ttl is None else ttl
+
+
+def _pool_kwargs(pool_class, max_connections, timeout):
+    """A pool that makes callers beyond `max_connections` wait up to `timeout` for a free
+    connection (redis-py's default pool raises "Too many connections" at once, which the
+    fail-safe would take for an unreachable store); unbounded without `max_connections`."""
+    if max_connections is None:
+        return {}
+    return {"connection_pool_class": pool_class, "max_connections": max_connections,
+            "timeout": timeout}
+
+
 def _items(items):
     return list(items.items()) if hasattr(items, "items") else list(items)
 
@@ -109,6 +125,10 @@ def _is_unknown_command(err):
     return "unknown command" in str(err).lower()
 
 
+def _is_crossslot(err):
+    return str(err).startswith("CROSSSLOT")
+
+
 class _Settings:
     """What Client and AsyncClient take from their arguments and URL alike: the default ttl,
     the socket timeout, fail-open and its breaker."""
@@ -117,6 +137,8 @@ class _Settings:
         """Sets the shared state; returns the redis-py URL."""
         redis_url, url_ttl, url_timeout = _parse(url)
         self.ttl = ttl if ttl is not None else url_ttl
+        if timeout is not None:
+            timeout = _positive_seconds(timeout)
         self.timeout = timeout or url_timeout or DEFAULT_TIMEOUT
         self.fail_open = fail_open
         self.breaker = Breaker()
@@ -135,9 +157,10 @@ class Client(_Settings):
     def __init__(self, url=DEFAULT_URL, ttl=None, max_connections=None, timeout=None,
                  fail_open=True, **redis_kwargs):
         redis_url = self._configure(url, ttl, timeout, fail_open)
-        self.redis = redis.Redis.from_url(
-            redis_url, max_connections=max_connections,
-            **_redis_kwargs(redis_url, self.timeout, redis_kwargs))
+        pool_kwargs = _pool_kwargs(redis.BlockingConnectionPool, max_connections, self.timeout)
+        pool_class = pool_kwargs.pop("connection_pool_class", redis.ConnectionPool)
+        self.redis = redis.Redis(connection_pool=pool_class.from_url(
+            redis_url, **pool_kwargs, **_redis_kwargs(redis_url, self.timeout, redis_kwargs)))
 
     def _call(self, nothing, fn, *args, **kwargs):
         """fn(*args, **kwargs), or `nothing` when the store is unreachable (see failsafe.py)."""
@@ -149,8 +172,10 @@ class Client(_Settings):
         try:
             result = fn(*args, **kwargs)
         except UNREACHABLE as e:
+            # redis-py has dropped the failed connection; a pooled one the server closed is
+            # found and replaced when it is next taken. Other threads' connections are theirs
+            # to fail on: closing them here would break their calls mid-reply.
             self.breaker.failed(e)
-            self.redis.connection_pool.disconnect()  # the next try starts on fresh connections
             return nothing
         self.breaker.succeeded()
         return result
@@ -167,8 +192,10 @@ class Client(_Settings):
 
     def put(self, key, value, ttl=None):
         """SET key value [EX ttl]; True once stored, False if the store was unreachable;
-        raises redis.ResponseError when the server refuses."""
-        return self._call(False, self.redis.set, key, value, **_set_args(ttl or self.ttl))
+        raises redis.ResponseError when the server refuses. `ttl` in seconds; None = the
+        client's default, 0 = no expiry."""
+        return self._call(False, self.redis.set, key, value,
+                          **_set_args(_put_ttl(ttl, self.ttl)))
 
     def get(self, key):
         return self._call(None, self.redis.get, key)
@@ -198,7 +225,7 @@ class Client(_Settings):
         items = _items(items)
         pipe = self.redis.pipeline(transaction=False)
         for k, v in items:
-            pipe.set(k, v, **_set_args(ttl or self.ttl))
+            pipe.set(k, v, **_set_args(_put_ttl(ttl, self.ttl)))
         replies = self._call(None, pipe.execute, raise_on_error=False)
         if replies is None:
             return False
@@ -221,7 +248,8 @@ class Client(_Settings):
         return [bool(x) for x in self._call([0] * len(keys), pipe.execute)]
 
     def prefix_count(self, keys):
-        """How many leading keys exist, in one round trip."""
+        """How many leading keys exist, in one round trip (a pipeline of EXISTS where the
+        server has no LARDER.PREFIX, or the keys span cluster slots)."""
         keys = list(keys)
         if not keys:
             return 0
@@ -229,9 +257,10 @@ class Client(_Settings):
             try:
                 return int(self._call(0, self.redis.execute_command, PREFIX_COMMAND, *keys))
             except redis.ResponseError as e:
-                if not _is_unknown_command(e):
+                if _is_unknown_command(e):
+                    self._has_prefix = False
+                elif not _is_crossslot(e):
                     raise
-                self._has_prefix = False
         return _leading(self.exists_many(keys))
 
 
@@ -243,9 +272,11 @@ class AsyncClient(_Settings):
         redis_url = self._configure(url, ttl, timeout, fail_open)
         kwargs = dict(redis_kwargs)
         kwargs.setdefault("socket_connect_timeout", self.timeout)  # asyncio's unix has one
-        self.redis = redis.asyncio.Redis.from_url(
-            redis_url, max_connections=max_connections,
-            **_redis_kwargs(redis_url, self.timeout, kwargs))
+        pool_kwargs = _pool_kwargs(redis.asyncio.BlockingConnectionPool, max_connections,
+                                   self.timeout)
+        pool_class = pool_kwargs.pop("connection_pool_class", redis.asyncio.ConnectionPool)
+        self.redis = redis.asyncio.Redis(connection_pool=pool_class.from_url(
+            redis_url, **pool_kwargs, **_redis_kwargs(redis_url, self.timeout, kwargs)))
 
     async def _call(self, nothing, fn, *args, **kwargs):
         """await fn(*args, **kwargs), or `nothing` when the store is unreachable."""
@@ -257,8 +288,7 @@ class AsyncClient(_Settings):
         try:
             result = await fn(*args, **kwargs)
         except UNREACHABLE as e:
-            self.breaker.failed(e)
-            await self.redis.connection_pool.disconnect()
+            self.breaker.failed(e)  # as Client._call: the failed connection is already dropped
             return nothing
         self.breaker.succeeded()
         return result
@@ -275,7 +305,7 @@ class AsyncClient(_Settings):
 
     async def put(self, key, value, ttl=None):
         return await self._call(False, self.redis.set, key, value,
-                                **_set_args(ttl or self.ttl))
+                                **_set_args(_put_ttl(ttl, self.ttl)))
 
     async def get(self, key):
         return await self._call(None, self.redis.get, key)
@@ -290,7 +320,7 @@ class AsyncClient(_Settings):
         items = _items(items)
         pipe = self.redis.pipeline(transaction=False)
         for k, v in items:
-            pipe.set(k, v, **_set_args(ttl or self.ttl))
+            pipe.set(k, v, **_set_args(_put_ttl(ttl, self.ttl)))
         replies = await self._call(None, pipe.execute, raise_on_error=False)
         if replies is None:
             return False
@@ -320,9 +350,10 @@ class AsyncClient(_Settings):
                 return int(await self._call(0, self.redis.execute_command, PREFIX_COMMAND,
                                             *keys))
             except redis.ResponseError as e:
-                if not _is_unknown_command(e):
+                if _is_unknown_command(e):
+                    self._has_prefix = False
+                elif not _is_crossslot(e):
                     raise
-                self._has_prefix = False
         return _leading(await self.exists_many(keys))
 
     async def scan_keys(self, match="*", count=1000):

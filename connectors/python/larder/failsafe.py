@@ -11,16 +11,23 @@ reading its socket must cost a miss, quickly, never a hang or an exception in th
   False for a put that was not stored), counted in `failures`, with `last_error` kept;
 * after a failure, answer "nothing" at once, without touching the network, for a back-off that
   starts at `MIN_BACKOFF` and doubles per consecutive failure up to `MAX_BACKOFF`; the first call
-  after it tries the server again on fresh connections. `MAX_BACKOFF` is under half a second so
-  that calls succeed again within a second of the server coming back.
+  after it tries the server again (a connection the server closed meanwhile is replaced when
+  it is taken from the pool). `MAX_BACKOFF` is under half a second so that calls succeed
+  again within a second of the server coming back;
+* log one warning (logger `larder.client`) when calls start answering "nothing", with the
+  error, and one when the store answers again: a misconfiguration (a wrong port, a missing
+  password) shows in the log, not only as a zero hit rate.
 
 Errors the server answers (a refused SET, a wrong-type reply) are not failures of the store
 being reachable: they still raise `redis.ResponseError`. `fail_open=False` turns all of this off
 (every error raises, as plain redis-py does).
 """
+import logging
 import time
 
 import redis
+
+logger = logging.getLogger("larder.client")
 
 MIN_BACKOFF = 0.05
 MAX_BACKOFF = 0.4
@@ -55,7 +62,12 @@ class Breaker:
         self._streak += 1
         backoff = min(MAX_BACKOFF, MIN_BACKOFF * (2 ** (self._streak - 1)))
         self._retry_at = self.clock() + backoff
+        if self._streak == 1:
+            logger.warning("larder: store unreachable (%s: %s); calls answer a miss until it "
+                           "answers again", type(err).__name__, err)
 
     def succeeded(self):
+        if self._streak:
+            logger.warning("larder: store answers again after %d failed tries", self._streak)
         self._streak = 0
         self._retry_at = 0.0

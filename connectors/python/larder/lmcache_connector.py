@@ -7,7 +7,12 @@ What it does beyond LMCache's stock `redis://` connector (docs/lmcache.md has th
   so a get is one round trip, nothing can be orphaned, and unfull chunks keep their shape;
 * `batched_async_contains` is one `LARDER.PREFIX` round trip for the whole prefix;
 * `batched_get` / `batched_put` / `batched_get_non_blocking` are one pipeline each;
-* an optional TTL (`?ttl=seconds` in the URL, or extra_config `larder.ttl_seconds`).
+* an optional TTL (`?ttl=seconds` in the URL, or extra_config `larder.ttl_seconds`);
+* nothing raises into LMCache: an unreachable store, an error reply (a full disk, a cluster
+  redirection), a value this LMCache cannot decode or no CPU memory for it is a miss (reads) or
+  a put not stored, counted in `read_errors`, `format_errors` or `put_errors` and logged at
+  most once per `LOG_INTERVAL` seconds per kind. `larder://` addresses one node; a cluster's
+  redirections are misses.
 
 Enable it in the LMCache config:
 
@@ -23,8 +28,7 @@ module defines minimal stand-ins with the same names, so the connector logic sti
 """
 import asyncio
 import logging
-
-import redis
+import time
 
 from . import chunk_format
 from .client import AsyncClient
@@ -63,9 +67,22 @@ def _dtype_name(dtype):
 def _dtype_from_name(name):
     try:
         import torch
-        return getattr(torch, name)
     except ImportError:
         return name
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise chunk_format.ChunkFormatError(f"dtype {name!r} is not one this torch knows")
+    return dtype
+
+
+def _shape_arg(shape):
+    """The shape as LMCache's allocators take one: a torch.Size (a plain list would be read
+    as a list of shapes)."""
+    try:
+        import torch
+    except ImportError:
+        return tuple(shape)  # torch.Size is a tuple
+    return torch.Size(shape)
 
 
 def _fmt_code(fmt):
@@ -75,8 +92,36 @@ def _fmt_code(fmt):
 def _fmt_from_code(code):
     if HAVE_LMCACHE:
         from lmcache.v1.memory_management import MemoryFormat
-        return MemoryFormat(code)
+        try:
+            return MemoryFormat(code)
+        except ValueError:
+            raise chunk_format.ChunkFormatError(f"memory format {code} is not one this LMCache "
+                                                "knows") from None
     return code
+
+
+def _release(memory_obj):
+    if hasattr(memory_obj, "ref_count_down"):
+        memory_obj.ref_count_down()  # back to LMCache's allocator
+
+
+class _RateLimitedLog:
+    """One warning per kind per `interval` seconds, with how many were not logged."""
+
+    def __init__(self, interval):
+        self.interval = interval
+        self._next = {}
+        self._quiet = {}
+
+    def warning(self, kind, msg, *args):
+        now = time.monotonic()
+        if now < self._next.get(kind, 0.0):
+            self._quiet[kind] = self._quiet.get(kind, 0) + 1
+            return
+        quiet = self._quiet.pop(kind, 0)
+        suffix = f" ({quiet} more since the last such warning)" if quiet else ""
+        logger.warning("larder: " + msg + suffix, *args)
+        self._next[kind] = now + self.interval
 
 
 def _byte_view(memory_obj):
@@ -89,6 +134,7 @@ class LarderConnector(RemoteConnector):
     """LMCache RemoteConnector on a Larder server. Keys are CacheEngineKey.to_string()."""
 
     MAX_CONNECTIONS = 150  # as LMCache's redis connector
+    LOG_INTERVAL = 10.0
 
     def __init__(self, url, loop, local_cpu_backend, config=None, metadata=None):
         ttl = None
@@ -99,13 +145,19 @@ class LarderConnector(RemoteConnector):
         self.loop = loop
         self.local_cpu_backend = local_cpu_backend
         self.sem = asyncio.Semaphore(self.MAX_CONNECTIONS)
-        self.format_errors = 0  # values that were not well-formed chunks (served as misses)
-        self.put_errors = 0  # puts the server refused (logged, never raised into LMCache)
+        self.format_errors = 0  # values that were not chunks this LMCache can load (misses)
+        self.read_errors = 0  # reads that failed with an error (misses, never raised)
+        self.put_errors = 0  # puts not stored because of an error (never raised)
+        self.log = _RateLimitedLog(self.LOG_INTERVAL)
 
     # --- encoding -------------------------------------------------------------------------
 
     @staticmethod
     def _encode(memory_obj):
+        shapes = getattr(memory_obj, "get_shapes", None)
+        if shapes is not None and len(shapes()) > 1:
+            raise ValueError(f"a memory object of {len(shapes())} groups (one chunk holds one "
+                             "tensor)")
         header = chunk_format.encode_header(
             tuple(memory_obj.get_shape()), _dtype_name(memory_obj.get_dtype()),
             _fmt_code(memory_obj.get_memory_format()))
@@ -117,55 +169,74 @@ class LarderConnector(RemoteConnector):
             return None
         try:
             shape, dtype, fmt, payload = chunk_format.decode(value)
+            args = (_shape_arg(shape), _dtype_from_name(dtype), _fmt_from_code(fmt))
         except chunk_format.ChunkFormatError as e:
             self.format_errors += 1
-            logger.warning("larder: %s is not a valid chunk (%s); treated as a miss", key_str, e)
+            self.log.warning("format", "%s is not a chunk this LMCache can load (%s); treated "
+                             "as a miss", key_str, e)
             return None
-        memory_obj = self.local_cpu_backend.allocate(
-            list(shape), _dtype_from_name(dtype), _fmt_from_code(fmt))
-        if memory_obj is None:
-            logger.warning("larder: no CPU memory for %s; treated as a miss", key_str)
+        memory_obj = None
+        try:
+            memory_obj = self.local_cpu_backend.allocate(*args)
+            if memory_obj is None:
+                self.log.warning("memory", "no CPU memory for %s; treated as a miss", key_str)
+                return None
+            view = _byte_view(memory_obj)
+            if len(view) < len(payload):
+                raise ValueError(f"allocated {len(view)} bytes for a {len(payload)}-byte chunk")
+            view[:len(payload)] = payload
+            return memory_obj
+        except Exception as e:  # noqa: BLE001 - a load must never raise into LMCache
+            if memory_obj is not None:
+                _release(memory_obj)
+            self._read_failed(f"loading {key_str}", e)
             return None
-        view = _byte_view(memory_obj)
-        if len(view) < len(payload):
-            logger.warning("larder: allocated %d bytes for a %d-byte chunk %s", len(view),
-                           len(payload), key_str)
-            if hasattr(memory_obj, "ref_count_down"):
-                memory_obj.ref_count_down()  # back to LMCache's allocator
-            return None
-        view[:len(payload)] = payload
-        return memory_obj
+
+    def _read_failed(self, what, err):
+        self.read_errors += 1
+        self.log.warning("read", "%s failed (%s: %s); treated as a miss", what,
+                         type(err).__name__, err)
 
     # --- RemoteConnector ------------------------------------------------------------------
 
+    async def _read(self, what, nothing, call):
+        """await call() under the semaphore, or `nothing` when it raises (counted, logged)."""
+        try:
+            async with self.sem:
+                return await call()
+        except Exception as e:  # noqa: BLE001 - a read must never raise into LMCache
+            self._read_failed(what, e)
+            return nothing
+
     async def exists(self, key):
-        async with self.sem:
-            return await self.client.exists(key.to_string())
+        k = key.to_string()
+        return await self._read(f"EXISTS {k}", False, lambda: self.client.exists(k))
 
     def exists_sync(self, key):
         return asyncio.run_coroutine_threadsafe(self.exists(key), self.loop).result()
 
     async def get(self, key):
         k = key.to_string()
-        async with self.sem:
-            value = await self.client.get(k)
-        return self._decode(k, value)
+        return self._decode(k, await self._read(f"GET {k}", None, lambda: self.client.get(k)))
 
     def _refused(self, what, err):
         self.put_errors += 1
-        logger.warning("larder: %s refused by the server (%s); not stored", what, err)
+        self.log.warning("put", "%s not stored (%s: %s)", what, type(err).__name__, err)
 
     async def put(self, key, memory_obj):
         # An unreachable store is already a quiet False (the client's fail-safe); a refusal
-        # (a full disk, a value over the limit) is logged, not raised into LMCache's loop.
+        # (a full disk, a value over the limit) or a chunk that cannot be encoded is logged,
+        # not raised into LMCache's loop.
         try:
+            value = self._encode(memory_obj)
             async with self.sem:
-                await self.client.put(key.to_string(), self._encode(memory_obj))
-        except redis.ResponseError as e:
+                await self.client.put(key.to_string(), value)
+        except Exception as e:  # noqa: BLE001 - a put must never raise into LMCache
             self._refused(key.to_string(), e)
 
     async def list(self):
-        return [k.decode(errors="replace") for k in await self.client.scan_keys()]
+        keys = await self._read("SCAN", [], self.client.scan_keys)
+        return [k.decode(errors="replace") for k in keys]
 
     async def close(self):
         await self.client.close()
@@ -175,54 +246,61 @@ class LarderConnector(RemoteConnector):
 
     async def ping(self):
         try:
-            return 0 if await self.client.redis.ping() else 1
+            async with self.sem:
+                return 0 if await self.client.redis.ping() else 1
         except Exception:  # noqa: BLE001 - LMCache expects an error code
             return 1
 
     def support_batched_get(self):
         return True
 
+    async def _get_many(self, names):
+        return await self._read(f"a batch of {len(names)} GETs", [None] * len(names),
+                                lambda: self.client.get_many(names))
+
     async def batched_get(self, keys):
         names = [k.to_string() for k in keys]
-        async with self.sem:
-            values = await self.client.get_many(names)
+        values = await self._get_many(names)
         return [self._decode(n, v) for n, v in zip(names, values)]
 
     def support_batched_put(self):
         return True
 
     async def batched_put(self, keys, memory_objs):
-        items = [(k.to_string(), self._encode(m)) for k, m in zip(keys, memory_objs)]
         try:
+            items = [(k.to_string(), self._encode(m)) for k, m in zip(keys, memory_objs)]
             async with self.sem:
                 await self.client.put_many(items)
-        except redis.ResponseError as e:
-            self._refused(f"a batch of {len(items)} puts", e)
+        except Exception as e:  # noqa: BLE001 - a put must never raise into LMCache
+            self._refused(f"a batch of {len(keys)} puts", e)
 
     def support_batched_async_contains(self):
         return True
 
     async def batched_async_contains(self, lookup_id, keys, pin=False):
-        async with self.sem:
-            return await self.client.prefix_count([k.to_string() for k in keys])
+        names = [k.to_string() for k in keys]
+        return await self._read(f"a prefix lookup of {len(names)} keys", 0,
+                                lambda: self.client.prefix_count(names))
 
     def support_batched_get_non_blocking(self):
         return True
 
     async def batched_get_non_blocking(self, lookup_id, keys):
-        """The consecutive hits from the first key on (what a prefix load can use)."""
+        """The consecutive hits from the first key on (what a prefix load can use); nothing is
+        allocated for the values after the first miss."""
+        names = [k.to_string() for k in keys]
         hits = []
-        for obj in await self.batched_get(keys):
+        for name, value in zip(names, await self._get_many(names)):
+            obj = self._decode(name, value)
             if obj is None:
                 break
             hits.append(obj)
         return hits
 
     def remove_sync(self, key):
-        async def remove():
-            async with self.sem:
-                return await self.client.delete(key.to_string())
-        return bool(asyncio.run_coroutine_threadsafe(remove(), self.loop).result())
+        k = key.to_string()
+        removed = self._read(f"DEL {k}", 0, lambda: self.client.delete(k))
+        return bool(asyncio.run_coroutine_threadsafe(removed, self.loop).result())
 
 
 class LarderConnectorAdapter(ConnectorAdapter):
