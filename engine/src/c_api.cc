@@ -138,9 +138,7 @@ int larder_close(larder_t* db, char** errptr) {
 int larder_put(larder_t* db, const char* key, size_t klen, const char* val, size_t vlen,
                int64_t ttl_ms, char** errptr) {
   return Guard(errptr, [&] {
-    larder::PutOptions po;
-    if (ttl_ms > 0) po.expire_at_ms = larder::SystemClock()->NowMs() + ttl_ms;
-    return Report(db->store->Put({key, klen}, {val, vlen}, po), errptr);
+    return Report(db->store->Put({key, klen}, {val, vlen}, ttl_ms), errptr);
   });
 }
 
@@ -226,10 +224,7 @@ int larder_delete(larder_t* db, const char* key, size_t klen, char** errptr) {
 }
 
 int larder_expire(larder_t* db, const char* key, size_t klen, int64_t ttl_ms, char** errptr) {
-  return Guard(errptr, [&] {
-    int64_t at = larder::SystemClock()->NowMs() + (ttl_ms > 0 ? ttl_ms : -1);
-    return Report(db->store->SetExpiry({key, klen}, at), errptr);
-  });
+  return Guard(errptr, [&] { return Report(db->store->Expire({key, klen}, ttl_ms), errptr); });
 }
 
 int larder_persist(larder_t* db, const char* key, size_t klen, char** errptr) {

@@ -35,7 +35,7 @@ Status StoreImpl::ConvertFormat1(LegacyHandles* legacy) {
       old_gens[*id] = h;
     }
   }
-  const int64_t now = Now();
+  const int64_t now = NowMs();
   // What is left to convert, by legacy generation.
   std::map<uint64_t, std::vector<LegacyEntry>> todo;
   rocksdb::WriteBatch dead;  // metadata that cannot be served

@@ -61,7 +61,7 @@ void StoreImpl::MaybeRotate() {
   const bool by_hits = head->bytes + hit_bytes_.load() >= generation_bytes_ &&
                        gens_->size() < max_generations_by_hits_;
   if (head->bytes >= generation_bytes_ || by_hits) {
-    if (gens_->Rotate(Now()).ok()) hit_bytes_ = 0;
+    if (gens_->Rotate(NowMs()).ok()) hit_bytes_ = 0;
   }
 }
 
@@ -198,7 +198,7 @@ bool StoreImpl::Reinsert(RecordMember& m, const GenerationPtr& to) {
     dest.bytes += m.rec_bytes.size();
   } else {
     rec.generation = dest.id;
-    auto lease = gens_->LeasePartition(*ticket, Now());
+    auto lease = gens_->LeasePartition(*ticket, NowMs());
     if (!lease.ok()) return false;
     BlobFile& f = lease->file();
     const uint64_t before = f.disk_bytes();
@@ -230,7 +230,7 @@ void StoreImpl::SelectKept(EvictionPolicy policy, const std::vector<GenerationPt
   const Generation& victim = *all[0];
   const uint64_t next_id = all[1]->id;
   const uint64_t recent_id = all[all.size() / 2]->id;
-  const int64_t now = Now();
+  const int64_t now = NowMs();
   ForEachRecord(victim, [&](RecordMember m) {
     const Entry& e = m.at.entry;
     const bool kept =
@@ -246,12 +246,12 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* fr
   if (all.size() == 1) {
     if (all[0]->bytes == 0) return Status::OK();  // nothing but an empty head
     std::lock_guard lock(rotate_mu_);
-    if (Status s = gens_->Rotate(Now()); !s.ok()) return s;
+    if (Status s = gens_->Rotate(NowMs()); !s.ok()) return s;
     all = gens_->All();
   }
   GenerationPtr victim = all[0];
   gens_->Retire(*victim);
-  const int64_t now = Now();
+  const int64_t now = NowMs();
   const uint64_t usage_before = gens_->FileBytes();
   auto note_freed = [&] {
     *freed = std::max<uint64_t>(1, usage_before - std::min(usage_before, gens_->FileBytes()));

@@ -53,7 +53,7 @@ Status StoreImpl::DropGeneration(const GenerationPtr& g,
 }
 
 StoreImpl::ExpiredFound StoreImpl::RemoveExpiredIn(size_t first_shard, size_t shards) {
-  const int64_t now = Now();
+  const int64_t now = NowMs();
   std::vector<Entry> expired;
   size_t looked_at = 0;
   index_.ForEachInShards(first_shard, shards, [&](Entry& e) {
@@ -170,7 +170,7 @@ Status StoreImpl::Clear() {
   uint64_t head_id;
   {
     std::lock_guard rl(rotate_mu_);
-    if (Status s = gens_->Rotate(Now()); !s.ok()) return s;
+    if (Status s = gens_->Rotate(NowMs()); !s.ok()) return s;
     head_id = gens_->head_id();
   }
   std::vector<GenerationPtr> dropped;
@@ -203,7 +203,7 @@ Stats StoreImpl::GetStats() {
   st.expiring_keys = expiries.count;
   if (expiries.count > 0) {
     const auto mean_ms = static_cast<int64_t>(expiries.sum_ms / expiries.count);
-    st.avg_ttl = static_cast<uint64_t>(std::max<int64_t>(0, mean_ms - Now()));
+    st.avg_ttl = static_cast<uint64_t>(std::max<int64_t>(0, mean_ms - NowMs()));
   }
   st.value_file_bytes = gens_->FileBytes();
   uint64_t wal = 0;
@@ -236,7 +236,7 @@ void StoreImpl::ResetCounters() {
 
 void StoreImpl::FlushIfDue() {
   if (options_.wal || options_.flush_interval_ms == 0) return;
-  const int64_t now = Now();
+  const int64_t now = NowMs();
   const uint64_t written = index_writes_.load();
   if (written == written_at_flush_ || now - last_flush_ms_ < options_.flush_interval_ms) return;
   // A failed flush is retried at the next pass (and reported by the next SAVE or Close).

@@ -70,6 +70,8 @@ class StoreImpl final : public Store {
   StoreImpl(const Options& options, std::string dir, rocksdb::Env* env = nullptr);
   ~StoreImpl() override;
 
+  int64_t NowMs() const override { return options_.clock->NowMs(); }
+
   Status OpenDb();
 
   using Store::Put;
@@ -104,7 +106,8 @@ class StoreImpl final : public Store {
   void UnmapFiles() override;
   Status Close() override;
 
-  // Reads and checks every entry without repairing anything (larder::Verify).
+  // Reads and checks every entry (larder::Verify), after an open that dropped what it found
+  // damaged (each named in the report).
   VerifyReport VerifyAll(void (*progress)(uint64_t, uint64_t, void*), void* arg);
 
   // For ValueReader and GetFileRange: the end of a verified read. `read` is OK if the value
@@ -148,7 +151,6 @@ class StoreImpl final : public Store {
   void LoadRecord(Generation& g, std::string_view ik, std::string_view value, int64_t now,
                   rocksdb::WriteBatch* cleanup);
 
-  int64_t Now() const { return options_.clock->NowMs(); }
   Status CheckKey(std::string_view key) const;
   Status CheckOpen() const;
   std::mutex& Stripe(uint64_t hash) { return stripes_[hash % kStripes]; }

@@ -158,7 +158,7 @@ void StoreImpl::LoadRecord(Generation& g, std::string_view ik_bytes, std::string
 }
 
 Status StoreImpl::LoadIndex() {
-  const int64_t now = Now();
+  const int64_t now = NowMs();
   for (const GenerationPtr& g : gens_->All()) {
     rocksdb::ReadOptions ro;
     ro.fill_cache = false;

@@ -32,7 +32,7 @@ std::optional<Located> StoreImpl::LookupFast(uint64_t hash, std::string_view key
   size_t n = 0;
   std::optional<Located> first = LocateFirst(hash, &n);
   if (n > 1) first = LookupExact(hash, key);
-  if (first && first->entry.ExpiredAt(Now())) {
+  if (first && first->entry.ExpiredAt(NowMs())) {
     RemoveExpired(first->entry);  // lazily, as Redis does on access
     return std::nullopt;
   }
@@ -141,7 +141,7 @@ void StoreImpl::MarkReused(const Entry& e) {
 }
 
 bool StoreImpl::MarkUsed(const Entry& e, bool reuse) {
-  const int64_t now = Now();
+  const int64_t now = NowMs();
   const uint16_t gen = HeadGen();
   return index_.Update(e, [&](Entry& x) {
     if (reuse && x.reuse < 255) x.reuse++;

@@ -8,7 +8,9 @@
 #include <sys/statvfs.h>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
+#include <string>
 
 #include "format.h"
 #include "format_v1.h"
@@ -104,18 +106,34 @@ class SyncValuesBeforeFlush : public rocksdb::EventListener {
 
 namespace {
 
+// InvalidArgument for a size option set below `floor_mib` (0 = derived from the budget).
+Status CheckSizeFloor(const char* field, uint64_t value, uint64_t floor_mib) {
+  if (value == 0 || value >= floor_mib * kMiB) return Status::OK();
+  return Status::InvalidArgument(std::string(field) +
+                                 " must be 0 (derived from the budget) or at least " +
+                                 std::to_string(floor_mib) + " MiB, not " + std::to_string(value));
+}
+
 Result<std::unique_ptr<Store>> OpenStore(const Options& options, const std::string& dir,
                                          rocksdb::Env* env) {
   if (dir.empty()) return Status::InvalidArgument("data directory path is empty");
-  if (options.max_reinsert_fraction < 0 || options.max_reinsert_fraction > 1) {
+  if (!(options.max_reinsert_fraction >= 0 && options.max_reinsert_fraction <= 1)) {
     return Status::InvalidArgument("max_reinsert_fraction must be in [0, 1]");
+  }
+  // Below one memtable (its 4 MiB floor) writers would stall with nothing to flush; below
+  // 1 MiB each few values would open a column family of their own.
+  if (Status s = CheckSizeFloor("memtable_bytes", options.memtable_bytes, 4); !s.ok()) return s;
+  if (Status s = CheckSizeFloor("generation_bytes", options.generation_bytes, 1); !s.ok()) {
+    return s;
   }
   if (options.max_key_bytes == 0) return Status::InvalidArgument("max_key_bytes must be > 0");
   if (options.max_value_bytes > format::kMaxValueBytes) {
     return Status::InvalidArgument("max_value_bytes must be at most 4 GiB - 1");
   }
-  if (options.read_queue_depth < 1) {
-    return Status::InvalidArgument("read_queue_depth must be at least 1");
+  if (options.read_queue_depth < 1 || options.read_queue_depth > kMaxReadQueueDepth) {
+    return Status::InvalidArgument("read_queue_depth must be 1 to " +
+                                   std::to_string(kMaxReadQueueDepth) + ", not " +
+                                   std::to_string(options.read_queue_depth));
   }
   auto store = std::make_unique<StoreImpl>(options, dir, env);
   Status s = store->OpenDb();
@@ -252,7 +270,14 @@ Status StoreImpl::CheckFormat(LegacyHandles* legacy) {
   std::string ver;
   rocksdb::Status vs = db_->Get(rocksdb::ReadOptions(), default_cf_, format::kFormatKey, &ver);
   if (!vs.ok() && !vs.IsNotFound()) return FromRocks(vs, "reading the data format of " + dir_);
-  const unsigned long v = vs.IsNotFound() ? 0 : std::stoul("0" + ver);
+  unsigned v = 0;
+  if (vs.ok()) {
+    const auto [end, ec] = std::from_chars(ver.data(), ver.data() + ver.size(), v);
+    if (ec != std::errc() || end != ver.data() + ver.size()) {
+      return Status::Corruption(dir_ + " has data format '" + ver +
+                                "', which is not a version number");
+    }
+  }
   if (v > format::kFormatVersion) {
     return Status::NotSupported(dir_ + " has data format '" + ver + "', this build reads up to " +
                                 std::to_string(format::kFormatVersion));
@@ -291,7 +316,7 @@ Status StoreImpl::OpenDb() {
   rotate_on_hits_ = KeepsInPlaceByRecency(options_.eviction_policy);
   demote_first_writes_ = keep_in_place_ && options_.eviction_policy == EvictionPolicy::kLruReuse;
   // New writes never go into files from before the open: a fresh head.
-  if (s.ok()) s = gens_->Rotate(Now());
+  if (s.ok()) s = gens_->Rotate(NowMs());
   if (!s.ok()) {
     Close().PermitUncheckedError();  // the open failed: its error is the one to report
     return s;

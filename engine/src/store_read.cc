@@ -197,7 +197,7 @@ bool StoreImpl::InMemory(std::string_view key, uint64_t max_bytes) {
   if (n != 1) return false;  // a second entry under the hash is told apart by reading records
   const Entry& e = at->entry;
   // An expired entry is removed by the read, which may read its record.
-  if (e.ExpiredAt(Now()) || e.size > max_bytes || !at->seg.gen) return false;
+  if (e.ExpiredAt(NowMs()) || e.size > max_bytes || !at->seg.gen) return false;
   if (e.is_inline()) return RecordCached(hash, key, *at);
   return at->seg.file && at->seg.file->InMemory(e.offset, e.size, options_.mapped_reads);
 }
@@ -222,9 +222,12 @@ std::vector<Result<Value>> StoreImpl::MultiGet(const std::vector<std::string_vie
 std::vector<Result<uint64_t>> StoreImpl::MultiGetInto(const std::vector<std::string_view>& keys,
                                                       const std::vector<Buffer>& bufs) {
   std::vector<Result<uint64_t>> out(keys.size(), Status::InvalidArgument("not read"));
-  if (bufs.size() != keys.size()) {
-    std::fill(out.begin(), out.end(),
-              Status::InvalidArgument("MultiGetInto needs one buffer per key"));
+  Status refused = CheckOpen();  // once closed, the read pool is gone
+  if (refused.ok() && bufs.size() != keys.size()) {
+    refused = Status::InvalidArgument("MultiGetInto needs one buffer per key");
+  }
+  if (!refused.ok()) {
+    std::fill(out.begin(), out.end(), refused);
     return out;
   }
   NotePositions(keys);
@@ -275,7 +278,7 @@ int64_t StoreImpl::Ttl(std::string_view key) {
   std::optional<Located> at = LookupFast(hash, key);
   if (!at) return kTtlNoKey;
   if (at->entry.expire_at_ms == 0) return kTtlNoExpiry;
-  return std::max<int64_t>(0, ExactExpiry(hash, key, *at) - Now());
+  return std::max<int64_t>(0, ExactExpiry(hash, key, *at) - NowMs());
 }
 
 Result<KeyInfo> StoreImpl::Info(std::string_view key) {
@@ -311,7 +314,7 @@ ScanPage StoreImpl::Scan(uint64_t cursor, std::string_view pattern, size_t count
   if (closed_) return page;
   std::vector<Entry> entries;
   page.next_cursor = index_.Scan(cursor, count, &entries);
-  const int64_t now = Now();
+  const int64_t now = NowMs();
   const bool all = pattern.empty() || pattern == "*";
   for (const Entry& e : entries) {
     if (e.ExpiredAt(now)) continue;

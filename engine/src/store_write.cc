@@ -4,20 +4,48 @@
 // in-memory index is updated. A record therefore only ever points at bytes already written.
 #include <rocksdb/write_batch.h>
 
+#include <limits>
+#include <string>
+
 #include "format.h"
 #include "store_impl.h"
 #include "sync_point.h"
 
 namespace larder {
 
+namespace {
+
+// `now` + `ttl_ms` (> 0), or InvalidArgument when the sum passes the clock's range, as Redis
+// refuses such a time ("invalid expire time").
+Result<int64_t> ExpiryAfter(int64_t now, int64_t ttl_ms) {
+  if (ttl_ms > std::numeric_limits<int64_t>::max() - now) {
+    return Status::InvalidArgument("ttl of " + std::to_string(ttl_ms) +
+                                   " ms is past the clock's range");
+  }
+  return now + ttl_ms;
+}
+
+}  // namespace
+
 Status Store::Put(std::string_view key, std::string_view value, int64_t ttl_ms) {
+  if (ttl_ms < 0) {
+    return Status::InvalidArgument("ttl of " + std::to_string(ttl_ms) +
+                                   " ms: must be >= 0 (0 = no expiry)");
+  }
   PutOptions o;
-  if (ttl_ms > 0) o.expire_at_ms = SystemClock()->NowMs() + ttl_ms;
+  if (ttl_ms > 0) {
+    Result<int64_t> at = ExpiryAfter(NowMs(), ttl_ms);
+    if (!at.ok()) return at.status();
+    o.expire_at_ms = *at;
+  }
   return Put(key, value, o);
 }
 
 Status Store::Expire(std::string_view key, int64_t ttl_ms) {
-  return SetExpiry(key, SystemClock()->NowMs() + ttl_ms);
+  const int64_t now = NowMs();
+  if (ttl_ms <= 0) return SetExpiry(key, now - 1);  // in the past: deletes, as Redis's EXPIRE
+  Result<int64_t> at = ExpiryAfter(now, ttl_ms);
+  return at.ok() ? SetExpiry(key, *at) : at.status();
 }
 
 Status StoreImpl::CheckOpen() const {
@@ -74,7 +102,7 @@ Status StoreImpl::AppendValue(std::string_view key, std::string_view value, std:
   }
   BlobFilePtr file;
   {
-    auto lease = gens_->LeasePartition(t, Now());
+    auto lease = gens_->LeasePartition(t, NowMs());
     if (!lease.ok()) return lease.status();
     BlobFile& f = lease->file();
     const uint64_t before = f.disk_bytes();
@@ -263,7 +291,7 @@ Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::str
                           const PutOptions& opts) {
   if (Status s = CheckPut(key, value.size()); !s.ok()) return s;
   const uint64_t hash = format::KeyHash(key);
-  const int64_t now = Now();
+  const int64_t now = NowMs();
   const bool conditional = opts.mode != PutMode::kAlways;
   std::unique_lock stripe(Stripe(hash), std::defer_lock);
   auto condition_holds = [&](const std::optional<Located>& old) {
@@ -331,7 +359,7 @@ Status StoreImpl::Delete(std::string_view key) {
   if (!at) return Status::NotFound();
   Status s = RemoveLocked(hash, key, *at);
   if (!s.ok()) return s;
-  if (at->entry.ExpiredAt(Now())) {
+  if (at->entry.ExpiredAt(NowMs())) {
     counters_.expired_keys++;
     lock.unlock();
     if (options_.listener) options_.listener->OnExpired(key);
@@ -345,11 +373,11 @@ Status StoreImpl::SetExpiry(std::string_view key, int64_t expire_at_ms) {
   const uint64_t hash = format::KeyHash(key);
   std::lock_guard lock(Stripe(hash));
   std::optional<Located> at = LookupExact(hash, key);
-  if (!at || at->entry.ExpiredAt(Now())) {
+  if (!at || at->entry.ExpiredAt(NowMs())) {
     if (at) RemoveLocked(hash, key, *at).PermitUncheckedError();  // maintenance retries
     return Status::NotFound();
   }
-  if (expire_at_ms != 0 && expire_at_ms <= Now()) return RemoveLocked(hash, key, *at);
+  if (expire_at_ms != 0 && expire_at_ms <= NowMs()) return RemoveLocked(hash, key, *at);
   format::IndexRecord rec;
   std::string bytes;
   if (!RecordMatches(hash, key, *at, &rec, &bytes)) return Status::NotFound();

@@ -8,6 +8,7 @@
 #include "common/args.h"
 #include "common/text.h"
 #include "common/units.h"
+#include "larder/options.h"
 
 namespace larder::config {
 namespace {
@@ -478,7 +479,7 @@ std::vector<Option> EngineRows() {
            "read cold values into aligned buffers with O_DIRECT (in-process GetInto)"),
       Bool("mapped-reads", &S::mapped_reads, kStartup,
            "read cached values through mappings of the value files, kept for later reads"),
-      Int("read-queue-depth", &S::read_queue_depth, kStartup, 1, 256,
+      Int("read-queue-depth", &S::read_queue_depth, kStartup, 1, kMaxReadQueueDepth,
           "reads a batched in-process read keeps in flight"),
       Int("maintenance-interval-ms", &S::maintenance_interval_ms, kStartup, 0, kUint32Max,
           "period of expiry maintenance; 0 = off"),

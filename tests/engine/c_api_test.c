@@ -1,4 +1,5 @@
 /* The C API, compiled as C. Prints "N passed, N failed"; exits non-zero on any failure. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,12 @@ int main(int argc, char** argv) {
   CHECK(larder_expire(db, "a", 1, 100000, &err) == LARDER_OK);
   CHECK(larder_ttl(db, "a", 1) > 90000);
   CHECK(larder_persist(db, "a", 1, &err) == LARDER_OK && larder_ttl(db, "a", 1) == -1);
+  /* A ttl past the clock's range, or a negative one for a put, is refused, changing nothing. */
+  CHECK(larder_expire(db, "a", 1, INT64_MAX, &err) == LARDER_ERR_INVALID && err != NULL);
+  CHECK(larder_ttl(db, "a", 1) == -1);
+  CHECK(larder_put(db, "h", 1, "v", 1, INT64_MAX, &err) == LARDER_ERR_INVALID);
+  CHECK(larder_put(db, "h", 1, "v", 1, -5, &err) == LARDER_ERR_INVALID);
+  CHECK(larder_ttl(db, "h", 1) == -2);
   CHECK(larder_ttl(db, "q", 1) == -2);
 
   int seen = 0;

@@ -1,7 +1,9 @@
 // Engine behaviours: put/get/overwrite, arguments, TTL, NX/XX, exists/prefix, scan, reopen.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include "larder/glob.h"
@@ -91,9 +93,23 @@ TEST_F(StoreTest, BadArgumentsChangeNothing) {
   EXPECT_TRUE(s.IsInvalidArgument());
   EXPECT_NE(s.message().find("max_value_bytes"), std::string::npos);
   EXPECT_EQ(store_->GetStats().keys, 0u);
-  Options bad = opts_;
-  bad.max_reinsert_fraction = 2;
-  EXPECT_TRUE(Store::Open(bad, dir_.sub("x")).status().IsInvalidArgument());
+}
+
+TEST_F(StoreTest, OptionsThatCannotWorkAreRefusedNamingTheField) {
+  const std::vector<std::pair<const char*, void (*)(Options&)>> bad = {
+      {"max_reinsert_fraction", [](Options& o) { o.max_reinsert_fraction = 2; }},
+      {"max_reinsert_fraction", [](Options& o) { o.max_reinsert_fraction = std::nan(""); }},
+      {"memtable_bytes", [](Options& o) { o.memtable_bytes = 4096; }},  // would stall writers
+      {"generation_bytes", [](Options& o) { o.generation_bytes = 1; }},
+      {"read_queue_depth", [](Options& o) { o.read_queue_depth = kMaxReadQueueDepth + 1; }},
+  };
+  for (const auto& [field, spoil] : bad) {
+    Options o = opts_;
+    spoil(o);
+    Status s = Store::Open(o, dir_.sub("x")).status();
+    EXPECT_TRUE(s.IsInvalidArgument()) << field << ": " << s.ToString();
+    EXPECT_NE(s.message().find(field), std::string::npos) << s.message();
+  }
 }
 
 TEST_F(StoreTest, TtlExpiresWithInjectedClock) {
@@ -130,6 +146,21 @@ TEST_F(StoreTest, TtlExpiresWithInjectedClock) {
   clock_->Advance(100);
   store_->Maintain();
   EXPECT_EQ(store_->GetStats().keys, 0u);
+}
+
+TEST_F(StoreTest, RelativeTtlsFollowTheStoresClockAndRefuseOverflow) {
+  ASSERT_TRUE(store_->Put("k", "v", 60'000).ok());
+  EXPECT_EQ(store_->Ttl("k"), 60'000);  // by Options::clock, not the wall clock
+  ASSERT_TRUE(store_->Expire("k", 5'000).ok());
+  EXPECT_EQ(store_->Ttl("k"), 5'000);
+  constexpr int64_t kHuge = std::numeric_limits<int64_t>::max();
+  EXPECT_TRUE(store_->Put("big", "v", kHuge).IsInvalidArgument());
+  EXPECT_TRUE(store_->Put("neg", "v", -1).IsInvalidArgument());
+  EXPECT_EQ(store_->Exists({"big", "neg"}), 0u);
+  EXPECT_TRUE(store_->Expire("k", kHuge).IsInvalidArgument());
+  EXPECT_EQ(store_->Ttl("k"), 5'000);  // unchanged
+  ASSERT_TRUE(store_->Expire("k", 0).ok());
+  EXPECT_EQ(store_->Ttl("k"), kTtlNoKey);
 }
 
 TEST_F(StoreTest, FullyExpiredGenerationIsDroppedWhole) {
@@ -295,6 +326,11 @@ TEST_F(StoreTest, ClosedStoreReturnsErrors) {
   ASSERT_TRUE(store_->Close().ok());
   EXPECT_FALSE(store_->Put("k", "v").ok());
   EXPECT_FALSE(store_->Get("k").ok());
+  char buf[8];
+  auto many = store_->MultiGetInto({"k", "l"}, {{buf, sizeof buf}, {buf, sizeof buf}});
+  ASSERT_EQ(many.size(), 2u);
+  for (const auto& r : many)
+    EXPECT_EQ(r.status().code(), Status::Code::kIOError) << r.status().ToString();
 }
 
 TEST(Glob, RedisRules) {

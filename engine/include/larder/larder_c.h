@@ -53,7 +53,8 @@ larder_t* larder_open(const larder_options_t* o, const char* dir, char** errptr)
 /* Flushes (WAL off) and closes; frees `db`. */
 int larder_close(larder_t* db, char** errptr);
 
-/* ttl_ms 0 = no expiry. */
+/* ttl_ms > 0 expires the key that many ms from now, 0 = no expiry; a negative ttl_ms, or one
+ * past the clock's range, is LARDER_ERR_INVALID (nothing written). */
 int larder_put(larder_t* db, const char* key, size_t klen, const char* val, size_t vlen,
                int64_t ttl_ms, char** errptr);
 /* On LARDER_OK *out holds the verified value (no copy); release it with larder_value_free.
@@ -80,7 +81,8 @@ uint64_t larder_prefix_count(larder_t* db, size_t n, const char* const* keys, co
 uint64_t larder_touch(larder_t* db, size_t n, const char* const* keys, const size_t* klens);
 
 int larder_delete(larder_t* db, const char* key, size_t klen, char** errptr);
-/* ttl_ms <= 0 deletes the key. */
+/* ttl_ms <= 0 deletes the key, as Redis's EXPIRE; one past the clock's range is
+ * LARDER_ERR_INVALID (nothing changed). */
 int larder_expire(larder_t* db, const char* key, size_t klen, int64_t ttl_ms, char** errptr);
 int larder_persist(larder_t* db, const char* key, size_t klen, char** errptr);
 /* Remaining ms, -1 no expiry, -2 no key. */

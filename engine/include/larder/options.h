@@ -32,6 +32,9 @@ enum class EvictionPolicy {
 const char* EvictionPolicyName(EvictionPolicy p);
 bool ParseEvictionPolicy(const std::string& name, EvictionPolicy* out);
 
+// The most reads Options::read_queue_depth may keep in flight.
+inline constexpr int kMaxReadQueueDepth = 256;
+
 struct Options {
   // Create the data directory and database if missing. Default: true.
   bool create_if_missing = true;
@@ -47,8 +50,9 @@ struct Options {
   // its blob files). The head closes after this many bytes of writes, and of writes and hits
   // where eviction keeps entries in place by recency (kLruReuse, kLru with keep_in_place).
   // 0 = max_disk_bytes / 32 clamped to [1 MiB, 64 GiB], so that dropping one returns at most
-  // ~3% of the budget and a small budget still holds data. Smaller generations evict with finer
-  // granularity; larger ones need fewer column families. Default: 0.
+  // ~3% of the budget and a small budget still holds data; a size set is at least 1 MiB.
+  // Smaller generations evict with finer granularity; larger ones need fewer column families.
+  // Default: 0.
   uint64_t generation_bytes = 0;
 
   // Default: kLruReuse.
@@ -86,7 +90,8 @@ struct Options {
   bool sync_writes = false;
 
   // Memory of the index's memtables (records of ~100 bytes + key; values never pass through
-  // them). 0 = max_disk_bytes / 256 clamped to [16 MiB, 256 MiB]. Writers stall when full.
+  // them). 0 = max_disk_bytes / 256 clamped to [16 MiB, 256 MiB]; else at least 4 MiB (one
+  // memtable). Writers stall when full.
   // Default: 0.
   uint64_t memtable_bytes = 0;
 
@@ -125,7 +130,8 @@ struct Options {
   // for that call only. Default: true.
   bool mapped_reads = true;
 
-  // Reads MultiGetInto keeps in flight at once (the engine's read threads). Default: 8.
+  // Reads MultiGetInto keeps in flight at once (the engine's read threads), 1 to
+  // kMaxReadQueueDepth. Default: 8.
   int read_queue_depth = 8;
 
   // Largest key accepted, in bytes. Default: 64 KiB.
@@ -156,7 +162,8 @@ struct Options {
   // Default: true.
   bool tune_allocator = true;
 
-  // RocksDB background threads (index flushes and compactions). Default: 2.
+  // RocksDB background threads (index flushes and compactions); fewer than 2 is taken as 2.
+  // Default: 2.
   int background_threads = 2;
 
   // Time source for expiry and reuse times. nullptr = the system clock. Tests inject one.

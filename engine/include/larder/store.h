@@ -104,6 +104,9 @@ class Store {
   // direct_writes off) the background write goes out from it, so a server can hand over the
   // buffer a request arrived in. Afterwards `value` is valid but its contents are unspecified.
   virtual Status PutOwned(std::string_view key, std::string&& value, const PutOptions& opts) = 0;
+  // Put with a relative expiry: ttl_ms > 0 expires the key that many ms from NowMs(), 0 = no
+  // expiry. InvalidArgument (nothing written) for a negative ttl_ms, or one that takes the
+  // expiry past the clock's range.
   Status Put(std::string_view key, std::string_view value, int64_t ttl_ms = 0);
   // The checks Put makes of its arguments before it writes anything: InvalidArgument for an
   // empty key, a key over Options::max_key_bytes or a value over max_value_bytes, NoSpace for a
@@ -211,8 +214,13 @@ class Store {
   // Sets an absolute expiry (Unix ms) on an existing key; 0 removes it (Persist). A time in the
   // past deletes the key. NotFound if the key does not exist.
   virtual Status SetExpiry(std::string_view key, int64_t expire_at_ms) = 0;
+  // SetExpiry ttl_ms from NowMs(); ttl_ms <= 0 deletes the key, as Redis's EXPIRE does.
+  // InvalidArgument (nothing changed) when the expiry would pass the clock's range.
   Status Expire(std::string_view key, int64_t ttl_ms);
   Status Persist(std::string_view key) { return SetExpiry(key, 0); }
+
+  // The time expiries are measured against: Options::clock, Unix ms.
+  virtual int64_t NowMs() const = 0;
 
   // Remaining time to live in ms, or kTtlNoKey / kTtlNoExpiry.
   virtual int64_t Ttl(std::string_view key) = 0;
@@ -265,7 +273,9 @@ class Store {
 };
 
 // Checks a data directory's values and index without serving it (the directory must not be
-// open elsewhere): every value against its XXH3, and every block of every SST file (the index,
+// open elsewhere). It opens the directory as Store::Open does, which drops records and files
+// found damaged (each named in the report, so a second Verify finds the directory clean);
+// then it checks every value against its XXH3, and every block of every SST file (the index,
 // inline values) against RocksDB's block checksums, and the structure of the MANIFEST's
 // records (a damaged tail RocksDB would take for a torn write and drop). `progress` is called with
 // (entries done, entries total) now and then. A directory too damaged to open is an error status
