@@ -51,11 +51,41 @@ class AdminTest(unittest.TestCase):
         self.assertEqual(self.admin("del", "chunk:03", "nope").stdout.strip(), b"1")
         self.assertNotIn("chunk:03", self.admin("keys").stdout.decode().split())
 
+    def stat(self, name):
+        out = self.admin("stats").stdout.decode()
+        return int(next(line.split()[1] for line in out.splitlines()
+                        if line.startswith(name + ":")))
+
+    def test_looking_does_not_pile_up_generations(self):
+        first = self.stat("generations")
+        for _ in range(3):
+            self.admin("keys")
+        self.assertEqual(self.stat("generations"), first)
+
+    def test_errors_other_than_a_miss_are_errors(self):
+        r = self.admin("get", "")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"get failed: InvalidArgument: empty key", r.stderr)
+        r = self.admin("del", "")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"empty key", r.stderr)
+        r = run("--help")
+        self.assertEqual((r.returncode, r.stdout.startswith(b"usage: larder-admin")), (0, True))
+
     def test_put_with_ttl_and_bad_ttl(self):
         self.assertEqual(self.admin("put", "t", "--ttl-ms", "60000", stdin=b"x").returncode, 0)
         r = self.admin("put", "t", "--ttl-ms", "soon", stdin=b"x")
         self.assertEqual(r.returncode, 2)
         self.assertIn(b"--ttl-ms takes a whole number", r.stderr)
+        r = self.admin("put", "t", "--ttl-ms", str(2**63 - 1), stdin=b"x")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"past the clock's range", r.stderr)
+
+    def test_evict_to_a_size_keeps_about_that_much(self):
+        r = self.admin("evict", "--to", "2mb")  # of 3.6 MB
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertLessEqual(self.stat("disk_bytes"), 2 << 20)
+        self.assertGreaterEqual(self.stat("keys"), 4)  # 300 KB each: not emptied
 
     def test_evict_and_compact(self):
         r = self.admin("evict", "--to", "0")

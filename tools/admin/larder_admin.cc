@@ -12,8 +12,11 @@
 //   larder-admin [--dir DIR] compact
 //
 // It opens the directory itself and refuses while another process (a running larder-server)
-// holds it. Long operations show progress on a terminal and stay quiet when piped. Each
-// command is a row of kCommands beside the function that runs it.
+// holds it. It opens it as the server does, so every command (verify included) also does what
+// any open does: entries that expired are removed, and records or files found damaged are
+// dropped, verify reporting each (a second verify then finds the directory clean). `evict`
+// chooses by the default policy (lru-reuse). Long operations show progress on a terminal and
+// stay quiet when piped. Each command is a row of kCommands beside the function that runs it.
 #include <unistd.h>
 
 #include <charconv>
@@ -35,13 +38,16 @@ constexpr int kExitOk = 0, kExitFound = 1, kExitError = 2;
 
 using Args = std::vector<std::string>;
 
-int Usage() {
-  std::fprintf(stderr,
+// The usage text, on stderr with exit 2 (a bad command line), or on stdout with exit 0 (asked
+// for with --help).
+int Usage(bool asked = false) {
+  std::fprintf(asked ? stdout : stderr,
                "usage: larder-admin [--dir DIR] COMMAND [ARGS]\n"
                "commands: stats | verify | keys [PATTERN] | get KEY | put KEY [--ttl-ms N] |\n"
                "          del KEY... | evict --to BYTES | compact\n"
-               "DIR defaults to ./data (larder.conf's default `dir`).\n");
-  return kExitError;
+               "DIR defaults to ./data (larder.conf's default `dir`).\n"
+               "exit: 0 done, 1 found (verify: corruption; get: no such key), 2 error\n");
+  return asked ? kExitOk : kExitError;
 }
 
 int Fail(const std::string& msg) {
@@ -69,8 +75,16 @@ std::unique_ptr<larder::Store> OpenOrExplain(const std::string& dir, int* rc, bo
   o.create_if_missing = create;
   o.maintenance_interval_ms = 0;  // offline: change nothing the command did not ask for
   o.max_disk_bytes = ~0ull >> 2;  // no budget: the admin tool never writes past it
+  // Without a budget the derived generation would be 64 GiB, and an eviction round frees
+  // 1/64 of a generation past what it must: `evict --to` would overshoot by up to 1 GiB.
+  o.generation_bytes = 64ull << 20;
   auto r = larder::Store::Open(o, dir);
-  if (r.ok()) return std::move(r).value();
+  if (r.ok()) {
+    // Each open starts a new (empty) head generation; a pass drops the empty ones earlier
+    // opens left, which no periodic maintenance does here.
+    r.value()->Maintain();
+    return std::move(r).value();
+  }
   *rc = r.status().IsBusy() ? FailBusy(dir, "stop it, or use redis-cli against the server instead")
                             : Fail("cannot open " + dir + ": " + r.status().ToString());
   return nullptr;
@@ -85,7 +99,8 @@ void PrintStats(const larder::Stats& s) {
       (unsigned long long)s.expired_keys, (unsigned long long)s.corruptions);
 }
 
-// verify: opens the directory itself (read-only), so it needs no store.
+// verify: opens the directory itself (as any open, dropping what it finds damaged; the report
+// names each entry dropped), so it needs no store.
 int Verify(const std::string& dir) {
   auto r = larder::Verify(dir, isatty(STDERR_FILENO) ? Progress : nullptr, nullptr);
   if (!r.ok() && r.status().IsCorruption()) {  // too damaged to open: a finding, not an error
@@ -122,10 +137,11 @@ int Keys(larder::Store& store, const Args& args) {
 
 int Get(larder::Store& store, const Args& args) {
   auto v = store.Get(args[0]);
-  if (!v.ok()) {
+  if (v.status().IsNotFound()) {
     Fail("no such key: " + args[0]);
     return kExitFound;
   }
+  if (!v.ok()) return Fail("get failed: " + v.status().ToString());
   if (fwrite(v->data(), 1, v->size(), stdout) != v->size()) return Fail("write to stdout failed");
   return kExitOk;
 }
@@ -149,7 +165,11 @@ int Put(larder::Store& store, const Args& args) {
 
 int Del(larder::Store& store, const Args& args) {
   int deleted = 0;
-  for (const auto& k : args) deleted += store.Delete(k).ok();
+  for (const auto& k : args) {
+    larder::Status s = store.Delete(k);
+    if (!s.ok() && !s.IsNotFound()) return Fail("del " + k + " failed: " + s.ToString());
+    deleted += s.ok();
+  }
   std::printf("%d\n", deleted);
   return kExitOk;
 }
@@ -231,6 +251,7 @@ int main(int argc, char** argv) {
     dir = args[1];
     args.erase(args.begin(), args.begin() + 2);
   }
-  if (args.empty() || args[0] == "-h" || args[0] == "--help") return Usage();
+  if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) return Usage(/*asked=*/true);
+  if (args.empty()) return Usage();
   return RunCommand(dir, args[0], Args(args.begin() + 1, args.end()));
 }
