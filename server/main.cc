@@ -80,13 +80,12 @@ bool SetUpProcess(const ServerConfig& cfg, const std::string& config_path) {
 
 // Connections and the store's files (SST and blob files, WAL, MANIFEST, logs) share the
 // process's open-files limit. Raises the soft RLIMIT_NOFILE towards maxclients + 1024 (at most
-// the hard limit) and lowers maxclients when the hard limit is lower (to the limit minus 1024,
-// or half the limit if more, which stays for the store). Runs before the store opens.
-void FitMaxClientsToFdLimit(Config* config) {
+// the hard limit) and returns how many clients then fit: the limit minus 1024, or half the limit
+// if more, which stays for the store (`maxclients` when the limit cannot be read).
+uint64_t ClientsTheFdLimitAllows(int64_t maxclients) {
   constexpr uint64_t kStoreFds = 1024;
-  const int64_t maxclients = config->values().maxclients;
   rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return static_cast<uint64_t>(maxclients);
   const uint64_t want = static_cast<uint64_t>(maxclients) + kStoreFds;
   if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
     rlimit raised = rl;
@@ -94,12 +93,19 @@ void FitMaxClientsToFdLimit(Config* config) {
     if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
   }
   const uint64_t limit = rl.rlim_cur == RLIM_INFINITY ? want : rl.rlim_cur;
-  const uint64_t fit = limit - std::min<uint64_t>(kStoreFds, limit / 2);
+  return limit - std::min<uint64_t>(kStoreFds, limit / 2);
+}
+
+// At startup, lowers maxclients to what the open-files limit allows (with a warning). Runs
+// before the store opens.
+void FitMaxClientsToFdLimit(Config* config) {
+  const int64_t maxclients = config->values().maxclients;
+  const uint64_t fit = ClientsTheFdLimitAllows(maxclients);
   if (fit >= static_cast<uint64_t>(maxclients)) return;
-  Log(LogLevel::kWarning,
-      "maxclients " + std::to_string(maxclients) + " needs an open-files limit of at least " +
-          std::to_string(want) + ", the hard limit is " + std::to_string(limit) +
-          ": maxclients lowered to " + std::to_string(fit) + " (raise `ulimit -Hn` / LimitNOFILE)");
+  Log(LogLevel::kWarning, "maxclients " + std::to_string(maxclients) +
+                              " does not fit the open-files limit (1024 stay for the store): "
+                              "maxclients lowered to " +
+                              std::to_string(fit) + " (raise `ulimit -Hn` / LimitNOFILE)");
   (void)config->Set("maxclients", std::to_string(fit));  // in [1, maxclients]: cannot fail
 }
 
@@ -137,6 +143,14 @@ void RegisterApplyHooks(Config* config) {
   (void)config->SetApplyFn("loglevel", [](const ServerConfig& c) -> std::optional<std::string> {
     larder::server::SetLogLevel(larder::server::ParseLogLevel(c.loglevel));
     return std::nullopt;
+  });
+  // As Redis: more clients than the open-files limit allows are refused, naming what fits.
+  (void)config->SetApplyFn("maxclients", [](const ServerConfig& c) -> std::optional<std::string> {
+    const uint64_t fit = ClientsTheFdLimitAllows(c.maxclients);
+    if (fit >= static_cast<uint64_t>(c.maxclients)) return std::nullopt;
+    return "The operating system is not able to handle the specified number of clients, try "
+           "with " +
+           std::to_string(fit);
   });
 }
 
