@@ -9,6 +9,7 @@
 #include "cluster/key_slot.h"
 #include "commands/command_table.h"
 #include "commands/util.h"
+#include "config/option_table.h"
 #include "log.h"
 
 namespace larder::server {
@@ -105,7 +106,7 @@ bool PausedByWrite(const ClientState& client, const CommandSpec& spec) {
 }
 
 // The arguments as MONITOR and SLOWLOG show them: passwords replaced by "(redacted)" (AUTH's
-// arguments, HELLO's after AUTH), as Redis does.
+// arguments, HELLO's after AUTH, the value CONFIG SET gives a sensitive option), as Redis does.
 std::vector<std::string> Redacted(const CommandSpec& spec, const std::vector<std::string>& argv) {
   std::vector<std::string> out = argv;
   size_t from = out.size();
@@ -116,6 +117,12 @@ std::vector<std::string> Redacted(const CommandSpec& spec, const std::vector<std
     }
   }
   for (size_t i = from; i < out.size(); ++i) out[i] = "(redacted)";
+  if (spec.name == "config" && out.size() > 1 && EqualsNoCase(out[1], "set")) {
+    for (size_t i = 2; i + 1 < out.size(); i += 2) {
+      const config::Option* opt = config::FindOption(out[i]);
+      if (opt != nullptr && opt->sensitive) out[i + 1] = "(redacted)";
+    }
+  }
   return out;
 }
 

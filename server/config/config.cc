@@ -243,6 +243,7 @@ std::optional<std::string> Config::Set(
     }
     touched.push_back(index);
     Args args = opt->max_args == 1 ? Args{value} : SplitWhitespace(value);
+    if (args.empty()) args.emplace_back();  // "": the one empty argument a config file's "" is
     if (Error err = ApplyOption(*opt, args, &candidate)) return failed(name, *err);
   }
 

@@ -57,6 +57,10 @@ struct Option {
 
   // Optional extra check run on the whole candidate config after `parse` succeeded.
   std::function<Error(const ServerConfig& cfg)> validate;
+
+  // A secret (a password): MONITOR and SLOWLOG show the value a CONFIG SET gives it as
+  // "(redacted)", as Redis does for its sensitive options.
+  bool sensitive = false;
 };
 
 // All options in declaration (= config file section) order.

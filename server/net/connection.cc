@@ -113,9 +113,12 @@ void Connection::Cron(int64_t now_ms) {
   asio::post(socket_.get_executor(), [self = shared_from_this(), now_ms] {
     if (self->closed_) return;
     const config::ServerConfig& cfg = self->Cfg();
-    if (cfg.timeout > 0 && !self->busy_ &&
-        now_ms - self->state_->last_active_ms.load() >= cfg.timeout * 1000) {
-      Log(LogLevel::kVerbose, "closing idle client id=" + std::to_string(self->state_->id));
+    // As Redis, `timeout` spares a client that waits by design: a subscriber or a MONITOR.
+    const ClientState& st = *self->state_;
+    const bool listens = st.subscribed() || st.monitor.load();
+    if (cfg.timeout > 0 && !self->busy_ && !listens &&
+        now_ms - st.last_active_ms.load() >= cfg.timeout * 1000) {
+      Log(LogLevel::kVerbose, "closing idle client id=" + std::to_string(st.id));
       self->CloseNow();
       return;
     }

@@ -185,6 +185,10 @@ SESSION_SEQUENCES = {
         ["CONFIG", "GET", "timeout", "TIMEOUT"], ["CONFIG", "GET", "TIME*"],
         ["CONFIG", "GET", "TIMEOUT", "time*"], ["CONFIG", "GET", "nosuch"],
         ["CONFIG", "GET", "time\\out"]],
+    "CONFIG SET of an empty list": [
+        ["CONFIG", "SET", "latency-tracking-info-percentiles", ""],
+        ["CONFIG", "GET", "latency-tracking-info-percentiles"],
+        ["CONFIG", "SET", "latency-tracking-info-percentiles", "50 99 99.9"]],
     "CLUSTER with the cluster disabled": [
         ["CLUSTER", "FOO"], ["CLUSTER", "HELP"], ["CLUSTER", "HELP", "x"], ["CLUSTER", "INFO", "x"],
         ["CLUSTER", "KEYSLOT"], ["CLUSTER", "INFO"]],
@@ -395,6 +399,41 @@ class RedisParityTest(unittest.TestCase):
                 self.assertEqual(c.call(cmd, "ms:a", "1", "", "2", "ms:b", "3"),
                                  b"-ERR empty key\r\n")
                 self.assertEqual(c.call("EXISTS", "ms:a", "ms:b"), b":0\r\n")
+
+    def test_slowlog_redacts_a_password_given_by_config_set(self):
+        for c in self.conns:
+            with self.subTest(server=c):
+                c.call("CONFIG", "SET", "slowlog-log-slower-than", "0")
+                c.call("SLOWLOG", "RESET")
+                self.assertEqual(c.call("CONFIG", "SET", "requirepass", "s3cret"), b"+OK\r\n")
+                c.call("AUTH", "s3cret")
+                logged = c.call("SLOWLOG", "GET", "5")
+                c.call("CONFIG", "SET", "requirepass", "", "slowlog-log-slower-than", "10000")
+                self.assertNotIn(b"s3cret", logged)
+                self.assertIn(b"$11\r\nrequirepass\r\n$10\r\n(redacted)", logged)
+
+    def test_timeout_spares_subscribers_and_monitors(self):
+        for server in (self.larder, self.redis):
+            with self.subTest(server=type(server).__name__):
+                idle, subscriber, monitor = server.raw(), server.raw(), server.raw()
+                try:
+                    idle.call("CONFIG", "SET", "timeout", "1")
+                    subscriber.call("SUBSCRIBE", "ch")
+                    monitor.call("MONITOR")
+                    self.assertTrue(idle.closed_by_server(timeout=10))
+                    self.assertEqual(subscriber.call("PING"),
+                                     b"*2\r\n$4\r\npong\r\n$0\r\n\r\n")
+                    self.assertFalse(monitor.closed_by_server(timeout=0.5))
+                finally:
+                    for conn in (idle, subscriber, monitor):
+                        conn.close()
+                    admin = server.raw()
+                    admin.call("CONFIG", "SET", "timeout", "0")
+                    admin.close()
+        # The shared connections idled meanwhile, and were closed as idle clients.
+        for c in self.conns:
+            c.close()
+        type(self).conns = [self.larder.raw(), self.redis.raw()]
 
     def test_restore_of_another_type_is_refused_with_an_actionable_error(self):
         self.conns[1].call("DEL", "alist")
