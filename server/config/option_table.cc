@@ -8,6 +8,7 @@
 #include "common/args.h"
 #include "common/text.h"
 #include "common/units.h"
+#include "config/bind_address.h"
 #include "larder/options.h"
 
 namespace larder::config {
@@ -333,8 +334,24 @@ Option WithCheck(Option o, std::function<Error(const ServerConfig&)> check) {
   return o;
 }
 
+Option Sensitive(Option o) {
+  o.sensitive = true;
+  return o;
+}
+
 Error CheckDir(const ServerConfig& c) {
   if (c.dir.empty()) return std::string("the data directory must not be empty");
+  return std::nullopt;
+}
+
+Error CheckBind(const ServerConfig& c) {
+  for (const std::string& entry : c.bind) {
+    if (!ParseBindAddress(entry)) {
+      return "invalid address " + QuoteForMessage(entry) +
+             ": an IPv4 or IPv6 address, * or ::*, optionally prefixed with - (skipped when "
+             "this machine lacks it)";
+    }
+  }
   return std::nullopt;
 }
 
@@ -363,7 +380,7 @@ using S = ServerConfig;
 
 std::vector<Option> NetworkRows() {
   return {
-      StringList("bind", &S::bind, kStartup, "addresses to listen on"),
+      WithCheck(StringList("bind", &S::bind, kStartup, "addresses to listen on"), CheckBind),
       Int("port", &S::port, kStartup, 0, 65535, "TCP port; 0 = no TCP listener"),
       String("unixsocket", &S::unixsocket, kStartup, "unix socket path; empty = none"),
       Octal("unixsocketperm", &S::unixsocketperm, kStartup, 0777,
@@ -397,8 +414,9 @@ std::vector<Option> NetworkRows() {
 std::vector<Option> SecurityAndLimitRows() {
   return {
       // security
-      WithCheck(String("requirepass", &S::requirepass, kRuntime, "password for AUTH; empty = none"),
-                CheckPassword),
+      Sensitive(WithCheck(
+          String("requirepass", &S::requirepass, kRuntime, "password for AUTH; empty = none"),
+          CheckPassword)),
       // TLS: every option but the port rebuilds the TLS context when set at runtime
       Int("tls-port", &S::tls_port, kStartup, 0, 65535, "TLS port; 0 = no TLS listener"),
       String("tls-cert-file", &S::tls_cert_file, kRuntime, "server certificate chain (PEM)"),

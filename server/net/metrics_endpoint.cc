@@ -101,16 +101,9 @@ std::string MetricsEndpoint::Respond(std::string_view head) const {
 }
 
 std::optional<std::string> MetricsEndpoint::Listen(const std::vector<std::string>& bind, int port) {
-  for (const std::string& host : bind) {
-    TcpListener l = ListenTcp(io_, host, port, asio::socket_base::max_listen_connections);
-    if (l.bad_address) return "metrics-port: invalid bind address '" + host + "'";
-    if (!l.acceptor) {
-      return "could not listen for metrics on " + host + ":" + std::to_string(port) + ": " +
-             l.error;
-    }
-    acceptors_.push_back(std::move(l.acceptor));
-  }
-  return std::nullopt;
+  std::vector<std::string> skipped;  // the client port's listeners said so already
+  return ListenOnBind(io_, bind, port, asio::socket_base::max_listen_connections, " (metrics)",
+                      &acceptors_, &skipped);
 }
 
 void MetricsEndpoint::Accept(size_t i) {

@@ -107,17 +107,16 @@ Server::~Server() {
 }
 
 std::optional<std::string> Server::ListenTcpPort(int64_t port, bool tls) {
-  for (const std::string& host : boot_cfg_.bind) {
-    TcpListener l =
-        ListenTcp(*ios_[0], host, static_cast<int>(port), static_cast<int>(boot_cfg_.tcp_backlog));
-    if (l.bad_address) return "bind: invalid address '" + host + "'";
-    if (!l.acceptor) {
-      return "could not listen on " + host + ":" + std::to_string(port) + (tls ? " (TLS)" : "") +
-             ": " + l.error;
-    }
-    tcp_.push_back({std::move(l.acceptor), tls});
+  std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors;
+  std::vector<std::string> skipped;
+  auto err = ListenOnBind(*ios_[0], boot_cfg_.bind, static_cast<int>(port),
+                          static_cast<int>(boot_cfg_.tcp_backlog), tls ? " (TLS)" : "", &acceptors,
+                          &skipped);
+  for (const std::string& ip : skipped) {
+    Log(LogLevel::kNotice, "bind -" + ip + ": this machine has no such address; skipped");
   }
-  return std::nullopt;
+  for (auto& acceptor : acceptors) tcp_.push_back({std::move(acceptor), tls});
+  return err;
 }
 
 void Server::SetTlsContext(std::shared_ptr<TlsContext> ctx) {

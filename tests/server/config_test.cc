@@ -10,10 +10,12 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
 #include "common/args.h"
+#include "config/bind_address.h"
 #include "config/config.h"
 
 namespace larder::config {
@@ -282,6 +284,27 @@ TEST_F(ConfigTest, ApplyArgsTakesMultiArgumentOptions) {
   EXPECT_EQ(c.ApplyArgs({"--maxclients", "9", "--maxclients", "0"}),
             "command line: option 'maxclients': '0' is not an integer in [1, 1000000]");
   EXPECT_EQ(c.values().maxclients, 5);  // all or nothing
+}
+
+TEST_F(ConfigTest, BindTakesRedisAddressFormsAndRefusesNames) {
+  Config c;
+  ASSERT_EQ(c.ApplyArgs({"--bind", "127.0.0.1", "-::1", "*", "::*", "-10.1.2.3"}), std::nullopt);
+  for (const auto& [entry, ip, optional] :
+       std::vector<std::tuple<std::string, std::string, bool>>{{"127.0.0.1", "127.0.0.1", false},
+                                                               {"-::1", "::1", true},
+                                                               {"*", "0.0.0.0", false},
+                                                               {"::*", "::", false}}) {
+    auto addr = larder::config::ParseBindAddress(entry);
+    ASSERT_TRUE(addr) << entry;
+    EXPECT_EQ(addr->ip, ip);
+    EXPECT_EQ(addr->optional, optional);
+  }
+  EXPECT_EQ(c.LoadFile(Write("b.conf", "bind 127.0.0.1 localhost\n")),
+            dir_ +
+                "/b.conf:1: option 'bind': invalid address 'localhost': an IPv4 or IPv6 "
+                "address, * or ::*, optionally prefixed with - (skipped when this machine "
+                "lacks it)");
+  EXPECT_EQ(c.values().bind.size(), 5u);  // unchanged
 }
 
 TEST_F(ConfigTest, EvictTogetherTakesSuffixPairsOrNothing) {
