@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -177,6 +178,19 @@ std::optional<std::string> SetUpTls(Config* config, const ServerConfig& cfg,
   return std::nullopt;
 }
 
+// "port 6379, unix socket /run/larder.sock, TLS on port 6380, metrics on port 9121": what the
+// server listens on, for its ready line.
+std::string ListenersNote(const ServerConfig& cfg) {
+  std::vector<std::string> parts;
+  if (cfg.port != 0) parts.push_back("port " + std::to_string(cfg.port));
+  if (!cfg.unixsocket.empty()) parts.push_back("unix socket " + cfg.unixsocket);
+  if (cfg.tls_port != 0) parts.push_back("TLS on port " + std::to_string(cfg.tls_port));
+  if (cfg.metrics_port != 0) parts.push_back("metrics on port " + std::to_string(cfg.metrics_port));
+  std::string note;
+  for (const std::string& p : parts) note += (note.empty() ? "" : ", ") + p;
+  return note;
+}
+
 // Serves clients until SIGTERM/SIGINT or SHUTDOWN; returns the exit status.
 int Serve(larder::Store& store, Config* config, const ServerConfig& cfg, const larder::Clock& clock,
           larder::server::EngineEventForwarder& engine_events) {
@@ -191,6 +205,11 @@ int Serve(larder::Store& store, Config* config, const ServerConfig& cfg, const l
   core.process.start_ms = clock.NowMs();
   core.process.lastsave_s = core.process.start_ms / 1000;
   core.process.tcp_port = cfg.port;
+  if (!config->file_path().empty()) {
+    std::error_code ec;  // as Redis's config_file: absolute, or as given if that fails
+    const std::filesystem::path abs = std::filesystem::absolute(config->file_path(), ec);
+    core.process.config_file = ec ? config->file_path() : abs.string();
+  }
   std::vector<std::string_view> command_names;
   for (const auto& spec : larder::server::CommandTable()) command_names.push_back(spec.name);
   core.commands.Init(command_names);
@@ -223,12 +242,7 @@ int Serve(larder::Store& store, Config* config, const ServerConfig& cfg, const l
   }
   if (!cfg.pidfile.empty()) std::ofstream(cfg.pidfile) << getpid() << "\n";
   server.Start();
-  std::string listeners_note = cfg.unixsocket.empty() ? "" : " and unix socket " + cfg.unixsocket;
-  if (cfg.tls_port != 0) listeners_note += ", TLS on port " + std::to_string(cfg.tls_port);
-  if (cfg.metrics_port != 0)
-    listeners_note += ", metrics on port " + std::to_string(cfg.metrics_port);
-  Log(LogLevel::kNotice,
-      "ready to accept connections on port " + std::to_string(cfg.port) + listeners_note);
+  Log(LogLevel::kNotice, "ready to accept connections on " + ListenersNote(cfg));
   server.WaitForStopRequest();
   Log(LogLevel::kNotice, "shutting down: finishing commands in flight");
   server.Stop();

@@ -54,6 +54,7 @@ void WriteServer(const InfoInput& in, std::string* out) {
   Field(out, "uptime_in_days", uptime_ms / 86400000);
   Field(out, "io_threads_active", static_cast<uint64_t>(in.core.process.io_threads));
   Field(out, "executable", "larder-server");
+  Field(out, "config_file", in.core.process.config_file);
 }
 
 void WriteClients(const InfoInput& in, std::string* out) {

@@ -172,7 +172,10 @@ std::optional<std::string> Config::LoadFile(const std::string& path) {
     std::string_view t = Trim(lines[i]);
     if (t.empty() || t[0] == '#') continue;
     std::optional<Args> args = SplitArgs(t);
-    if (!args) return where + "unbalanced quotes";
+    if (!args) {  // named by its first word: the option the line would have set
+      const std::string_view name = t.substr(0, t.find_first_of(" \t"));
+      return where + "option " + QuoteForMessage(name) + ": unbalanced quotes";
+    }
     if (args->empty()) continue;  // only a NUL byte and blanks, as Redis skips it
     const Option* opt = FindOption(args->front());
     if (opt == nullptr) return where + "unknown option " + QuoteForMessage(args->front());
@@ -222,29 +225,46 @@ std::optional<std::string> Config::Set(std::string_view name, std::string_view v
   return Set({{std::string(name), std::string(value)}});
 }
 
-std::optional<std::string> Config::Set(
-    const std::vector<std::pair<std::string, std::string>>& pairs) {
-  if (pairs.empty()) return std::string("ERR wrong number of arguments for 'config|set' command");
-  auto failed = [](const std::string& name, const std::string& reason) {
-    return "ERR CONFIG SET failed (possibly related to argument " + QuoteForMessage(name) + ") - " +
-           reason;
-  };
-  ServerConfig candidate = values_;
-  std::vector<size_t> touched;  // option index per pair
+namespace {
+
+std::string SetFailed(const std::string& name, const std::string& reason) {
+  return "ERR CONFIG SET failed (possibly related to argument " + QuoteForMessage(name) + ") - " +
+         reason;
+}
+
+// CONFIG SET's names, checked before any value as Redis checks them: each known, mutable and
+// given once. The option index of each pair in *touched, or the error.
+std::optional<std::string> CheckSetNames(
+    const std::vector<std::pair<std::string, std::string>>& pairs, std::vector<size_t>* touched) {
   for (const auto& [name, value] : pairs) {
     const Option* opt = FindOption(name);
     if (opt == nullptr) {
       return "ERR Unknown option or number of arguments for CONFIG SET - " + QuoteForMessage(name);
     }
-    if (!opt->runtime_mutable) return failed(name, "can't set immutable config");
-    size_t index = OptionIndex(*opt);
-    if (std::find(touched.begin(), touched.end(), index) != touched.end()) {
-      return failed(name, "duplicate parameter");
+    if (!opt->runtime_mutable) return SetFailed(name, "can't set immutable config");
+    const size_t index = OptionIndex(*opt);
+    if (std::find(touched->begin(), touched->end(), index) != touched->end()) {
+      return SetFailed(name, "duplicate parameter");
     }
-    touched.push_back(index);
-    Args args = opt->max_args == 1 ? Args{value} : SplitWhitespace(value);
+    touched->push_back(index);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> Config::Set(
+    const std::vector<std::pair<std::string, std::string>>& pairs) {
+  if (pairs.empty()) return std::string("ERR wrong number of arguments for 'config|set' command");
+  std::vector<size_t> touched;  // option index per pair
+  if (auto err = CheckSetNames(pairs, &touched)) return err;
+  ServerConfig candidate = values_;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const Option& opt = OptionTable()[touched[i]];
+    const std::string& value = pairs[i].second;
+    Args args = opt.max_args == 1 ? Args{value} : SplitWhitespace(value);
     if (args.empty()) args.emplace_back();  // "": the one empty argument a config file's "" is
-    if (Error err = ApplyOption(*opt, args, &candidate)) return failed(name, *err);
+    if (Error err = ApplyOption(opt, args, &candidate)) return SetFailed(pairs[i].first, *err);
   }
 
   // Every value parsed: let the server apply the changed ones, undoing on refusal.
@@ -255,7 +275,7 @@ std::optional<std::string> Config::Set(
     if (!fn || FormatValue(opt, candidate) == FormatValue(opt, values_)) continue;
     if (Error err = fn(candidate)) {
       for (auto it = applied.rbegin(); it != applied.rend(); ++it) apply_fns_[*it](values_);
-      return failed(pairs[i].first, *err);
+      return SetFailed(pairs[i].first, *err);
     }
     applied.push_back(touched[i]);
   }

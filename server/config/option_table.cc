@@ -72,7 +72,9 @@ Option Int(std::string_view name, int64_t ServerConfig::*field, bool mut, int64_
            std::string_view doc) {
   Option o = Make(name, Type::kInteger, mut, doc);
   o.parse = [field, min, max](const Args& a, ServerConfig* c) -> Error {
-    auto v = ParseNumber<int64_t>(a[0]);
+    // As Redis's string2ll: no leading zeros ("06379" is refused, not read as 6379).
+    const std::string_view digits = std::string_view(a[0]).substr(a[0].starts_with('-'));
+    auto v = digits.size() > 1 && digits[0] == '0' ? std::nullopt : ParseNumber<int64_t>(a[0]);
     if (!v || *v < min || *v > max) {
       return QuoteForMessage(a[0]) + " is not an integer" + RangeText(min, max);
     }

@@ -30,6 +30,7 @@ namespace larder::server {
 struct ProcessInfo {
   int64_t start_ms = 0;                // when the server started (Unix ms)
   int64_t tcp_port = 0;                // the port listened on; 0 = none
+  std::string config_file;             // the config file's absolute path; empty = none
   int64_t io_threads = 0;              // the io threads serving connections (Server)
   std::atomic<int64_t> lastsave_s{0};  // last SAVE/BGSAVE (or the start), Unix seconds
 };

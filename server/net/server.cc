@@ -206,6 +206,8 @@ void Server::AcceptTcp(size_t i) {
         ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof(secs));
         int intvl = std::max(1, secs / 3);
         ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+        int probes = 3;  // as Redis: a dead peer is found about twice `secs` after it went
+        ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes));
       }
       auto remote = socket.remote_endpoint(e2);
       auto local = socket.local_endpoint(e2);

@@ -217,7 +217,9 @@ TEST_F(ConfigTest, LoadFileErrorsNameFileLineAndOption) {
   EXPECT_EQ(LoadError("port 1 2\n"), p + ":1: option 'port': wrong number of arguments");
   EXPECT_EQ(LoadError("port\n"), p + ":1: option 'port': wrong number of arguments");
   EXPECT_EQ(LoadError("bind\n"), p + ":1: option 'bind': wrong number of arguments");
-  EXPECT_EQ(LoadError("requirepass \"abc\n"), p + ":1: unbalanced quotes");
+  EXPECT_EQ(LoadError("requirepass \"abc\n"), p + ":1: option 'requirepass': unbalanced quotes");
+  EXPECT_EQ(LoadError("port 06379\n"),
+            p + ":1: option 'port': '06379' is not an integer in [0, 65535]");
   EXPECT_EQ(LoadError("protected-mode maybe\n"),
             p + ":1: option 'protected-mode': 'maybe' is not yes or no");
   EXPECT_EQ(LoadError("eviction-policy random\n"),

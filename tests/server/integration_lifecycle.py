@@ -68,6 +68,7 @@ class LifecycleTest(unittest.TestCase):
         try:
             r = srv.client()
             self.assertEqual(r.config_get("maxclients")["maxclients"], "10000")
+            self.assertEqual(r.info("server")["config_file"], os.path.abspath(srv.conf))
             self.assertTrue(r.config_set("maxclients", "1234"))
             r.execute_command("CONFIG", "SET", "timeout", "3600", "requirepass", "pw")
             r.execute_command("AUTH", "pw")  # existing connections stay authenticated anyway

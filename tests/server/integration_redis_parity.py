@@ -179,7 +179,9 @@ SESSION_SEQUENCES = {
         ["WAIT", "0", "abc"], ["WAIT", "x", "0"], ["WAIT", "0", "-1"], ["PUBSUB", "SHARDCHANNELS"],
         ["PUBSUB", "SHARDCHANNELS", "a*"], ["PUBSUB", "SHARDCHANNELS", "a", "b"],
         ["PUBSUB", "SHARDNUMSUB", "a", "b"], ["PUBSUB", "SHARDNUMSUB"],
-        ["CONFIG", "SET", "timeout", "0", "tcp-keepalive"]],
+        ["CONFIG", "SET", "timeout", "0", "tcp-keepalive"],
+        ["CONFIG", "SET", "maxclients", "0", "nosuch", "1"],
+        ["CONFIG", "SET", "maxclients", "0", "daemonize", "yes"]],
     "CONFIG GET by name and by pattern": [
         ["CONFIG", "GET", "TIMEOUT"], ["CONFIG", "GET", "TIMEOUT", "timeout"],
         ["CONFIG", "GET", "timeout", "TIMEOUT"], ["CONFIG", "GET", "TIME*"],
