@@ -173,6 +173,7 @@ int IntoCode(larder::Store& store, std::string_view key, const larder::Result<ui
     auto info = store.Info(key);
     if (info.ok()) {
       *vlen = info->value_size;
+      SetErr(errptr, r.status().ToString());
       return LARDER_ERR_BUFFER_TOO_SMALL;
     }
   }

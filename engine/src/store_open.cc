@@ -298,6 +298,10 @@ Status StoreImpl::OpenDb() {
   std::error_code ec;
   if (options_.create_if_missing) {
     std::filesystem::create_directories(dir_ + "/" + format::kValuesDir, ec);
+  } else if (!std::filesystem::is_directory(dir_, ec)) {
+    // Before RocksDB's open, which would create it (and its LOCK) on the way to failing.
+    return Status::NotFound(dir_ + ": no such directory (" +
+                            (ec ? ec.message() : std::string("create_if_missing is false")) + ")");
   }
   if (ec) return Status::IOError("creating " + dir_ + ": " + ec.message());
   LegacyHandles legacy;

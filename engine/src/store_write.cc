@@ -25,6 +25,12 @@ Result<int64_t> ExpiryAfter(int64_t now, int64_t ttl_ms) {
   return now + ttl_ms;
 }
 
+// What a conditional Put found, for its ConditionNotMet.
+const char* ConditionMessage(PutMode mode) {
+  return mode == PutMode::kIfAbsent ? "the key exists (put only if absent)"
+                                    : "the key does not exist (put only if present)";
+}
+
 }  // namespace
 
 Status Store::Put(std::string_view key, std::string_view value, int64_t ttl_ms) {
@@ -302,7 +308,7 @@ Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::str
     // NX / XX: the condition and the write are one step for other writers of the key.
     stripe.lock();
     if (!condition_holds(LookupExact(hash, key)))
-      return Status::ConditionNotMet("condition not met");
+      return Status::ConditionNotMet(ConditionMessage(opts.mode));
   }
   if (!opts.keep_ttl && opts.expire_at_ms != 0 && opts.expire_at_ms <= now) {
     // Already expired: the key goes away and nothing is written.
@@ -319,7 +325,7 @@ Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::str
     if (Status s = MakeRoom(stored); !s.ok()) return s;
     stripe.lock();
     if (!condition_holds(LookupExact(hash, key)))
-      return Status::ConditionNotMet("condition not met");
+      return Status::ConditionNotMet(ConditionMessage(opts.mode));
   }
   const uint64_t value_hash = format::Checksum(value);  // outside the stripe for plain SETs
 

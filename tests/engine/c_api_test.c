@@ -53,6 +53,9 @@ int main(int argc, char** argv) {
   CHECK(larder_get_into(db, "a", 1, buf, sizeof buf, &n, &err) == LARDER_OK && n == 5);
   CHECK(memcmp(buf, "hello", 5) == 0);
   CHECK(larder_get_into(db, "a", 1, buf, 2, &n, &err) == LARDER_ERR_BUFFER_TOO_SMALL && n == 5);
+  CHECK(err != NULL && strstr(err, "smaller than the value") != NULL); /* says why */
+  larder_free(err);
+  err = NULL;
 
   const char* keys[] = {"a", "b", "a"};
   size_t lens[] = {1, 1, 1};

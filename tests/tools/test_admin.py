@@ -141,6 +141,8 @@ class AdminTest(unittest.TestCase):
         r = run("--dir", os.path.join(self.tmp, "missing"), "stats")
         self.assertEqual(r.returncode, 2)
         self.assertIn(b"cannot open", r.stderr)
+        self.assertIn(b"no such directory", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "missing")), "created it")
 
 
 if __name__ == "__main__":

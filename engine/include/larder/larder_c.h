@@ -2,8 +2,12 @@
  *
  * Conventions (RocksDB C API style): functions that can fail take `char** errptr`; on failure
  * they set *errptr to a malloc'd message (free it with larder_free) and return a negative
- * code; on success *errptr is left untouched. No C++ exception crosses this API. Keys and
- * values are (pointer, length) pairs and may hold any bytes. */
+ * code; on success *errptr is left untouched. *errptr must be NULL or a message from this API
+ * (it is freed before a new one is set); errptr itself may be NULL. No C++ exception crosses
+ * this API. Keys and values are (pointer, length) pairs and may hold any bytes. Every other
+ * pointer argument must be valid (non-NULL) unless a function says otherwise. Functions without
+ * errptr cannot report a failure: on a closed store they answer as for an empty one (0
+ * keys, -2 for a TTL, scan complete). */
 #ifndef LARDER_C_H_
 #define LARDER_C_H_
 
@@ -49,6 +53,7 @@ void larder_options_set_read_queue_depth(larder_options_t* o, int depth);
 void larder_options_set_sync_writes(larder_options_t* o, int on);
 void larder_options_set_memtable_bytes(larder_options_t* o, uint64_t v);
 
+/* o may be NULL: Options' defaults (a budget of 80% of the filesystem's free space). */
 larder_t* larder_open(const larder_options_t* o, const char* dir, char** errptr);
 /* Flushes (WAL off) and closes; frees `db`. */
 int larder_close(larder_t* db, char** errptr);
@@ -64,8 +69,9 @@ const char* larder_value_data(const larder_value_t* v);
 size_t larder_value_size(const larder_value_t* v);
 void larder_value_free(larder_value_t* v);
 /* Reads the verified value straight into buf (Store::GetInto: one read, no allocation).
- * *vlen gets the value size; LARDER_ERR_BUFFER_TOO_SMALL (buf untouched) if cap < size. On
- * other errors buf's contents are unspecified. */
+ * *vlen gets the value size; LARDER_ERR_BUFFER_TOO_SMALL (buf untouched, *errptr naming both
+ * sizes) if cap < size, *vlen then being the size a second lookup found (a concurrent writer
+ * may have changed it). On other errors buf's contents are unspecified. */
 int larder_get_into(larder_t* db, const char* key, size_t klen, void* buf, size_t cap, size_t* vlen,
                     char** errptr);
 /* larder_get_into for n keys at once, the reads running in parallel (Store::MultiGetInto).

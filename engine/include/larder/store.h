@@ -2,7 +2,9 @@
 // blob files Larder writes itself (RocksDB keeps the index), evicting the entries least
 // recently reused when the budget is reached. See docs/architecture.md.
 //
-// Thread-safety: every method may be called from any number of threads at once.
+// Thread-safety: every method may be called from any number of threads at once, except Close
+// (and the destructor): it must not run while another call is in flight, and every
+// ValueReader must be destroyed before it.
 // Keys are binary strings of 1..Options::max_key_bytes bytes; values are binary strings of
 // 0..Options::max_value_bytes bytes. Times are Unix milliseconds from Options::clock.
 #pragma once
@@ -84,7 +86,8 @@ struct KeyInfo {
   uint64_t value_size = 0;
   int64_t expire_at_ms = 0;    // 0 = none
   int64_t last_access_ms = 0;  // last write, hit or touch (second precision)
-  uint32_t reuse_count = 0;    // hits + touches since the write or since eviction kept it
+  uint32_t reuse_count = 0;    // hits + touches since the write or since eviction kept it,
+                               // saturating at 255
   uint64_t generation = 0;
 };
 
@@ -166,7 +169,8 @@ class Store {
   // Starts reading the values of `keys` into the page cache and returns without waiting, so
   // that the reads that follow (GetFileRange, Get, GetInto) find them there and the disk works
   // on all of them at once (the server calls it for a pipeline of GETs, and for MGET). A hint:
-  // absent keys, values held in memory and errors are ignored; counts nothing.
+  // absent keys, values held in memory and errors are ignored; counts no reuse (an expired
+  // entry it meets is removed and counted, as any lookup does).
   virtual void Prefetch(const std::vector<std::string_view>& keys) = 0;
 
   // Whether a read of `key` (Get, GetInto, GetFileRange) would find everything it needs in
@@ -190,10 +194,11 @@ class Store {
   // write (a server runs such writes on its event loop), not a promise.
   virtual bool PutInMemory(std::string_view key, uint64_t value_bytes) = 0;
 
-  // How many of `keys` exist (a key listed twice counts twice), from the in-memory index; no
-  // disk I/O. The index identifies keys by a 64-bit hash, so for a key that is absent this
-  // answers 1 with probability (keys stored) / 2^64 (5e-13 at 10 M keys); reads never return
-  // another key's value (see docs/architecture.md).
+  // How many of `keys` exist (a key listed twice counts twice), from the in-memory index: no
+  // value is read (an expired entry it meets is removed, which writes to the index). The index
+  // identifies keys by a 64-bit hash, so for a key that is absent this answers 1 with
+  // probability (keys stored) / 2^64 (5e-13 at 10 M keys); reads never return another key's
+  // value (see docs/architecture.md).
   virtual uint64_t Exists(const std::vector<std::string_view>& keys) = 0;
   bool Contains(std::string_view key) { return Exists({key}) == 1; }
 
@@ -267,8 +272,9 @@ class Store {
   // store's values can be dropped from the page cache, as a benchmark of cold reads does.
   virtual void UnmapFiles() = 0;
 
-  // Flushes (when the WAL is off) and closes. Further calls return IOError. Also called by
-  // the destructor.
+  // Flushes (when the WAL is off) and closes. Further calls that can fail return IOError; the
+  // others answer as for an empty store (Exists 0, Ttl kTtlNoKey, Scan done, zero Stats). A
+  // second Close returns OK. Also called by the destructor. See "Thread-safety" above.
   virtual Status Close() = 0;
 };
 
