@@ -56,6 +56,9 @@ struct ServerAddress {
     }
     out->host = s.substr(0, colon);
     out->port = s.substr(colon + 1);
+    if (out->host.size() > 2 && out->host.front() == '[' && out->host.back() == ']') {
+      out->host = out->host.substr(1, out->host.size() - 2);  // [::1]:6379, as in a URL
+    }
     return true;
   }
 };

@@ -183,15 +183,17 @@ class ClientFailsafeTest(unittest.TestCase):
         for t in threads:
             t.join(HANG + 5)
         self.assertEqual(errors, [])
-        self.assertEqual(c.get(b"d1"), small[b"d1"])
+        self.assertLess(recovery_seconds(lambda: c.get(b"d1"), small[b"d1"]), 2.0)
         c.close()
 
     def test_connections_dropped_under_many_tasks_never_raise_into_callers(self):
         small = {f"a{i}".encode(): f"value of a{i}".encode() * 100 for i in range(8)}
 
+        with Client(self.url) as filler:  # before the connections start being dropped
+            self.assertTrue(filler.put_many(small))
+
         async def run(stop):
             c = AsyncClient(self.url)
-            self.assertTrue(await c.put_many(small))
             errors = []
 
             async def caller():

@@ -179,6 +179,11 @@ class LmcacheNativeTest(unittest.TestCase):
             os.close(r)
             os.close(w)
 
+    def test_a_plugin_needs_a_store(self):
+        from larder.native import _native
+        with self.assertRaisesRegex(TypeError, "needs a larder_native.Store, not object"):
+            _native.LmcachePlugin(object())
+
     def test_worker_counts_out_of_range_are_refused(self):
         for workers in (-1, 257):
             with self.assertRaisesRegex(ValueError, "workers must be 1 to 256"):

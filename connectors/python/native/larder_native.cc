@@ -340,6 +340,10 @@ void BindLmcachePlugin(py::module_& m) {
   using lmcache_plugin::Plugin;
   py::class_<Plugin>(m, "LmcachePlugin")
       .def(py::init([](py::object store, int workers) {
+             if (!py::isinstance<Store>(store)) {
+               throw py::type_error("LmcachePlugin needs a larder_native.Store, not " +
+                                    std::string(py::str(py::type::of(store).attr("__name__"))));
+             }
              Store* s = &store.cast<Store&>();
              return std::make_unique<Plugin>(store, lmcache_plugin::StoreRunners(s), workers);
            }),
