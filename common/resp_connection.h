@@ -56,8 +56,12 @@ struct ServerAddress {
     }
     out->host = s.substr(0, colon);
     out->port = s.substr(colon + 1);
-    if (out->host.size() > 2 && out->host.front() == '[' && out->host.back() == ']') {
-      out->host = out->host.substr(1, out->host.size() - 2);  // [::1]:6379, as in a URL
+    if (out->host.front() == '[' || out->host.back() == ']') {  // [::1]:6379, as in a URL
+      if (out->host.size() < 3 || out->host.front() != '[' || out->host.back() != ']') {
+        *error = "server must be a unix socket path or host:port, got '" + s + "'";
+        return false;
+      }
+      out->host = out->host.substr(1, out->host.size() - 2);
     }
     return true;
   }

@@ -106,6 +106,14 @@ class ClientOn:
                 t.join()
             self.assertEqual((answers.count(True), c.failures), (300, 0))
 
+    def test_a_busy_pool_answers_a_miss_without_backing_off(self):
+        with Client(self.url, max_connections=1, timeout=0.2) as c:
+            self.assertTrue(c.put(b"p", b"v"))
+            held = c.redis.connection_pool.get_connection("GET")
+            self.assertIsNone(c.get(b"p"))  # waited 0.2 s for the one connection
+            c.redis.connection_pool.release(held)
+            self.assertEqual((c.get(b"p"), c.failures), (b"v", 1))  # no back-off after it
+
     def test_async_client_same_answers(self):
         async def run():
             async with AsyncClient(self.url) as c:

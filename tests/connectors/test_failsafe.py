@@ -178,8 +178,10 @@ class ClientFailsafeTest(unittest.TestCase):
         threads = [threading.Thread(target=caller) for _ in range(8)]
         for t in threads:
             t.start()
-        self.kill_connections_for(2.0)
-        stop.set()
+        try:
+            self.kill_connections_for(2.0)
+        finally:
+            stop.set()
         for t in threads:
             t.join(HANG + 5)
         self.assertEqual(errors, [])
@@ -205,15 +207,25 @@ class ClientFailsafeTest(unittest.TestCase):
                     except Exception as e:  # noqa: BLE001 - any exception is the failure
                         errors.append(e)
             await asyncio.gather(*(caller() for _ in range(16)))
+            start = time.monotonic()
+            while await c.get(b"a1") != small[b"a1"] and time.monotonic() - start < 10:
+                await asyncio.sleep(0.01)
             await c.close()
-            return errors
+            return errors, time.monotonic() - start
 
         stop = threading.Event()
-        killer = threading.Thread(target=lambda: (self.kill_connections_for(2.0), stop.set()))
-        killer.start()
-        errors = asyncio.run(run(stop))
-        killer.join()
+
+        def killer():
+            try:
+                self.kill_connections_for(2.0)
+            finally:
+                stop.set()
+        thread = threading.Thread(target=killer)
+        thread.start()
+        errors, back = asyncio.run(run(stop))
+        thread.join()
         self.assertEqual(errors, [])
+        self.assertLess(back, 2.0)
 
     def test_fail_open_off_raises_as_redis_py(self):
         c = Client(self.url, fail_open=False)

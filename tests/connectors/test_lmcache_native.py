@@ -134,7 +134,6 @@ class LmcacheNativeTest(unittest.TestCase):
         with self.assertRaises(RuntimeError):
             self.plugin.submit_batch_exists(["k"])
 
-
     def drain_until(self, fid):
         """The completion of `fid`, drained by hand (the test's demux thread is stopped)."""
         deadline = time.monotonic() + 60
@@ -202,7 +201,7 @@ class LmcacheNativeServerModeTest(LmcacheNativeTest):
         return lmcache_native.LarderConnector(server=self.srv.unixsocket, timeout=5.0)
 
     def test_bad_server_addresses_are_refused_at_once(self):
-        for server in ("no-port", "host:", ":6379"):
+        for server in ("no-port", "host:", ":6379", "[::1]", "[::1:6379", "::1]:6379"):
             with self.assertRaises(ValueError):
                 lmcache_native.LarderConnector(server=server)
         for timeout in (0, float("nan"), float("inf")):
@@ -211,6 +210,10 @@ class LmcacheNativeServerModeTest(LmcacheNativeTest):
 
     def make_plugin_with(self, **kw):
         return lmcache_native.LarderConnector(server=self.srv.unixsocket, **kw)
+
+    def test_an_ipv6_address_is_written_in_brackets(self):
+        plugin = lmcache_native.LarderConnector(server="[::1]:1", timeout=0.5)  # parses
+        plugin.close()
 
     def test_over_tcp(self):
         plugin = lmcache_native.LarderConnector(server=f"127.0.0.1:{self.srv.port}")

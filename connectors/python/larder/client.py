@@ -9,9 +9,12 @@ clients work with any RESP server.
 URLs: `larder://[[user]:password@]host[:port][/db][?ttl=seconds&timeout=seconds]` (TCP) and
 `larder+unix:///path/to/larder.sock[?password=...&ttl=seconds&timeout=seconds]` (unix socket);
 `redis://`, `rediss://` and `unix://` URLs are accepted unchanged. `ttl` (seconds) is the
-default expiry of every put; none by default. `timeout` (seconds, default 1) bounds every wait
+default expiry of every put; none by default, and a put's own `ttl=0` stores without expiry.
+`timeout` (seconds, default 1; a given one must be a positive, finite number) bounds every wait
 on the socket, and with `max_connections` also the wait for a free connection of the pool
-(callers beyond `max_connections` wait for one rather than fail).
+(callers beyond `max_connections` wait for one, up to `timeout`, rather than fail at once).
+`prefix_count` is one round trip with LARDER.PREFIX; keys of several cluster slots (refused
+with CROSSSLOT) or a server without it take a second, the pipeline of EXISTS.
 
 Neither client stalls or raises into its caller when the store is down, restarting or stalled:
 such a call answers "nothing" (a miss, False, 0) within about `timeout`, and calls succeed again
@@ -23,7 +26,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import redis
 import redis.asyncio
 
-from .failsafe import DEFAULT_TIMEOUT, UNREACHABLE, Breaker
+from .failsafe import DEFAULT_TIMEOUT, UNREACHABLE, Breaker, pool_exhausted
 
 PREFIX_COMMAND = "LARDER.PREFIX"
 DEFAULT_URL = "larder://127.0.0.1:6379"
@@ -91,14 +94,16 @@ def _put_ttl(ttl, default):
     return default if ttl is None else ttl
 
 
-def _pool_kwargs(pool_class, max_connections, timeout):
-    """A pool that makes callers beyond `max_connections` wait up to `timeout` for a free
-    connection (redis-py's default pool raises "Too many connections" at once, which the
-    fail-safe would take for an unreachable store); unbounded without `max_connections`."""
+def _make_pool(module, redis_url, max_connections, timeout, kwargs):
+    """redis-py's pool (`module`: redis or redis.asyncio) for `redis_url`. With
+    `max_connections`, callers beyond it wait up to `timeout` for a free connection (redis-py's
+    default pool raises "Too many connections" at once, which the fail-safe would take for an
+    unreachable store); unbounded without."""
+    kwargs = _redis_kwargs(redis_url, timeout, kwargs)
     if max_connections is None:
-        return {}
-    return {"connection_pool_class": pool_class, "max_connections": max_connections,
-            "timeout": timeout}
+        return module.ConnectionPool.from_url(redis_url, **kwargs)
+    return module.BlockingConnectionPool.from_url(
+        redis_url, max_connections=max_connections, timeout=timeout, **kwargs)
 
 
 def _items(items):
@@ -145,6 +150,12 @@ class _Settings:
         self._has_prefix = True
         return redis_url
 
+    def _failed(self, err):
+        if pool_exhausted(err):
+            self.breaker.skipped()  # this client's pool was busy; the store answered
+        else:
+            self.breaker.failed(err)
+
     @property
     def failures(self):
         """Calls answered "nothing" because the store was unreachable or too slow."""
@@ -157,10 +168,8 @@ class Client(_Settings):
     def __init__(self, url=DEFAULT_URL, ttl=None, max_connections=None, timeout=None,
                  fail_open=True, **redis_kwargs):
         redis_url = self._configure(url, ttl, timeout, fail_open)
-        pool_kwargs = _pool_kwargs(redis.BlockingConnectionPool, max_connections, self.timeout)
-        pool_class = pool_kwargs.pop("connection_pool_class", redis.ConnectionPool)
-        self.redis = redis.Redis(connection_pool=pool_class.from_url(
-            redis_url, **pool_kwargs, **_redis_kwargs(redis_url, self.timeout, redis_kwargs)))
+        self.redis = redis.Redis(connection_pool=_make_pool(
+            redis, redis_url, max_connections, self.timeout, redis_kwargs))
 
     def _call(self, nothing, fn, *args, **kwargs):
         """fn(*args, **kwargs), or `nothing` when the store is unreachable (see failsafe.py)."""
@@ -175,7 +184,7 @@ class Client(_Settings):
             # redis-py has dropped the failed connection; a pooled one the server closed is
             # found and replaced when it is next taken. Other threads' connections are theirs
             # to fail on: closing them here would break their calls mid-reply.
-            self.breaker.failed(e)
+            self._failed(e)
             return nothing
         self.breaker.succeeded()
         return result
@@ -272,11 +281,8 @@ class AsyncClient(_Settings):
         redis_url = self._configure(url, ttl, timeout, fail_open)
         kwargs = dict(redis_kwargs)
         kwargs.setdefault("socket_connect_timeout", self.timeout)  # asyncio's unix has one
-        pool_kwargs = _pool_kwargs(redis.asyncio.BlockingConnectionPool, max_connections,
-                                   self.timeout)
-        pool_class = pool_kwargs.pop("connection_pool_class", redis.asyncio.ConnectionPool)
-        self.redis = redis.asyncio.Redis(connection_pool=pool_class.from_url(
-            redis_url, **pool_kwargs, **_redis_kwargs(redis_url, self.timeout, kwargs)))
+        self.redis = redis.asyncio.Redis(connection_pool=_make_pool(
+            redis.asyncio, redis_url, max_connections, self.timeout, kwargs))
 
     async def _call(self, nothing, fn, *args, **kwargs):
         """await fn(*args, **kwargs), or `nothing` when the store is unreachable."""
@@ -288,7 +294,7 @@ class AsyncClient(_Settings):
         try:
             result = await fn(*args, **kwargs)
         except UNREACHABLE as e:
-            self.breaker.failed(e)  # as Client._call: the failed connection is already dropped
+            self._failed(e)  # as Client._call: the failed connection is already dropped
             return nothing
         self.breaker.succeeded()
         return result

@@ -18,8 +18,10 @@ reading its socket must cost a miss, quickly, never a hang or an exception in th
   error, and one when the store answers again: a misconfiguration (a wrong port, a missing
   password) shows in the log, not only as a zero hit rate.
 
-Errors the server answers (a refused SET, a wrong-type reply) are not failures of the store
-being reachable: they still raise `redis.ResponseError`. `fail_open=False` turns all of this off
+A caller that waited `timeout` for a free connection of a client's pool (`max_connections`)
+answers "nothing" too, counted in `failures`, but without the back-off: the store itself
+answered the others. Errors the server answers (a refused SET, a wrong-type reply) are not
+failures of the store being reachable: they still raise `redis.ResponseError`. `fail_open=False` turns all of this off
 (every error raises, as plain redis-py does).
 """
 import logging
@@ -35,6 +37,15 @@ DEFAULT_TIMEOUT = 1.0
 
 # What "the store is unreachable or too slow" looks like from redis-py.
 UNREACHABLE = (redis.ConnectionError, redis.TimeoutError, OSError)
+
+# What redis-py's BlockingConnectionPool raises when no pooled connection came free within its
+# timeout: the caller's own pool is busy, not the store down.
+_POOL_EXHAUSTED = "No connection available."
+
+
+def pool_exhausted(err):
+    """Whether `err` says the client's pool had no free connection in time."""
+    return isinstance(err, redis.ConnectionError) and str(err) == _POOL_EXHAUSTED
 
 
 class Breaker:

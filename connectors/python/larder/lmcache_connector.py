@@ -10,9 +10,10 @@ What it does beyond LMCache's stock `redis://` connector (docs/lmcache.md has th
 * an optional TTL (`?ttl=seconds` in the URL, or extra_config `larder.ttl_seconds`);
 * nothing raises into LMCache: an unreachable store, an error reply (a full disk, a cluster
   redirection), a value this LMCache cannot decode or no CPU memory for it is a miss (reads) or
-  a put not stored, counted in `read_errors`, `format_errors` or `put_errors` and logged at
-  most once per `LOG_INTERVAL` seconds per kind. `larder://` addresses one node; a cluster's
-  redirections are misses.
+  a put not stored. An unreachable store is counted in `client.failures` (the fail-safe);
+  error replies and chunks that cannot be loaded or stored in `read_errors`, `format_errors`
+  and `put_errors`; each kind is logged at most once per `LOG_INTERVAL` seconds. `larder://`
+  addresses one node; a cluster's redirections are misses.
 
 Enable it in the LMCache config:
 

@@ -33,8 +33,9 @@ def LarderConnector(path=None, server=None, workers=None, **options):  # noqa: N
         raise ValueError("LarderConnector needs exactly one of path= (in-process store) "
                          "or server= (a running larder-server)")
     if server is not None:
-        return _native.connect_plugin(server, workers=workers or 4, **options)
+        return _native.connect_plugin(server, workers=4 if workers is None else workers,
+                                      **options)
     options.setdefault("wal", False)
     options.setdefault("eviction_policy", "lru-reuse")
     store = _native.Store(path, **options)
-    return _native.LmcachePlugin(store, workers=workers or 2)
+    return _native.LmcachePlugin(store, workers=2 if workers is None else workers)

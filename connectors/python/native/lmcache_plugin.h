@@ -20,7 +20,7 @@
 // read to zero by drain_completions. LMCache keeps every buffer alive until its completion is
 // drained; the plugin also holds each buffer's export until then, so that a buffer cannot be
 // resized or freed while a worker writes into it or reads from it. Buffers must be contiguous
-// (a strided view is refused with BufferError). After close(), event_fd() raises and
+// (a strided view is refused: BufferError for a memoryview). After close(), event_fd() raises and
 // drain_completions() returns what completed before it.
 //
 // Per key: a GET is true only if the value exists and its size is exactly the buffer's (LMCache
@@ -219,11 +219,14 @@ class Plugin {
   }
 
   void Close() {
+    bool stopped;
     {
       py::gil_scoped_release nogil;
-      Stop();
+      stopped = Stop();
     }
-    held_.clear();  // no worker touches a buffer any more: release the exports
+    // Only the call that joined the workers knows no worker touches a buffer any more: a
+    // second Close may return while the first still waits for them.
+    if (stopped) held_.clear();
   }
 
  private:
@@ -293,16 +296,21 @@ class Plugin {
   static bool MergeTile(const Batch& tile, Completion c, Completion* whole) {
     Join& j = *tile.join;
     for (size_t i = 0; i < c.per_key.size(); ++i) j.per_key[tile.first + i] = c.per_key[i];
-    if (!c.ok && j.ok) j.ok = false, j.error = std::move(c.error);
+    if (!c.ok && j.ok) {
+      j.ok = false, j.error = std::move(c.error);  // a failed tile's error is the batch's
+    } else if (j.error.empty()) {
+      j.error = std::move(c.error);  // else the first per-key error, as an untiled batch has it
+    }
     if (--j.tiles_left > 0) return false;
     *whole = Completion{tile.id, j.ok, std::move(j.error), std::move(j.per_key), c.has_per_key};
     return true;
   }
 
-  void Stop() {
+  // Stops the workers once; true for the call that did (and joined them).
+  bool Stop() {
     {
       std::lock_guard lock(mu_);
-      if (stop_) return;
+      if (stop_) return false;
       stop_ = true;
     }
     work_cv_.notify_all();
@@ -310,6 +318,7 @@ class Plugin {
     std::lock_guard lock(mu_);
     ::close(efd_);
     efd_ = -1;
+    return true;
   }
 
   py::object keep_alive_;
