@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -104,8 +103,9 @@ void FitMaxClientsToFdLimit(Config* config) {
   const uint64_t fit = ClientsTheFdLimitAllows(maxclients);
   if (fit >= static_cast<uint64_t>(maxclients)) return;
   Log(LogLevel::kWarning, "maxclients " + std::to_string(maxclients) +
-                              " does not fit the open-files limit (1024 stay for the store): "
-                              "maxclients lowered to " +
+                              " does not fit the open-files limit with the descriptors the "
+                              "store keeps (1024, or half a limit under 2048): maxclients "
+                              "lowered to " +
                               std::to_string(fit) + " (raise `ulimit -Hn` / LimitNOFILE)");
   (void)config->Set("maxclients", std::to_string(fit));  // in [1, maxclients]: cannot fail
 }
@@ -205,11 +205,7 @@ int Serve(larder::Store& store, Config* config, const ServerConfig& cfg, const l
   core.process.start_ms = clock.NowMs();
   core.process.lastsave_s = core.process.start_ms / 1000;
   core.process.tcp_port = cfg.port;
-  if (!config->file_path().empty()) {
-    std::error_code ec;  // as Redis's config_file: absolute, or as given if that fails
-    const std::filesystem::path abs = std::filesystem::absolute(config->file_path(), ec);
-    core.process.config_file = ec ? config->file_path() : abs.string();
-  }
+  core.process.config_file = config->file_path();  // absolute (LoadFile made it so)
   std::vector<std::string_view> command_names;
   for (const auto& spec : larder::server::CommandTable()) command_names.push_back(spec.name);
   core.commands.Init(command_names);

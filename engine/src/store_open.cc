@@ -106,12 +106,12 @@ class SyncValuesBeforeFlush : public rocksdb::EventListener {
 
 namespace {
 
-// InvalidArgument for a size option set below `floor_mib` (0 = derived from the budget).
-Status CheckSizeFloor(const char* field, uint64_t value, uint64_t floor_mib) {
-  if (value == 0 || value >= floor_mib * kMiB) return Status::OK();
-  return Status::InvalidArgument(std::string(field) +
-                                 " must be 0 (derived from the budget) or at least " +
-                                 std::to_string(floor_mib) + " MiB, not " + std::to_string(value));
+// InvalidArgument for a size option set below `floor` (0 = derived from the budget).
+Status CheckSizeFloor(const char* field, uint64_t value, uint64_t floor) {
+  if (value == 0 || value >= floor) return Status::OK();
+  return Status::InvalidArgument(
+      std::string(field) + " must be 0 (derived from the budget) or at least " +
+      std::to_string(floor >> 20) + " MiB, not " + std::to_string(value));
 }
 
 Result<std::unique_ptr<Store>> OpenStore(const Options& options, const std::string& dir,
@@ -122,8 +122,12 @@ Result<std::unique_ptr<Store>> OpenStore(const Options& options, const std::stri
   }
   // Below one memtable (its 4 MiB floor) writers would stall with nothing to flush; below
   // 1 MiB each few values would open a column family of their own.
-  if (Status s = CheckSizeFloor("memtable_bytes", options.memtable_bytes, 4); !s.ok()) return s;
-  if (Status s = CheckSizeFloor("generation_bytes", options.generation_bytes, 1); !s.ok()) {
+  if (Status s = CheckSizeFloor("memtable_bytes", options.memtable_bytes, kMinMemtableBytes);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = CheckSizeFloor("generation_bytes", options.generation_bytes, kMinGenerationBytes);
+      !s.ok()) {
     return s;
   }
   if (options.max_key_bytes == 0) return Status::InvalidArgument("max_key_bytes must be > 0");

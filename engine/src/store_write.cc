@@ -4,6 +4,7 @@
 // in-memory index is updated. A record therefore only ever points at bytes already written.
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -18,7 +19,7 @@ namespace {
 // `now` + `ttl_ms` (> 0), or InvalidArgument when the sum passes the clock's range, as Redis
 // refuses such a time ("invalid expire time").
 Result<int64_t> ExpiryAfter(int64_t now, int64_t ttl_ms) {
-  if (ttl_ms > std::numeric_limits<int64_t>::max() - now) {
+  if (now > 0 && ttl_ms > std::numeric_limits<int64_t>::max() - now) {
     return Status::InvalidArgument("ttl of " + std::to_string(ttl_ms) +
                                    " ms is past the clock's range");
   }
@@ -49,7 +50,8 @@ Status Store::Put(std::string_view key, std::string_view value, int64_t ttl_ms) 
 
 Status Store::Expire(std::string_view key, int64_t ttl_ms) {
   const int64_t now = NowMs();
-  if (ttl_ms <= 0) return SetExpiry(key, now - 1);  // in the past: deletes, as Redis's EXPIRE
+  // A time before now deletes, as Redis's EXPIRE does; never 0, which would persist.
+  if (ttl_ms <= 0) return SetExpiry(key, std::min<int64_t>(now, 0) - 1);
   Result<int64_t> at = ExpiryAfter(now, ttl_ms);
   return at.ok() ? SetExpiry(key, *at) : at.status();
 }

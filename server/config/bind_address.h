@@ -1,8 +1,8 @@
-// One `bind` entry as Redis 7 reads it: an IPv4 or IPv6 address, `*` (every IPv4 address) or
-// `::*` (every IPv6 address), each optionally prefixed with `-`: an optional address, skipped
-// when the machine does not have it (Redis 7's stock `bind 127.0.0.1 -::1` on a host without
-// IPv6). Host names are not taken: a listener binds addresses, and a name could resolve to
-// another address at the next start.
+// One `bind` entry as Redis 7 reads it: an IPv4 or IPv6 address (with its %scope where it needs
+// one), `*` (every IPv4 address) or `::*` (every IPv6 address), each optionally prefixed with
+// `-`: an optional address, skipped when the machine does not have it (Redis 7's stock
+// `bind 127.0.0.1 -::1` on a host without IPv6). Unlike Redis, host names are not taken: a
+// listener binds addresses, and a name could resolve to another address at the next start.
 #pragma once
 
 #include <arpa/inet.h>
@@ -33,8 +33,10 @@ inline std::optional<BindAddress> ParseBindAddress(std::string_view entry) {
     out.ip = std::string(entry);
   }
   unsigned char scratch[sizeof(in6_addr)];
-  if (inet_pton(AF_INET, out.ip.c_str(), scratch) != 1 &&
-      inet_pton(AF_INET6, out.ip.c_str(), scratch) != 1) {
+  if (inet_pton(AF_INET, out.ip.c_str(), scratch) == 1) return out;
+  // An IPv6 address may name its interface: fe80::1%eth0 (the listener resolves the scope).
+  const std::string v6 = out.ip.substr(0, out.ip.find('%'));
+  if (v6.size() + 1 == out.ip.size() || inet_pton(AF_INET6, v6.c_str(), scratch) != 1) {
     return std::nullopt;
   }
   return out;

@@ -72,9 +72,10 @@ Option Int(std::string_view name, int64_t ServerConfig::*field, bool mut, int64_
            std::string_view doc) {
   Option o = Make(name, Type::kInteger, mut, doc);
   o.parse = [field, min, max](const Args& a, ServerConfig* c) -> Error {
-    // As Redis's string2ll: no leading zeros ("06379" is refused, not read as 6379).
+    // As Redis's string2ll: no leading zeros ("06379" is refused, not read as 6379; "-0" too).
     const std::string_view digits = std::string_view(a[0]).substr(a[0].starts_with('-'));
-    auto v = digits.size() > 1 && digits[0] == '0' ? std::nullopt : ParseNumber<int64_t>(a[0]);
+    const bool leading_zero = digits.starts_with('0') && (digits.size() > 1 || a[0] == "-0");
+    auto v = leading_zero ? std::nullopt : ParseNumber<int64_t>(a[0]);
     if (!v || *v < min || *v > max) {
       return QuoteForMessage(a[0]) + " is not an integer" + RangeText(min, max);
     }
@@ -346,6 +347,17 @@ Error CheckDir(const ServerConfig& c) {
   return std::nullopt;
 }
 
+// A size option that is 0 (derived from max-disk-bytes) or at least `floor`, the engine's
+// minimum (larder/options.h), so that the file's line names what the store would refuse.
+std::function<Error(const ServerConfig&)> ZeroOrAtLeast(uint64_t ServerConfig::*field,
+                                                        uint64_t floor) {
+  return [field, floor](const ServerConfig& c) -> Error {
+    if (c.*field == 0 || c.*field >= floor) return std::nullopt;
+    return "must be 0 (derived from max-disk-bytes) or at least " + std::to_string(floor >> 20) +
+           "mb, not " + std::to_string(c.*field);
+  };
+}
+
 Error CheckBind(const ServerConfig& c) {
   for (const std::string& entry : c.bind) {
     if (!ParseBindAddress(entry)) {
@@ -482,15 +494,18 @@ std::vector<Option> EngineRows() {
            "eviction keeps entries where their bytes lie, freeing the rest in place"),
       Double("max-reinsert-fraction", &S::max_reinsert_fraction, kStartup, 0.0, 1.0,
              "most of an evicted generation copied into the newest one"),
-      Bytes("generation-bytes", &S::generation_bytes, kStartup, 0,
-            "bytes per generation; 0 = max-disk-bytes/32 in [1mb, 64gb]"),
+      WithCheck(Bytes("generation-bytes", &S::generation_bytes, kStartup, 0,
+                      "bytes per generation; 0 = max-disk-bytes/32 in [1mb, 64gb]; else >= 1mb"),
+                ZeroOrAtLeast(&S::generation_bytes, kMinGenerationBytes)),
       Bool("wal", &S::wal, kStartup, "write-ahead log: acknowledged writes survive a crash"),
       Bool("wal-sync", &S::wal_sync, kStartup,
            "make every acknowledged write durable (blob file, then WAL)"),
       Bytes("blob-cache-bytes", &S::blob_cache_bytes, kStartup, 0,
             "ignored: the page cache holds hot values"),
-      Bytes("memtable-bytes", &S::memtable_bytes, kStartup, 0,
-            "index memtable memory; 0 = max-disk-bytes/256 in [16mb, 256mb]"),
+      WithCheck(
+          Bytes("memtable-bytes", &S::memtable_bytes, kStartup, 0,
+                "index memtable memory; 0 = max-disk-bytes/256 in [16mb, 256mb]; else >= 4mb"),
+          ZeroOrAtLeast(&S::memtable_bytes, kMinMemtableBytes)),
       Bytes("write-buffer-bytes", &S::write_buffer_bytes, kStartup, 0,
             "values acknowledged, not yet written (wal no); 0 = max-disk-bytes/64 in [64mb, 1gb]"),
       Bool("direct-writes", &S::direct_writes, kStartup,

@@ -58,8 +58,8 @@ struct Option {
   // Optional extra check run on the whole candidate config after `parse` succeeded.
   std::function<Error(const ServerConfig& cfg)> validate;
 
-  // A secret (a password): MONITOR and SLOWLOG show the value a CONFIG SET gives it as
-  // "(redacted)", as Redis does for its sensitive options.
+  // A secret (a password): SLOWLOG shows the value a CONFIG SET gives it as "(redacted)", as
+  // Redis does for its sensitive options (MONITOR never shows CONFIG, an admin command).
   bool sensitive = false;
 };
 

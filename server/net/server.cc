@@ -163,7 +163,8 @@ std::optional<std::string> Server::Listen() {
     if (auto err = ListenTcpPort(boot_cfg_.tls_port, true)) return err;
   }
   if (tcp_.empty() && !unix_) {
-    return "nothing to listen on: port and tls-port are 0 and no unixsocket";
+    return "nothing to listen on: no TCP listener (port and tls-port 0, or every bind address "
+           "optional and absent) and no unixsocket";
   }
   return std::nullopt;
 }

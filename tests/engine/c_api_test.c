@@ -73,6 +73,8 @@ int main(int argc, char** argv) {
   CHECK(larder_put(db, "h", 1, "v", 1, INT64_MAX, &err) == LARDER_ERR_INVALID);
   CHECK(larder_put(db, "h", 1, "v", 1, -5, &err) == LARDER_ERR_INVALID);
   CHECK(larder_ttl(db, "h", 1) == -2);
+  larder_free(err);
+  err = NULL;
   CHECK(larder_ttl(db, "q", 1) == -2);
 
   int seen = 0;

@@ -220,6 +220,9 @@ TEST_F(ConfigTest, LoadFileErrorsNameFileLineAndOption) {
   EXPECT_EQ(LoadError("requirepass \"abc\n"), p + ":1: option 'requirepass': unbalanced quotes");
   EXPECT_EQ(LoadError("port 06379\n"),
             p + ":1: option 'port': '06379' is not an integer in [0, 65535]");
+  EXPECT_EQ(LoadError("memtable-bytes 2mb\n"),
+            p + ":1: option 'memtable-bytes': must be 0 (derived from max-disk-bytes) or at "
+                "least 4mb, not 2097152");
   EXPECT_EQ(LoadError("protected-mode maybe\n"),
             p + ":1: option 'protected-mode': 'maybe' is not yes or no");
   EXPECT_EQ(LoadError("eviction-policy random\n"),
@@ -290,7 +293,10 @@ TEST_F(ConfigTest, ApplyArgsTakesMultiArgumentOptions) {
 
 TEST_F(ConfigTest, BindTakesRedisAddressFormsAndRefusesNames) {
   Config c;
-  ASSERT_EQ(c.ApplyArgs({"--bind", "127.0.0.1", "-::1", "*", "::*", "-10.1.2.3"}), std::nullopt);
+  ASSERT_EQ(c.ApplyArgs({"--bind", "127.0.0.1", "-::1", "*", "::*", "-10.1.2.3", "fe80::1%lo"}),
+            std::nullopt);
+  EXPECT_FALSE(larder::config::ParseBindAddress("fe80::1%"));
+  EXPECT_FALSE(larder::config::ParseBindAddress("10.0.0.1%lo"));
   for (const auto& [entry, ip, optional] :
        std::vector<std::tuple<std::string, std::string, bool>>{{"127.0.0.1", "127.0.0.1", false},
                                                                {"-::1", "::1", true},
@@ -306,7 +312,7 @@ TEST_F(ConfigTest, BindTakesRedisAddressFormsAndRefusesNames) {
                 "/b.conf:1: option 'bind': invalid address 'localhost': an IPv4 or IPv6 "
                 "address, * or ::*, optionally prefixed with - (skipped when this machine "
                 "lacks it)");
-  EXPECT_EQ(c.values().bind.size(), 5u);  // unchanged
+  EXPECT_EQ(c.values().bind.size(), 6u);  // unchanged
 }
 
 TEST_F(ConfigTest, EvictTogetherTakesSuffixPairsOrNothing) {

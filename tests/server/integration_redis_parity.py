@@ -407,10 +407,13 @@ class RedisParityTest(unittest.TestCase):
             with self.subTest(server=c):
                 c.call("CONFIG", "SET", "slowlog-log-slower-than", "0")
                 c.call("SLOWLOG", "RESET")
-                self.assertEqual(c.call("CONFIG", "SET", "requirepass", "s3cret"), b"+OK\r\n")
-                c.call("AUTH", "s3cret")
-                logged = c.call("SLOWLOG", "GET", "5")
-                c.call("CONFIG", "SET", "requirepass", "", "slowlog-log-slower-than", "10000")
+                try:
+                    self.assertEqual(c.call("CONFIG", "SET", "requirepass", "s3cret"),
+                                     b"+OK\r\n")
+                    c.call("AUTH", "s3cret")
+                    logged = c.call("SLOWLOG", "GET", "5")
+                finally:
+                    c.call("CONFIG", "SET", "requirepass", "", "slowlog-log-slower-than", "10000")
                 self.assertNotIn(b"s3cret", logged)
                 self.assertIn(b"$11\r\nrequirepass\r\n$10\r\n(redacted)", logged)
 

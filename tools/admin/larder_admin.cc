@@ -73,15 +73,15 @@ void Progress(uint64_t done, uint64_t total, void*) {
 std::unique_ptr<larder::Store> OpenOrExplain(const std::string& dir, int* rc, bool create) {
   larder::Options o;
   o.create_if_missing = create;
-  o.maintenance_interval_ms = 0;  // offline: change nothing the command did not ask for
+  o.maintenance_interval_ms = 0;  // offline: no periodic passes; the one pass below
   o.max_disk_bytes = ~0ull >> 2;  // no budget: the admin tool never writes past it
   // Without a budget the derived generation would be 64 GiB, and an eviction round frees
   // 1/64 of a generation past what it must: `evict --to` would overshoot by up to 1 GiB.
   o.generation_bytes = 64ull << 20;
   auto r = larder::Store::Open(o, dir);
   if (r.ok()) {
-    // Each open starts a new (empty) head generation; a pass drops the empty ones earlier
-    // opens left, which no periodic maintenance does here.
+    // Each open starts a new (empty) head generation; one maintenance pass drops the empty
+    // ones earlier opens left (and removes expired entries, as the server's passes would).
     r.value()->Maintain();
     return std::move(r).value();
   }

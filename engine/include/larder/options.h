@@ -34,6 +34,9 @@ bool ParseEvictionPolicy(const std::string& name, EvictionPolicy* out);
 
 // The most reads Options::read_queue_depth may keep in flight.
 inline constexpr int kMaxReadQueueDepth = 256;
+// The smallest Options::memtable_bytes and generation_bytes a store takes (0 = derived).
+inline constexpr uint64_t kMinMemtableBytes = uint64_t{4} << 20;
+inline constexpr uint64_t kMinGenerationBytes = uint64_t{1} << 20;
 
 struct Options {
   // Create the data directory and database if missing. Default: true.
