@@ -207,7 +207,7 @@ void Server::AcceptTcp(size_t i) {
         ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof(secs));
         int intvl = std::max(1, secs / 3);
         ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-        int probes = 3;  // as Redis: a dead peer is found about twice `secs` after it went
+        int probes = 3;  // as Redis: a dead peer is found about 2 * secs after it went silent
         ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes));
       }
       auto remote = socket.remote_endpoint(e2);
