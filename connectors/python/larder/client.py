@@ -150,6 +150,15 @@ class _Settings:
         self._has_prefix = True
         return redis_url
 
+    def _prefix_refused(self, err):
+        """After LARDER.PREFIX was answered `err`: re-raises it unless the pipeline of EXISTS
+        can answer instead (a server without the command, learnt once; keys of several cluster
+        slots, this call only)."""
+        if _is_unknown_command(err):
+            self._has_prefix = False
+        elif not _is_crossslot(err):
+            raise err
+
     def _failed(self, err):
         if pool_exhausted(err):
             self.breaker.skipped()  # this client's pool was busy; the store answered
@@ -266,10 +275,7 @@ class Client(_Settings):
             try:
                 return int(self._call(0, self.redis.execute_command, PREFIX_COMMAND, *keys))
             except redis.ResponseError as e:
-                if _is_unknown_command(e):
-                    self._has_prefix = False
-                elif not _is_crossslot(e):
-                    raise
+                self._prefix_refused(e)
         return _leading(self.exists_many(keys))
 
 
@@ -356,10 +362,7 @@ class AsyncClient(_Settings):
                 return int(await self._call(0, self.redis.execute_command, PREFIX_COMMAND,
                                             *keys))
             except redis.ResponseError as e:
-                if _is_unknown_command(e):
-                    self._has_prefix = False
-                elif not _is_crossslot(e):
-                    raise
+                self._prefix_refused(e)
         return _leading(await self.exists_many(keys))
 
     async def scan_keys(self, match="*", count=1000):
