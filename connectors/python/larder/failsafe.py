@@ -21,8 +21,8 @@ reading its socket must cost a miss, quickly, never a hang or an exception in th
 A caller that waited `timeout` for a free connection of a client's pool (`max_connections`)
 answers "nothing" too, counted in `failures`, but without the back-off: the store itself
 answered the others. Errors the server answers (a refused SET, a wrong-type reply) are not
-failures of the store being reachable: they still raise `redis.ResponseError`. `fail_open=False` turns all of this off
-(every error raises, as plain redis-py does).
+failures of the store being reachable: they still raise `redis.ResponseError`.
+`fail_open=False` turns all of this off (every error raises, as plain redis-py does).
 """
 import logging
 import time
