@@ -112,8 +112,8 @@ Result<std::shared_ptr<BlobFile>> BlobFile::Create(const std::string& path,
   return f;
 }
 
-Result<std::shared_ptr<BlobFile>> BlobFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+Result<std::shared_ptr<BlobFile>> BlobFile::Open(const std::string& path, bool writable) {
+  int fd = ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
   if (fd < 0) return Status::IOError("opening " + path + ": " + ErrnoText(errno));
   struct stat st {};
   char buf[format::kValueAlign];
@@ -125,6 +125,7 @@ Result<std::shared_ptr<BlobFile>> BlobFile::Open(const std::string& path) {
     return Status::Corruption(path + " has no valid blob file header");
   }
   auto f = std::shared_ptr<BlobFile>(new BlobFile(path, fd, *h, static_cast<uint64_t>(st.st_size)));
+  f->writable_ = writable;
   // Holes (values skipped or freed in place before the open) take no disk space. Where the
   // filesystem reports none (no SEEK_HOLE), the allocated blocks tell their total.
   const uint64_t blocks = static_cast<uint64_t>(st.st_blocks) * 512;
@@ -161,7 +162,7 @@ int BlobFile::DirectFd() {
   std::lock_guard lock(direct_mu_);
   if (!direct_tried_) {
     direct_tried_ = true;
-    direct_fd_ = ::open(path_.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);
+    direct_fd_ = ::open(path_.c_str(), (writable_ ? O_RDWR : O_RDONLY) | O_DIRECT | O_CLOEXEC);
   }
   return direct_fd_;
 }

@@ -83,9 +83,9 @@ class BlobFile {
   static Result<std::shared_ptr<BlobFile>> Create(const std::string& path,
                                                   const format::BlobFileHeader& header,
                                                   bool durable);
-  // Opens an existing file read-only-in-spirit (no appends are expected, but allowed) and
-  // checks its header.
-  static Result<std::shared_ptr<BlobFile>> Open(const std::string& path);
+  // Opens an existing file and checks its header. No appends are expected; `writable` false
+  // opens it for reading only (a store opened read-only), where nothing may write or punch it.
+  static Result<std::shared_ptr<BlobFile>> Open(const std::string& path, bool writable);
 
   ~BlobFile();
   BlobFile(const BlobFile&) = delete;
@@ -230,6 +230,7 @@ class BlobFile {
   mutable FileMapping mapping_{fd_};
   int direct_fd_ = -1;  // opened on first use
   bool direct_tried_ = false;
+  bool writable_ = true;  // Open's `writable`: DirectFd opens for reading only if false
   std::mutex direct_mu_;
   mutable std::mutex pending_mu_;
   std::condition_variable pending_cv_;

@@ -116,6 +116,9 @@ void larder_options_set_sync_writes(larder_options_t* o, int on) {
 void larder_options_set_memtable_bytes(larder_options_t* o, uint64_t v) {
   o->options.memtable_bytes = v;
 }
+void larder_options_set_read_only(larder_options_t* o, int on) {
+  o->options.read_only = on != 0;
+}
 
 larder_t* larder_open(const larder_options_t* o, const char* dir, char** errptr) {
   larder_t* out = nullptr;

@@ -44,7 +44,7 @@ Status StoreImpl::EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy 
 }
 
 Status StoreImpl::EvictTo(uint64_t target_bytes) {
-  if (Status s = CheckOpen(); !s.ok()) return s;
+  if (Status s = CheckWritable(); !s.ok()) return s;
   EvictionPolicy p = options_.eviction_policy;
   if (p == EvictionPolicy::kNone) p = EvictionPolicy::kFifo;
   std::lock_guard lock(evict_mu_);

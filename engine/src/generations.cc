@@ -263,7 +263,7 @@ Status Generations::DropIndex(const GenerationPtr& g) {
   return Status::IOError("dropping generation " + std::to_string(g->id) + ": " + rs.ToString());
 }
 
-void Generations::Release(const GenerationPtr& g) {
+void Generations::Release(const GenerationPtr& g, bool unlink_files) {
   std::vector<BlobFilePtr> files;
   std::vector<uint32_t> segs{g->inline_seg};
   {
@@ -292,6 +292,7 @@ void Generations::Release(const GenerationPtr& g) {
     }
   }
   g->dropped = true;
+  if (!unlink_files) return;  // they stay on disk, and in FileBytes
   for (const BlobFilePtr& f : unheld) {
     SubFileBytes(f->accounted());
     f->MarkDeleted();

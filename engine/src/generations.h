@@ -185,10 +185,10 @@ class Generations {
   // them. DropIndex drops its column family (durably, in the MANIFEST; reads of the dropped
   // family keep working for handles still held); on error nothing is dropped and the caller
   // must not remove anything. Release then forgets the generation, lets go of its files (unlinking
-  // those no other generation holds) and frees its segment ids: no index entry may refer to them
-  // any more.
+  // those no other generation holds, unless `unlink_files` is false: a store open read-only)
+  // and frees its segment ids: no index entry may refer to them any more.
   Status DropIndex(const GenerationPtr& g);
-  void Release(const GenerationPtr& g);
+  void Release(const GenerationPtr& g, bool unlink_files = true);
 
   // Bytes of every live blob file on disk (BlobFile::accounted()).
   uint64_t FileBytes() const { return file_bytes_.load(std::memory_order_relaxed); }

@@ -22,6 +22,7 @@ InfoLog::~InfoLog() {
 }
 
 void InfoLog::OpenLocked() {
+  if (path_.empty()) return;
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   struct stat st {};
   bytes_ = fd_ >= 0 && ::fstat(fd_, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;

@@ -21,8 +21,9 @@ class InfoLog final : public rocksdb::Logger {
  public:
   static constexpr uint64_t kMaxBytes = 8ull << 20;
 
-  // Appends lines of `level` and worse to `path`. If the file cannot be opened, the lines are
-  // dropped (RocksDB itself opens without a log then).
+  // Appends lines of `level` and worse to `path`. If the file cannot be opened, or `path` is
+  // empty (a store opened read-only), the lines are dropped (RocksDB itself opens without a log
+  // then).
   InfoLog(std::string path, rocksdb::InfoLogLevel level);
   ~InfoLog() override;
   InfoLog(const InfoLog&) = delete;

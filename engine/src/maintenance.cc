@@ -95,7 +95,7 @@ void StoreImpl::DropEmptyGenerations() {
 }
 
 void StoreImpl::Maintain() {
-  if (closed_) return;
+  if (closed_ || options_.read_only) return;
   RemoveExpiredIn(0, KeyIndex::kShards);
   std::lock_guard lock(evict_mu_);
   DropEmptyGenerations();
@@ -165,7 +165,7 @@ Status StoreImpl::PersistDirty() {
 }
 
 Status StoreImpl::Clear() {
-  if (Status s = CheckOpen(); !s.ok()) return s;
+  if (Status s = CheckWritable(); !s.ok()) return s;
   std::lock_guard lock(evict_mu_);
   uint64_t head_id;
   {
@@ -252,7 +252,8 @@ Status StoreImpl::SyncValues() {
 }
 
 Status StoreImpl::Flush() {
-  if (!db_) return Status::IOError("store is closed");
+  if (!db_) return Status::IOError("store is closed");  // Close itself flushes, once closed_
+  if (options_.read_only) return CheckWritable();
   // No generation is dropped while its column family is being flushed.
   std::lock_guard evict(evict_mu_);
   // Values first: a durable record must never point at bytes that are not.
@@ -265,7 +266,7 @@ Status StoreImpl::Flush() {
 }
 
 Status StoreImpl::Compact() {
-  if (Status s = CheckOpen(); !s.ok()) return s;
+  if (Status s = CheckWritable(); !s.ok()) return s;
   if (Status s = PersistDirty(); !s.ok()) return s;
   std::vector<GenerationPtr> all = gens_->All();
   for (auto& g : all) {

@@ -122,6 +122,12 @@ class StoreImpl final : public Store {
   // --- opening (store_open.cc, store_load.cc, convert_v1.cc) ---
   // The budget, memtable and generation sizes (Options' zeros derived from the budget).
   Status SizeFromBudget();
+  // Options::read_only: takes the directory's LOCK, or checks no process holds it.
+  Status LockForReading();
+  // Returns `s`, after letting go of LockForReading's lock if it took one.
+  Status ReleaseReadLock(Status s);
+  // The end of OpenDb: the read pool if `s` is OK, else Close (and `s` returned).
+  Status FinishOpen(Status s);
   rocksdb::DBOptions DbOptions();
   // Checks the MANIFEST's records before RocksDB reads them (manifest_check.h): Corruption when
   // it is damaged before its end, which RocksDB would open as an older index; a torn tail goes
@@ -153,6 +159,13 @@ class StoreImpl final : public Store {
 
   Status CheckKey(std::string_view key) const;
   Status CheckOpen() const;
+  // CheckOpen, and NotSupported for a store opened read-only: the first check of every write.
+  Status CheckWritable() const;
+  // The message of the miss a read answers for a value that failed verification.
+  const char* CorruptMissText() const {
+    return options_.read_only ? "corrupt value (left in place: read-only)"
+                              : "corrupt value removed";
+  }
   std::mutex& Stripe(uint64_t hash) { return stripes_[hash % kStripes]; }
   rocksdb::WriteOptions WriteOpts() const;
   uint16_t HeadGen() const;
@@ -403,6 +416,7 @@ class StoreImpl final : public Store {
   rocksdb::ColumnFamilyHandle* default_cf_ = nullptr;
   std::shared_ptr<rocksdb::SstFileManager> sfm_;
   std::shared_ptr<rocksdb::Logger> info_log_;  // the LOG in dir_ (RocksDB's and the store's own)
+  rocksdb::FileLock* read_lock_ = nullptr;     // LockForReading's, until Close
   std::shared_ptr<rocksdb::WriteBufferManager> wbm_;
   std::unique_ptr<Generations> gens_;
   KeyIndex index_;

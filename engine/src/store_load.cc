@@ -49,6 +49,10 @@ Status StoreImpl::DropDamagedGenerations() {
     GenerationPtr g = gens_->Find(id);
     if (!g) continue;
     counters_.corruptions++;
+    if (options_.read_only) {  // left out, and left on disk
+      gens_->Release(g, /*unlink_files=*/false);
+      continue;
+    }
     if (Status s = DropGeneration(g, [] {}); !s.ok()) {
       return Status::Corruption("dropping generation " + std::to_string(id) + " of " + dir_ +
                                 ", which has a damaged SST file: " + s.message());
@@ -65,7 +69,7 @@ Status StoreImpl::LoadBlobFiles() {
     if (!name) continue;  // not ours
     GenerationPtr g = gens_->Find(name->first);
     if (g && g->HasPartition(name->second)) continue;  // created by this open (a conversion)
-    auto file = BlobFile::Open(f.path().string());
+    auto file = BlobFile::Open(f.path().string(), /*writable=*/!options_.read_only);
     if (file.ok() && (*file)->header().generation == name->first &&
         (*file)->header().partition == name->second) {
       // A file of a dropped generation stays while records of later ones may point into it
@@ -81,7 +85,7 @@ Status StoreImpl::LoadBlobFiles() {
     // Shorter than its header: its creation never became durable (a power cut), and its
     // records' values with it: lost writes, not damage. One that cannot be read: its values
     // are gone either way.
-    std::filesystem::remove(f.path(), ec);
+    if (!options_.read_only) std::filesystem::remove(f.path(), ec);
   }
   if (ec) return Status::IOError("listing " + dir + ": " + ec.message());
   return Status::OK();
@@ -173,12 +177,12 @@ Status StoreImpl::LoadIndex() {
                                 it->status().ToString());
     }
     it.reset();
-    if (cleanup.Count() > 0) {
+    if (cleanup.Count() > 0 && !options_.read_only) {
       rocksdb::Status ws = db_->Write(WriteOpts(), &cleanup);
       if (!ws.ok()) return Status::IOError("cleaning the index: " + ws.ToString());
     }
   }
-  gens_->DropUnheldOrphans();
+  if (!options_.read_only) gens_->DropUnheldOrphans();
   index_.ShrinkToFit();
   malloc_trim(0);  // what the load allocated for a while goes back to the system
   return Status::OK();

@@ -1,14 +1,17 @@
 // Opening and closing a store: sizes from the budget, RocksDB options, the column families,
 // then (store_load.cc) the blob files and the in-memory index.
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/listener.h>
 #include <rocksdb/table.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -195,7 +198,9 @@ rocksdb::DBOptions StoreImpl::DbOptions() {
   db.max_open_files = -1;
   db.max_manifest_file_size = 64 << 20;
   db.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
-  info_log_ = std::make_shared<InfoLog>(dir_ + "/LOG", db.info_log_level);  // survives a full disk
+  // Survives a full disk. Read-only, nothing is written: the lines are dropped (errors reach
+  // the caller as statuses).
+  info_log_ = std::make_shared<InfoLog>(options_.read_only ? "" : dir_ + "/LOG", db.info_log_level);
   db.info_log = info_log_;
   db.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
   db.max_total_wal_size = memtable_bytes_;
@@ -242,7 +247,10 @@ Status StoreImpl::OpenRocks(LegacyHandles* legacy) {
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  Status s = FromRocks(rocksdb::DB::Open(db, dir_, descs, &handles, &raw), "opening " + dir_);
+  Status s =
+      FromRocks(options_.read_only ? rocksdb::DB::OpenForReadOnly(db, dir_, descs, &handles, &raw)
+                                   : rocksdb::DB::Open(db, dir_, descs, &handles, &raw),
+                "opening " + dir_);
   if (s.IsCorruption()) return Status::Corruption(s.message() + DamagedTableFiles(db));
   if (!s.ok()) return s;
   db_.reset(raw);
@@ -286,7 +294,14 @@ Status StoreImpl::CheckFormat(LegacyHandles* legacy) {
     return Status::NotSupported(dir_ + " has data format '" + ver + "', this build reads up to " +
                                 std::to_string(format::kFormatVersion));
   }
-  if (v == 1 || !legacy->empty()) {
+  const bool convert = v == 1 || !legacy->empty();
+  if (options_.read_only) {
+    if (!convert) return Status::OK();  // the version record, if missing or older, stays so
+    return Status::NotSupported(dir_ + " has data format 1, which a read-write open converts to " +
+                                std::to_string(format::kFormatVersion) +
+                                "; it cannot be read read-only before that");
+  }
+  if (convert) {
     if (Status s = ConvertFormat1(legacy); !s.ok()) return s;
   }
   if (v == format::kFormatVersion) return Status::OK();
@@ -300,7 +315,7 @@ Status StoreImpl::CheckFormat(LegacyHandles* legacy) {
 Status StoreImpl::OpenDb() {
   if (options_.tune_allocator) TuneAllocatorOnce();
   std::error_code ec;
-  if (options_.create_if_missing) {
+  if (options_.create_if_missing && !options_.read_only) {
     std::filesystem::create_directories(dir_ + "/" + format::kValuesDir, ec);
   } else if (!std::filesystem::is_directory(dir_, ec)) {
     // Before RocksDB's open, which would create it (and its LOCK) on the way to failing.
@@ -310,6 +325,7 @@ Status StoreImpl::OpenDb() {
   if (ec) return Status::IOError("creating " + dir_ + ": " + ec.message());
   LegacyHandles legacy;
   Status s = SizeFromBudget();
+  if (s.ok() && options_.read_only) s = LockForReading();
   if (s.ok()) s = CheckManifestRecords();
   if (s.ok()) s = OpenRocks(&legacy);
   if (s.ok()) s = CheckFormat(&legacy);
@@ -319,17 +335,13 @@ Status StoreImpl::OpenDb() {
   if (s.ok()) s = DropDamagedGenerations();
   if (s.ok()) s = LoadBlobFiles();
   if (s.ok()) s = LoadIndex();
-  punch_ = s.ok() && BlobFile::CanPunchHoles(gens_->values_dir());
+  if (!s.ok() || options_.read_only) return FinishOpen(s);
+  punch_ = BlobFile::CanPunchHoles(gens_->values_dir());
   keep_in_place_ = options_.keep_in_place && punch_;
   rotate_on_hits_ = KeepsInPlaceByRecency(options_.eviction_policy);
   demote_first_writes_ = keep_in_place_ && options_.eviction_policy == EvictionPolicy::kLruReuse;
   // New writes never go into files from before the open: a fresh head.
-  if (s.ok()) s = gens_->Rotate(NowMs());
-  if (!s.ok()) {
-    Close().PermitUncheckedError();  // the open failed: its error is the one to report
-    return s;
-  }
-  read_pool_ = std::make_unique<ReadPool>(options_.read_queue_depth - 1);
+  if (s = gens_->Rotate(NowMs()); !s.ok()) return FinishOpen(s);
   if (!options_.wal) {
     writer_ = std::make_unique<ValueWriter>(kValueWriterThreads, write_buffer_bytes_);
   }
@@ -341,7 +353,40 @@ Status StoreImpl::OpenDb() {
       MaintenanceLoop();
     });
   }
+  return FinishOpen(Status::OK());
+}
+
+Status StoreImpl::FinishOpen(Status s) {
+  if (!s.ok()) {
+    Close().PermitUncheckedError();  // the open failed: its error is the one to report
+    return s;
+  }
+  read_pool_ = std::make_unique<ReadPool>(options_.read_queue_depth - 1);
   return Status::OK();
+}
+
+// RocksDB's OpenForReadOnly takes no LOCK; a read-only store takes the one a read-write open
+// takes, so the directory cannot change under it. Where the LOCK cannot be opened for writing (a
+// read-only mount, another user's directory), no read-write open can hold it from this process,
+// and it checks that no other process does.
+Status StoreImpl::LockForReading() {
+  const std::string path = dir_ + "/LOCK";
+  if (::access(path.c_str(), W_OK) == 0 || errno == ENOENT) {
+    rocksdb::Env* env = env_ ? env_ : rocksdb::Env::Default();
+    return FromRocks(env->LockFile(path, &read_lock_), "locking " + dir_);
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IOError("opening " + path + ": " + std::strerror(errno));
+  struct flock held {};
+  held.l_type = F_WRLCK;
+  held.l_whence = SEEK_SET;
+  const int rc = ::fcntl(fd, F_OFD_GETLK, &held);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) return Status::IOError("checking the lock of " + path + ": " + std::strerror(err));
+  if (held.l_type == F_UNLCK) return Status::OK();
+  return Status::Busy(path + " is locked by process " + std::to_string(held.l_pid) +
+                      " (is another larder process using this directory?)");
 }
 
 Status StoreImpl::Close() {
@@ -353,10 +398,10 @@ Status StoreImpl::Close() {
   maint_cv_.notify_all();
   if (maintenance_.joinable()) maintenance_.join();
   read_pool_.reset();
-  if (!db_) return Status::OK();
+  if (!db_) return ReleaseReadLock(Status::OK());
   Status s;
   bool flushed = false;
-  if (gens_ && default_cf_) {
+  if (gens_ && default_cf_ && !options_.read_only) {
     // The writes' failures join the removals, tried once: a record left points at bytes never
     // written, which the next open drops.
     if (writer_) writer_->Drain();
@@ -385,6 +430,14 @@ Status StoreImpl::Close() {
   // nothing: RocksDB reports it after any earlier failed write to that file (a full disk).
   const bool moot = !options_.wal && flushed;
   if (s.ok() && !cs.ok() && !moot) s = Status::IOError("closing: " + cs.ToString());
+  return ReleaseReadLock(s);
+}
+
+Status StoreImpl::ReleaseReadLock(Status s) {
+  if (!read_lock_) return s;
+  rocksdb::Env* env = env_ ? env_ : rocksdb::Env::Default();
+  env->UnlockFile(read_lock_).PermitUncheckedError();  // only the process's exit can fail it
+  read_lock_ = nullptr;
   return s;
 }
 

@@ -119,10 +119,12 @@ Status StoreImpl::OnBadValue(uint64_t hash, std::string_view key, const Located&
       return Status::NotFound("changed during read");              // replaced or evicted
     if (!RecordMatches(hash, key, at)) return Status::NotFound();  // another key's bytes
     counters_.corruptions++;
-    // The key goes: a corrupt value is a miss from now on. If even the removal fails, reads keep
-    // finding the bad bytes and keep answering a miss (counted and logged each time).
-    removed = RemoveLocked(hash, key, at);
     reason = read_status.message() + " (" + WhereStored(at) + ")";
+    // Read-only, the key stays (a miss at every read). Otherwise it goes: a corrupt value is a
+    // miss from now on. If even the removal fails, reads keep finding the bad bytes and keep
+    // answering a miss (counted and logged each time).
+    if (options_.read_only) return Status::Corruption(reason);
+    removed = RemoveLocked(hash, key, at);
   }
   if (!removed.ok()) {
     rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, info_log_,
@@ -157,7 +159,7 @@ Result<uint64_t> StoreImpl::ReadInto(uint64_t hash, std::string_view key, char* 
     // A version replaced while being read is read again, once.
     if (attempt == 0 && s.message() == "changed during read") continue;
     counters_.misses++;
-    return Status::NotFound(s.IsCorruption() ? "corrupt value removed" : "");
+    return Status::NotFound(s.IsCorruption() ? CorruptMissText() : "");
   }
   counters_.misses++;
   return Status::NotFound();

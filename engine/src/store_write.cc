@@ -60,6 +60,11 @@ Status StoreImpl::CheckOpen() const {
   return closed_ ? Status::IOError("store is closed") : Status::OK();
 }
 
+Status StoreImpl::CheckWritable() const {
+  if (options_.read_only) return Status::NotSupported(dir_ + " is open read-only");
+  return CheckOpen();
+}
+
 Status StoreImpl::CheckKey(std::string_view key) const {
   if (closed_) return Status::IOError("store is closed");
   if (key.empty()) return Status::InvalidArgument("empty key");
@@ -282,6 +287,7 @@ Status StoreImpl::PutOwned(std::string_view key, std::string&& value, const PutO
 // `value` stays readable as a view until StageValue; only its size is used after it (its
 // bytes may have moved into a pending write by then).
 Status StoreImpl::CheckPut(std::string_view key, uint64_t value_bytes) const {
+  if (Status s = CheckWritable(); !s.ok()) return s;
   if (Status s = CheckKey(key); !s.ok()) return s;
   if (value_bytes > options_.max_value_bytes) {
     return Status::InvalidArgument("value of " + std::to_string(value_bytes) +
@@ -360,6 +366,7 @@ Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::str
 }
 
 Status StoreImpl::Delete(std::string_view key) {
+  if (Status s = CheckWritable(); !s.ok()) return s;
   if (Status s = CheckKey(key); !s.ok()) return s;
   const uint64_t hash = format::KeyHash(key);
   std::unique_lock lock(Stripe(hash));
@@ -377,6 +384,7 @@ Status StoreImpl::Delete(std::string_view key) {
 }
 
 Status StoreImpl::SetExpiry(std::string_view key, int64_t expire_at_ms) {
+  if (Status s = CheckWritable(); !s.ok()) return s;
   if (Status s = CheckKey(key); !s.ok()) return s;
   const uint64_t hash = format::KeyHash(key);
   std::lock_guard lock(Stripe(hash));

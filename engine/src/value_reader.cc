@@ -140,7 +140,7 @@ Result<Store::FileRange> StoreImpl::GetFileRange(std::string_view key) {
   uint64_t hash_read = 0;
   Status s = f->HashInPlace(e.offset, e.size, options_.mapped_reads, &hash_read);
   if (Status fin = FinishRead(hash, key, *at, CheckRead(s, hash_read, key, e)); !fin.ok()) {
-    return fin.IsCorruption() ? Status::NotFound("corrupt value removed") : Status::NotFound();
+    return fin.IsCorruption() ? Status::NotFound(CorruptMissText()) : Status::NotFound();
   }
   return FileRange{f->fd(), e.offset, e.size, std::move(hold)};
 }

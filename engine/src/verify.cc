@@ -39,10 +39,10 @@ VerifyReport StoreImpl::VerifyAll(void (*progress)(uint64_t, uint64_t, void*), v
   r.missing = found_.lost_writes;
   r.corrupt_sst_files = found_.damaged_sst_files.size();
   for (const std::string& f : found_.damaged_sst_files) {
-    AddProblem(&r, f + ": failed its block checksums at open; its generation was dropped");
+    AddProblem(&r, f + ": failed its block checksums; its generation's entries are unreadable");
   }
   for (const std::string& f : found_.damaged_files) {
-    AddProblem(&r, f + ": not a readable blob file; its values were dropped");
+    AddProblem(&r, f + ": not a readable blob file; its values are unreadable");
   }
   if (found_.corrupt_records) {
     AddProblem(&r, std::to_string(found_.corrupt_records) + " unreadable index records");
@@ -82,6 +82,7 @@ VerifyReport StoreImpl::VerifyAll(void (*progress)(uint64_t, uint64_t, void*), v
 Result<VerifyReport> Verify(const std::string& dir, void (*progress)(uint64_t, uint64_t, void*),
                             void* arg) {
   Options o;
+  o.read_only = true;
   o.create_if_missing = false;
   o.maintenance_interval_ms = 0;
   o.max_disk_bytes = ~0ull >> 2;

@@ -89,6 +89,18 @@ int main(int argc, char** argv) {
   CHECK(larder_flush(db, &err) == LARDER_OK);
   larder_unmap_files(db); /* any time: the next read maps again */
   CHECK(larder_close(db, &err) == LARDER_OK);
+
+  /* Read-only: reads answer, writes fail saying why. */
+  larder_options_set_read_only(o, 1);
+  db = larder_open(o, dir, &err);
+  CHECK(db != NULL && err == NULL);
+  if (!db) return 1;
+  CHECK(larder_get(db, "zz", 2, &v, &err) == LARDER_NOT_FOUND && err == NULL);
+  CHECK(larder_put(db, "r", 1, "v", 1, 0, &err) == LARDER_ERR_OTHER);
+  CHECK(err != NULL && strstr(err, "is open read-only") != NULL);
+  larder_free(err);
+  err = NULL;
+  CHECK(larder_close(db, &err) == LARDER_OK);
   larder_options_destroy(o);
 
   char cmd[64];

@@ -62,6 +62,23 @@ class AdminTest(unittest.TestCase):
             self.admin("keys")
         self.assertEqual(self.stat("generations"), first)
 
+    def snapshot(self):
+        """Every file of the directory: its size, modification time and bytes."""
+        out = {}
+        for root, _, files in os.walk(self.dir):
+            for name in files:
+                path = os.path.join(root, name)
+                with open(path, "rb") as f:
+                    out[path] = (os.stat(path).st_mtime_ns, f.read())
+        return out
+
+    def test_reading_commands_change_nothing(self):
+        before = self.snapshot()
+        for args in (["stats"], ["keys"], ["get", "chunk:01"], ["get", "nope"], ["verify"]):
+            self.admin(*args)
+            self.assertEqual(self.snapshot().keys(), before.keys(), args)
+            self.assertTrue(self.snapshot() == before, f"{args} changed a file")
+
     def test_errors_other_than_a_miss_are_errors(self):
         r = self.admin("get", "")
         self.assertEqual(r.returncode, 2)
@@ -120,6 +137,8 @@ class AdminTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertRegex(r.stdout.decode(), r"[1-9]\d* corrupt")
         self.assertIn(b"bad: generation", r.stdout)
+        # verify opens read-only: the damage stays, and so does its report.
+        self.assertEqual(self.admin("verify").stdout, r.stdout)
         # Reads never return wrong bytes: exact or a miss.
         for key, value in self.values.items():
             g = self.admin("get", key)

@@ -12,11 +12,12 @@
 //   larder-admin [--dir DIR] compact
 //
 // It opens the directory itself and refuses while another process (a running larder-server)
-// holds it. It opens it as the server does, so every command (verify included) also does what
-// any open does: entries that expired are removed, and records or files found damaged are
-// dropped, verify reporting each (a second verify then finds the directory clean). `evict`
-// chooses by the default policy (lru-reuse). Long operations show progress on a terminal and
-// stay quiet when piped. Each command is a row of kCommands beside the function that runs it.
+// holds it. stats, keys, get and verify open it read-only (Options::read_only) and change
+// nothing: what they find damaged or expired stays on disk, and verify reports it again until
+// a read-write open (the server, or put, del, evict, compact here) drops it. Those four open it
+// as the server does, and each ends with one maintenance pass. `evict` chooses by the default
+// policy (lru-reuse). Long operations show progress on a terminal and stay quiet when piped.
+// Each command is a row of kCommands beside the function that runs it.
 #include <unistd.h>
 
 #include <charconv>
@@ -68,11 +69,18 @@ void Progress(uint64_t done, uint64_t total, void*) {
   if (done == total) std::fputc('\n', stderr);
 }
 
-// Opens `dir` for an offline command; nullptr (with *rc set after saying why) on failure. Only
-// `put` may create a new directory.
-std::unique_ptr<larder::Store> OpenOrExplain(const std::string& dir, int* rc, bool create) {
+// How a command opens the directory.
+enum class Access {
+  kRead,    // read-only: nothing in the directory changes
+  kWrite,   // as the server opens it
+  kCreate,  // as kWrite, creating a missing directory (put only)
+};
+
+// Opens `dir` for an offline command; nullptr (with *rc set after saying why) on failure.
+std::unique_ptr<larder::Store> OpenOrExplain(const std::string& dir, int* rc, Access access) {
   larder::Options o;
-  o.create_if_missing = create;
+  o.read_only = access == Access::kRead;
+  o.create_if_missing = access == Access::kCreate;
   o.maintenance_interval_ms = 0;  // offline: no periodic passes; the one pass below
   o.max_disk_bytes = ~0ull >> 2;  // no budget: the admin tool never writes past it
   // Without a budget the derived generation would be 64 GiB, and an eviction round frees
@@ -80,9 +88,9 @@ std::unique_ptr<larder::Store> OpenOrExplain(const std::string& dir, int* rc, bo
   o.generation_bytes = 64ull << 20;
   auto r = larder::Store::Open(o, dir);
   if (r.ok()) {
-    // Each open starts a new (empty) head generation; one maintenance pass drops the empty
-    // ones earlier opens left (and removes expired entries, as the server's passes would).
-    r.value()->Maintain();
+    // Each read-write open starts a new (empty) head generation; one maintenance pass drops the
+    // empty ones earlier opens left (and removes expired entries, as the server's passes would).
+    if (access != Access::kRead) r.value()->Maintain();
     return std::move(r).value();
   }
   *rc = r.status().IsBusy() ? FailBusy(dir, "stop it, or use redis-cli against the server instead")
@@ -99,8 +107,7 @@ void PrintStats(const larder::Stats& s) {
       (unsigned long long)s.expired_keys, (unsigned long long)s.corruptions);
 }
 
-// verify: opens the directory itself (as any open, dropping what it finds damaged; the report
-// names each entry dropped), so it needs no store.
+// verify: larder::Verify opens the directory itself (read-only), so it needs no store.
 int Verify(const std::string& dir) {
   auto r = larder::Verify(dir, isatty(STDERR_FILENO) ? Progress : nullptr, nullptr);
   if (!r.ok() && r.status().IsCorruption()) {  // too damaged to open: a finding, not an error
@@ -214,17 +221,20 @@ struct Command {
   std::string_view name;
   size_t min_args, max_args;  // after the command's name
   int (*run)(larder::Store& store, const Args& args);
-  bool creates = false;       // may create a missing directory
+  Access access;
   ArgsCheck check = nullptr;  // optional, before the store opens
 };
 
 constexpr size_t kAny = ~size_t{0};
 
 const Command kCommands[] = {
-    {"stats", 0, 0, Stats},     {"keys", 0, 1, Keys},
-    {"get", 1, 1, Get},         {"put", 1, 3, Put, /*creates=*/true, CheckPutArgs},
-    {"del", 1, kAny, Del},      {"evict", 2, 2, Evict, false, CheckEvictArgs},
-    {"compact", 0, 0, Compact},
+    {"stats", 0, 0, Stats, Access::kRead},
+    {"keys", 0, 1, Keys, Access::kRead},
+    {"get", 1, 1, Get, Access::kRead},
+    {"put", 1, 3, Put, Access::kCreate, CheckPutArgs},
+    {"del", 1, kAny, Del, Access::kWrite},
+    {"evict", 2, 2, Evict, Access::kWrite, CheckEvictArgs},
+    {"compact", 0, 0, Compact, Access::kWrite},
 };
 
 int RunCommand(const std::string& dir, const std::string& name, const Args& args) {
@@ -236,7 +246,7 @@ int RunCommand(const std::string& dir, const std::string& name, const Args& args
       if (auto err = c.check(args)) return Fail(*err);
     }
     int rc = kExitOk;
-    std::unique_ptr<larder::Store> store = OpenOrExplain(dir, &rc, c.creates);
+    std::unique_ptr<larder::Store> store = OpenOrExplain(dir, &rc, c.access);
     return store ? c.run(*store, args) : rc;
   }
   return Usage();

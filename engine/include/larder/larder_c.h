@@ -52,6 +52,9 @@ void larder_options_set_direct_writes(larder_options_t* o, int on);
 void larder_options_set_read_queue_depth(larder_options_t* o, int depth);
 void larder_options_set_sync_writes(larder_options_t* o, int on);
 void larder_options_set_memtable_bytes(larder_options_t* o, uint64_t v);
+/* Options::read_only: nothing in the directory changes; writes fail with LARDER_ERR_OTHER and
+   a message saying so. */
+void larder_options_set_read_only(larder_options_t* o, int on);
 
 /* o may be NULL: Options' defaults (a budget of 80% of the filesystem's free space). */
 larder_t* larder_open(const larder_options_t* o, const char* dir, char** errptr);

@@ -42,6 +42,19 @@ struct Options {
   // Create the data directory and database if missing. Default: true.
   bool create_if_missing = true;
 
+  // Open without changing anything in the directory: the index opened read-only (RocksDB's
+  // OpenForReadOnly), blob files opened for reading, no LOG written, and nothing the open finds
+  // expired, damaged or unreferenced removed (it is left out of the index, as a read-write open
+  // would drop it). Writes (Put, PutOwned, CheckPut, Delete, SetExpiry, Clear, EvictTo, Flush,
+  // Compact) answer NotSupported; a value that fails verification reads as a miss and stays
+  // on disk. The directory is still locked against a read-write open (a running larder), unless
+  // its LOCK file cannot be opened for writing (a read-only mount, another user's directory):
+  // then the open only checks that no process holds the lock. A data directory of an older
+  // format is refused (it must be opened read-write once to be converted); create_if_missing is
+  // ignored. For inspecting a directory without altering it (larder-admin stats, keys, get and
+  // verify). Default: false.
+  bool read_only = false;
+
   // Disk budget in bytes for everything in the data directory (blob files, the index's SST
   // and WAL files, with unflushed index memtable bytes counted as already written). Writes keep
   // succeeding by evicting; usage never exceeds the budget by more than one generation. 0 = 80% of

@@ -278,14 +278,14 @@ class Store {
   virtual Status Close() = 0;
 };
 
-// Checks a data directory's values and index without serving it (the directory must not be
-// open elsewhere). It opens the directory as Store::Open does, which drops records and files
-// found damaged (each named in the report, so a second Verify finds the directory clean);
-// then it checks every value against its XXH3, and every block of every SST file (the index,
-// inline values) against RocksDB's block checksums, and the structure of the MANIFEST's
-// records (a damaged tail RocksDB would take for a torn write and drop). `progress` is called with
-// (entries done, entries total) now and then. A directory too damaged to open is an error status
-// naming the file.
+// Checks a data directory's values and index without serving it or changing it (the directory
+// must not be open elsewhere). It opens the directory read-only (Options::read_only), naming in
+// the report the records and files that open finds damaged (a read-write open drops them; until
+// one does, every Verify reports them again); then it checks every value against its XXH3, and
+// every block of every SST file (the index, inline values) against RocksDB's block checksums,
+// and the structure of the MANIFEST's records (a damaged tail RocksDB would take for a torn
+// write and drop). `progress` is called with (entries done, entries total) now and then. A
+// directory too damaged to open is an error status naming the file.
 struct VerifyReport {
   uint64_t entries = 0;
   uint64_t ok = 0;
