@@ -274,10 +274,6 @@ Status StoreImpl::EvictOldest(EvictionPolicy policy, uint64_t need, uint64_t* fr
   std::vector<RecordMember> keep, drop;
   SelectKept(policy, all, &keep, &drop);
   ReinsertKept(&keep, &drop, all, &report);
-  for (const RecordMember& m : keep) {
-    if (m.at.seg.file)
-      evicting_.kept.push_back({m.at.seg.file, m.at.entry.offset, m.at.entry.size});
-  }
   if (in_parts) {
     // First writes demoted as deep as the oldest go first, then the victim's. Too little for a
     // round: the victim goes whole, and the demoted wait for their own generation.
@@ -310,7 +306,7 @@ Status StoreImpl::DropWhole(const GenerationPtr& victim, std::vector<RecordMembe
       LeftIndex(m.at, victim.get());  // a borrowed file's range is freed now, own files below
       dropped.push_back(std::move(m));
     }
-    PunchAroundKept(*victim, evicting_.kept);
+    PunchAroundKept(*victim);
   });
   if (!s.ok()) return s.IsNoSpace() ? s : Status::IOError("eviction failed: " + s.message());
   ReportDropped(dropped, now, *victim, report);
@@ -406,19 +402,23 @@ void StoreImpl::ReportDropped(const std::vector<RecordMember>& dropped, int64_t 
   EvictCompanions(dropped, victim, report);
 }
 
-void StoreImpl::PunchAroundKept(const Generation& victim,
-                                const std::vector<Generation::Extent>& kept) {
+void StoreImpl::PunchAroundKept(const Generation& victim) {
   // Its own files that entries kept in place still point into (newer generations borrowed them):
   // everything else in them goes (values dropped now, and versions replaced, deleted or expired
   // earlier, whose records were all the victim's). Other files, copied from or not, are
-  // unlinked whole by the release.
+  // unlinked whole by the release. The kept entries are found in the index, not remembered by
+  // the rounds that kept them: a restart between rounds forgets those.
+  const std::unordered_map<uint32_t, BlobFilePtr> borrowed = gens_->BorrowedSegmentsOf(victim);
+  if (borrowed.empty()) return;
   std::map<BlobFile*, std::vector<std::pair<uint64_t, uint64_t>>> live;
-  for (const Generation::Extent& e : kept) {
-    if (e.file->header().generation == victim.id) live[e.file.get()].emplace_back(e.offset, e.size);
-  }
-  for (auto& [file, extents] : live) {
-    if (gens_->IsBorrowed(*file)) gens_->PunchAllBut(*file, std::move(extents));
-  }
+  for (const auto& [seg, file] : borrowed) live[file.get()];
+  index_.ForEach([&](Entry& e) {
+    if (auto it = borrowed.find(e.seg); it != borrowed.end()) {
+      live[it->second.get()].emplace_back(e.offset, e.size);
+    }
+    return true;
+  });
+  for (auto& [file, extents] : live) gens_->PunchAllBut(*file, std::move(extents));
 }
 
 void StoreImpl::ReinsertKept(std::vector<RecordMember>* keep, std::vector<RecordMember>* drop,

@@ -155,6 +155,19 @@ bool Generations::IsBorrowed(const BlobFile& file) const {
   return it != holders_.end() && it->second > 1;
 }
 
+std::unordered_map<uint32_t, BlobFilePtr> Generations::BorrowedSegmentsOf(
+    const Generation& owner) const {
+  std::unordered_map<uint32_t, BlobFilePtr> out;
+  std::shared_lock lock(mu_);
+  for (uint32_t id = 1; id < segs_.size(); ++id) {
+    const Segment& s = segs_[id];
+    if (s.file && s.gen.get() != &owner && s.file->header().generation == owner.id) {
+      out.emplace(id, s.file);
+    }
+  }
+  return out;
+}
+
 Generations::Segment Generations::SegmentOf(uint32_t seg) const {
   std::shared_lock lock(mu_);
   return seg < segs_.size() ? segs_[seg] : Segment{};

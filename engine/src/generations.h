@@ -26,6 +26,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "blob_file.h"
@@ -158,6 +159,9 @@ class Generations {
   void PunchAllBut(BlobFile& file, std::vector<std::pair<uint64_t, uint64_t>> live);
   // Whether a generation other than its owner holds `file`.
   bool IsBorrowed(const BlobFile& file) const;
+  // The segments through which other generations borrow the files of generation `owner`,
+  // each with its file.
+  std::unordered_map<uint32_t, BlobFilePtr> BorrowedSegmentsOf(const Generation& owner) const;
   // Frees `e`'s range and takes it off the budget (a range freed before counts once).
   void Punch(const Generation::Extent& e);
 

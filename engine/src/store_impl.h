@@ -329,9 +329,10 @@ class StoreImpl final : public Store {
   // it drops; `all` holds every generation, oldest first, at least two.
   void SelectKept(EvictionPolicy policy, const std::vector<GenerationPtr>& all,
                   std::vector<RecordMember>* keep, std::vector<RecordMember>* drop);
-  // After the victim's index is dropped: frees every range of its own blob files but those of
-  // the entries kept in place (`kept`, by every round of its eviction).
-  void PunchAroundKept(const Generation& victim, const std::vector<Generation::Extent>& kept);
+  // After the victim's index is dropped and its dropped entries left the index: frees every
+  // range of its own blob files but those of the entries still in the index, all kept in place
+  // by some round of its eviction, this process's or one before a restart.
+  void PunchAroundKept(const Generation& victim);
   // Evicts until usage + incoming <= target (or nothing is left). Caller holds evict_mu_.
   Status EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy policy);
   // Reinserts the entries of `keep` (in place: all; copied: what the reinsertion cap allows,
@@ -434,7 +435,6 @@ class StoreImpl final : public Store {
   // the walk after the last partial round drops the generation whole). Guarded by evict_mu_.
   struct EvictionInProgress {
     uint64_t generation = 0;  // whose (0: none)
-    std::vector<Generation::Extent> kept;
     std::vector<RecordMember> droppable;  // least valuable first
     size_t next = 0;                      // the first of `droppable` no round took yet
     uint64_t droppable_bytes = 0;         // value bytes in blob files from `next` on
