@@ -41,6 +41,12 @@ void StoreImpl::ForEachRecord(const Generation& g, const std::function<void(Reco
 
 Status StoreImpl::DropGeneration(const GenerationPtr& g,
                                  const std::function<void()>& remove_entries) {
+  // The drop of its column family is durable at once. With the WAL off, the records moved out
+  // of it (entries eviction kept, in place or copied) may still be only in the memtables: they
+  // reach disk first, or a crash would lose entries that were durable before the move.
+  if (!options_.wal && !options_.read_only) {
+    if (Status s = FlushIndex(); !s.ok()) return s;
+  }
   if (Status s = gens_->DropIndex(g); !s.ok()) return s;
   remove_entries();
   if (g->live.load() > 0) {
@@ -256,13 +262,19 @@ Status StoreImpl::Flush() {
   if (options_.read_only) return CheckWritable();
   // No generation is dropped while its column family is being flushed.
   std::lock_guard evict(evict_mu_);
+  return FlushIndex();
+}
+
+Status StoreImpl::FlushIndex() {
   // Values first: a durable record must never point at bytes that are not.
   if (Status s = SyncValues(); !s.ok()) return s;
   std::vector<rocksdb::ColumnFamilyHandle*> cfs{default_cf_};
   std::vector<GenerationPtr> all = gens_->All();  // held: a drop cannot free a handle in use
   for (auto& g : all) cfs.push_back(g->cf);
   rocksdb::Status s = db_->Flush(rocksdb::FlushOptions(), cfs);
-  return s.ok() ? Status::OK() : Status::IOError("flushing the index: " + s.ToString());
+  if (s.ok()) return Status::OK();
+  const std::string msg = "flushing the index: " + s.ToString();
+  return s.IsNoSpace() ? Status::NoSpace(msg) : Status::IOError(msg);
 }
 
 Status StoreImpl::Compact() {

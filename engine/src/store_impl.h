@@ -354,6 +354,8 @@ class StoreImpl final : public Store {
   // Calls fn for every record of `g` whose entry is the current one in the index (records of
   // replaced, deleted or expired versions are skipped).
   void ForEachRecord(const Generation& g, const std::function<void(RecordMember)>& fn);
+  // Flush without taking evict_mu_: the caller holds it (or is the open).
+  Status FlushIndex();
   // Drops a retired generation: its index (an error leaves everything as it was), then
   // `remove_entries` takes its entries out of the index (any it leaves are removed after, so no
   // entry ever refers to a freed segment), then its files and segments go.
@@ -434,7 +436,7 @@ class StoreImpl final : public Store {
   // what is left of them is no more than a round takes (then the next round walks again, and
   // the walk after the last partial round drops the generation whole). Guarded by evict_mu_.
   struct EvictionInProgress {
-    uint64_t generation = 0;  // whose (0: none)
+    uint64_t generation = 0;              // whose (0: none)
     std::vector<RecordMember> droppable;  // least valuable first
     size_t next = 0;                      // the first of `droppable` no round took yet
     uint64_t droppable_bytes = 0;         // value bytes in blob files from `next` on
