@@ -105,8 +105,18 @@ Result<std::shared_ptr<BlobFile>> BlobFile::Create(const std::string& path,
   }
   f->end_ = h.size();
   if (durable) {
-    if (::fdatasync(fd) != 0) return f->WriteError("syncing", errno);
-    if (Status s = SyncDirectoryOf(path); !s.ok()) return s;
+    // A file left behind would keep its name taken: the next Create of it fails (O_EXCL).
+    int err = 0;
+    testing::SyncPoint("BlobFile::Create:Sync", &err);
+    if (err != 0 || ::fdatasync(fd) != 0) {
+      err = err != 0 ? err : errno;
+      f->MarkDeleted();
+      return f->WriteError("syncing", err);
+    }
+    if (Status s = SyncDirectoryOf(path); !s.ok()) {
+      f->MarkDeleted();
+      return s;
+    }
   }
   f->synced_ = durable ? h.size() : 0;
   return f;

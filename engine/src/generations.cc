@@ -247,14 +247,21 @@ Result<Generations::Lease> Generations::LeasePartition(const WriteTicket& t, int
 }
 
 Status Generations::Rotate(int64_t now_ms) {
-  std::unique_lock lock(mu_);
-  uint64_t id = gens_.empty() ? 1 : gens_.rbegin()->first + 1;
+  uint64_t id = 0;
+  {
+    std::shared_lock lock(mu_);
+    id = gens_.empty() ? 1 : gens_.rbegin()->first + 1;
+  }
+  // Without mu_: creating a column family waits out a write stall, which only a flush ends,
+  // and a flush first syncs the blob files (SyncAll takes mu_); reads take it too.
   rocksdb::ColumnFamilyHandle* cf = nullptr;
   rocksdb::Status s = db_->CreateColumnFamily(cf_options_, format::IndexCfName(id), &cf);
   if (!s.ok()) {
-    return Status::IOError("creating generation " + std::to_string(id) + ": " + s.ToString());
+    const std::string msg = "creating generation " + std::to_string(id) + ": " + s.ToString();
+    return s.IsNoSpace() ? Status::NoSpace(msg) : Status::IOError(msg);
   }
   auto g = std::make_shared<Generation>(db_, cf, id, now_ms);
+  std::unique_lock lock(mu_);
   g->inline_seg = AllocSegLocked(Segment{g, nullptr, 0});
   gens_[id] = std::move(g);
   head_id_ = id;

@@ -181,7 +181,8 @@ class Generations {
   // to become idle.
   Result<Lease> LeasePartition(const WriteTicket& t, int64_t now_ms);
 
-  // Creates a new head generation.
+  // Creates a new head generation. Callers serialize it (StoreImpl::rotate_mu_, or the open);
+  // it holds no lock of this class while RocksDB creates the column family.
   Status Rotate(int64_t now_ms);
   // Stops new writes into `g` and waits for the ones in flight. `g` must not be the head.
   void Retire(Generation& g);

@@ -16,6 +16,8 @@ namespace larder::testing {
 //   "BlobFile::Sync:AfterWait"       a sync waited for the pending writes below its target
 //   "BlobFile::WritePending:Write"   a background write is about to start; int* errno to fail
 //                                    it with instead (0: write)
+//   "BlobFile::Create:Sync"          a new blob file is about to be synced (durable); int* errno
+//                                    to fail the sync with instead (0: sync)
 //   "StoreImpl::RemoveFailedWrites"  the maintenance thread is about to remove the keys whose
 //                                    background writes failed
 //   "StoreImpl::RemoveFailedWrites:Remove"  ... one of them, under its stripe: Status* to fail

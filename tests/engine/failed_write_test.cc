@@ -276,5 +276,32 @@ TEST(BlobFileFailedWriteTest, ASyncAndAPunchDoNotWaitForIt) {
   EXPECT_FALSE(f.IsPending(at, v.size())) << "the punch kept the failed write";
 }
 
+// WAL on with synced writes: a new blob file's sync that fails fails its Put, and leaves no
+// file behind to take the name the next attempt creates (a file left would fail every later
+// Put needing that partition with "File exists").
+TEST(BlobFileCreateTest, AFailedSyncOfANewFileFailsOnlyItsPut) {
+  test::TempDir dir;
+  Options o;
+  o.wal = true;
+  o.sync_writes = true;
+  o.max_disk_bytes = 1ull << 30;
+  o.maintenance_interval_ms = 0;
+  auto r = Store::Open(o, dir.path());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Store& s = **r;
+  {
+    testing::ScopedSyncPoint failing("BlobFile::Create:Sync",
+                                     [](void* err) { *static_cast<int*>(err) = EIO; });
+    Status refused = s.Put("k", MakeValue("k", kMiB));
+    EXPECT_FALSE(refused.ok());
+    EXPECT_NE(refused.ToString().find("syncing"), std::string::npos) << refused.ToString();
+  }
+  for (int i = 0; i < 3; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    ASSERT_TRUE(s.Put(k, MakeValue(k, kMiB)).ok()) << i;
+    EXPECT_EQ(s.Get(k)->view(), MakeValue(k, kMiB));
+  }
+}
+
 }  // namespace
 }  // namespace larder
