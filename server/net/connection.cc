@@ -56,7 +56,9 @@ void Connection::Push(std::shared_ptr<const std::string> frame) {
   asio::post(socket_.get_executor(), [self = shared_from_this(), frame = std::move(frame)] {
     if (self->closed_) return;
     std::string_view bytes = *frame;
-    self->pushed_.Append(self->state_->resp == 3 ? ">" : bytes.substr(0, 1));
+    // A Pub/Sub message (an array) is a push in RESP3; a MONITOR line stays a simple string.
+    const bool push = self->state_->resp == 3 && bytes.starts_with('*');
+    self->pushed_.Append(push ? ">" : bytes.substr(0, 1));
     self->pushed_.Append(bytes.substr(1));
     if (self->busy_) return;  // the pool job may be writing to the socket: after its reply
     self->AppendPushed();

@@ -218,6 +218,21 @@ class MonitorTest(BothServers):
         self.assertEqual(larder[-2:], [b'"CLIENT" "SETNAME" "mon"\r\n', b'"PING"\r\n'])
         self.assertRegex(first, rb"^\+\d+\.\d{6} \[0 127\.0\.0\.1:\d+\] ")
 
+    def test_resp3_feed_lines_stay_simple_strings(self):
+        # RESP3 has no push type for MONITOR: Redis sends the same "+..." lines, and
+        # `redis-cli -3 monitor` reads them as such.
+        for server in self.servers:
+            with self.subTest(server=type(server).__name__):
+                mon = server.raw()
+                self.addCleanup(mon.close)
+                self.assertTrue(mon.call("HELLO", "3").startswith(b"%"))
+                self.assertEqual(mon.call("MONITOR"), b"+OK\r\n")
+                other = server.raw()
+                self.addCleanup(other.close)
+                other.call("PING")
+                line = mon.reply()
+                self.assertTrue(line.startswith(b"+") and line.endswith(b'"PING"\r\n'), line)
+
     def test_redis_py_and_redis_cli_read_the_feed(self):
         client = self.larder.client()
         self.addCleanup(client.close)
