@@ -49,21 +49,33 @@ std::string UnknownCommandError(const std::vector<std::string>& argv) {
 // The cluster's answer for a command's keys (Redis's CROSSSLOT when they hash to different
 // slots, else ClusterState::Route's MOVED, TRYAGAIN or CLUSTERDOWN), or nullopt when this
 // node serves it: always outside cluster mode and for commands without keys.
+// The slot a command's keys hash to, and whether one differs (CROSSSLOT); *slot stays -1 for
+// a command without keys.
+void NoteSlots(const CommandSpec& spec, const std::vector<std::string>& argv, int* slot,
+               bool* cross) {
+  ForEachKeyPosition(spec.keys, argv.size(), [&](size_t i) {
+    const int s = cluster::KeySlot(argv[i]);
+    *cross = *cross || (*slot >= 0 && s != *slot);
+    *slot = s;
+  });
+}
+
+std::optional<std::string> RouteSlot(const Core& core, const ClientState& client, int slot,
+                                     bool cross, bool write) {
+  if (slot < 0) return std::nullopt;
+  if (cross) return "CROSSSLOT Keys in request don't hash to the same slot";
+  return core.cluster.Route(
+      {slot, write, client.asking, client.cluster_readonly, client.importing});
+}
+
 std::optional<std::string> ClusterRedirect(const Core& core, const CommandSpec& spec,
                                            const ClientState& client,
                                            const std::vector<std::string>& argv) {
   if (!core.cluster.enabled()) return std::nullopt;
   int slot = -1;
   bool cross = false;
-  ForEachKeyPosition(spec.keys, argv.size(), [&](size_t i) {
-    const int s = cluster::KeySlot(argv[i]);
-    cross = cross || (slot >= 0 && s != slot);
-    slot = s;
-  });
-  if (slot < 0) return std::nullopt;
-  if (cross) return "CROSSSLOT Keys in request don't hash to the same slot";
-  return core.cluster.Route(
-      {slot, spec.Has(kWrite), client.asking, client.cluster_readonly, client.importing});
+  NoteSlots(spec, argv, &slot, &cross);
+  return RouteSlot(core, client, slot, cross, spec.Has(kWrite));
 }
 
 bool QueuedByMulti(const ClientState& client, const CommandSpec& spec) {
@@ -297,6 +309,19 @@ void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::str
   }
   Ctx ctx{core_, client, argv, w, spec};
   RunObserved(ctx, Execute);
+}
+
+std::optional<std::string> TransactionRedirect(const Core& core, const ClientState& client,
+                                               const std::vector<QueuedRequest>& queued) {
+  if (!core.cluster.enabled()) return std::nullopt;
+  int slot = -1;
+  bool cross = false;
+  bool write = false;
+  for (const QueuedRequest& r : queued) {
+    NoteSlots(*r.spec, r.argv, &slot, &cross);
+    write = write || r.spec->Has(kWrite);
+  }
+  return RouteSlot(core, client, slot, cross, write);
 }
 
 void RunQueued(Core& core, ClientState& client, QueuedRequest& request, resp::ReplyWriter& w) {

@@ -3,6 +3,7 @@
 // exactly one reply.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,11 @@ class Dispatcher final : public RequestExecutor {
 
   Core& core_;
 };
+
+// In cluster mode, the redirect (or CROSSSLOT) for a transaction's queued commands taken
+// together, as routed at EXEC; nullopt to run them here.
+std::optional<std::string> TransactionRedirect(const Core& core, const ClientState& client,
+                                               const std::vector<QueuedRequest>& queued);
 
 // Runs a request queued by MULTI (checked when queued) for EXEC, which holds the exclusive
 // server lock.

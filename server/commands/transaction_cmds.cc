@@ -30,6 +30,10 @@ void Exec(Ctx& ctx) {
   c.EndTransaction();
   // The row's `locks_itself`: dispatch took no lock; one exclusive hold covers every command.
   std::unique_lock<FairSharedMutex> lock(ctx.core.exec_lock);
+  // Each command was routed when queued; the slot may have moved since (a migration, a new
+  // topology). As Redis, the whole transaction is routed again, its keys in one slot, and a
+  // redirect discards it.
+  if (auto redirect = TransactionRedirect(ctx.core, c, queued)) return ctx.w.Error(*redirect);
   ctx.w.ArrayHeader(queued.size());
   for (QueuedRequest& request : queued) RunQueued(ctx.core, c, request, ctx.w);
 }

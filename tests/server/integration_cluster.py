@@ -218,6 +218,13 @@ class ClusterBesideRedisTest(unittest.TestCase):
                         ["CLUSTER", "COUNTKEYSINSLOT", "x"], ["CLUSTER", "GETKEYSINSLOT", "0", "-1"],
                         ["CLUSTER", "KEYSLOT"], ["READONLY"], ["READWRITE"], ["ASKING"]):
                 self.assertEqual(lr.call(*cmd), rr.call(*cmd), cmd)
+            # A transaction's keys must share one slot, checked at EXEC as in Redis.
+            for conn in (lr, rr):
+                for cmd in (["MULTI"], ["SET", "a", "1"], ["SET", "b", "2"]):
+                    conn.call(*cmd)
+            self.assertEqual(lr.call("EXEC"), rr.call("EXEC"))
+            self.assertEqual(lr.call("EXISTS", "{t}y", "{t}z"), rr.call("EXISTS", "{t}y", "{t}z"))
+            self.assertEqual(lr.call("GET", "a"), rr.call("GET", "a"))
             slot = str(redis.cluster.key_slot(b"{t}x"))
             for cmd in (["CLUSTER", "COUNTKEYSINSLOT", slot],
                         ["CLUSTER", "GETKEYSINSLOT", slot, "10"]):
@@ -255,6 +262,26 @@ class ClusterBesideRedisTest(unittest.TestCase):
             with self.assertRaises(RedisClusterException):
                 from redis.cluster import RedisCluster
                 RedisCluster(host="127.0.0.1", port=larder.port)
+
+
+class TransactionAcrossATopologyChangeTest(unittest.TestCase):
+    def test_exec_routes_again_and_a_moved_slot_discards_the_transaction(self):
+        cluster = Cluster(2).start()
+        self.addCleanup(cluster.cleanup)
+        cluster.push()
+        key = next(k for k in (f"t{i}" for i in range(1000))
+                   if cluster.owner_of(redis.cluster.key_slot(k.encode())) == 0)
+        slot = redis.cluster.key_slot(key.encode())
+        raw = RawClient(cluster.nodes[0].port)
+        self.addCleanup(raw.close)
+        self.assertEqual(raw.call("MULTI"), b"+OK\r\n")
+        self.assertEqual(raw.call("SET", key, "in-multi"), b"+QUEUED\r\n")
+        cluster.move(slot, slot, 1)
+        cluster.push()  # the slot is node 1's now: EXEC must not write it here
+        moved = f"-MOVED {slot} 127.0.0.1:{cluster.nodes[1].port}\r\n".encode()
+        self.assertEqual(raw.call("EXEC"), moved)
+        self.assertEqual(raw.call("CLUSTER", "COUNTKEYSINSLOT", str(slot)), b":0\r\n")
+        self.assertEqual(raw.call("EXEC"), b"-ERR EXEC without MULTI\r\n")  # discarded
 
 
 class MigrationAndFailureTest(unittest.TestCase):
