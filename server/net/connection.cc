@@ -56,8 +56,13 @@ void Connection::Push(std::shared_ptr<const std::string> frame) {
   asio::post(socket_.get_executor(), [self = shared_from_this(), frame = std::move(frame)] {
     if (self->closed_) return;
     std::string_view bytes = *frame;
+    // Published before the command that left the mode (UNSUBSCRIBE, PUNSUBSCRIBE, RESET) but
+    // delivered after its reply: in Redis it would have come first. Dropped, or a RESP2 client
+    // back in normal mode would read it as the reply to its next command.
+    const bool message = bytes.starts_with('*');
+    if (!(message ? self->state_->subscribed() : self->state_->monitor.load())) return;
     // A Pub/Sub message (an array) is a push in RESP3; a MONITOR line stays a simple string.
-    const bool push = self->state_->resp == 3 && bytes.starts_with('*');
+    const bool push = self->state_->resp == 3 && message;
     self->pushed_.Append(push ? ">" : bytes.substr(0, 1));
     self->pushed_.Append(bytes.substr(1));
     if (self->busy_) return;  // the pool job may be writing to the socket: after its reply

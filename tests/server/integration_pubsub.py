@@ -10,7 +10,7 @@ import threading
 import time
 import unittest
 
-from server_harness import RedisProcess, ServerProcess, info_stat, wait_for
+from server_harness import RedisProcess, ServerProcess, encode, info_stat, wait_for
 
 MiB = 1 << 20
 
@@ -195,6 +195,48 @@ class PubSubClientsTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.srv.cleanup()
+
+    def test_no_message_follows_the_last_unsubscribe(self):
+        # Messages published while a client is subscribed, then UNSUBSCRIBE: whatever the
+        # confirmation is followed by is a reply, never a message (the client is back in normal
+        # RESP2 mode and reads the next reply as its command's). Redis beside it, as reference.
+        redis_srv = RedisProcess().start()
+        self.addCleanup(redis_srv.cleanup)
+        for srv in (self.srv, redis_srv):
+            with self.subTest(server=type(srv).__name__):
+                self.assertEqual(self.wrong_replies_after_unsubscribe(srv, 60), 0)
+
+    def wrong_replies_after_unsubscribe(self, srv, rounds):
+        srv.client().set("unsub:k", "value")
+        stop = threading.Event()
+
+        def publish():
+            conn = srv.raw()
+            while not stop.is_set():
+                conn.send(encode("PUBLISH", "unsub:", "m") * 50)
+                for _ in range(50):
+                    conn.reply()
+            conn.close()
+
+        publishers = [threading.Thread(target=publish) for _ in range(2)]
+        for t in publishers:
+            t.start()
+        wrong = 0
+        try:
+            for _ in range(rounds):
+                conn = srv.raw()
+                conn.call("SUBSCRIBE", "unsub:")
+                time.sleep(0.002)
+                conn.send(encode("UNSUBSCRIBE", "unsub:"))
+                while not conn.reply().startswith(b"*3\r\n$11\r\nunsubscribe"):
+                    pass  # messages before the confirmation are the subscribed mode's
+                wrong += conn.call("GET", "unsub:k") != b"$5\r\nvalue\r\n"
+                conn.close()
+        finally:
+            stop.set()
+            for t in publishers:
+                t.join()
+        return wrong
 
     def test_redis_py_pubsub(self):
         r = self.srv.client()
