@@ -85,11 +85,16 @@ int64_t ClusterState::VersionLocked() const {
   return topology_ ? topology_->version() : -1;
 }
 
-std::optional<std::string> ClusterState::Install(Topology t) {
+std::optional<std::string> ClusterState::Install(Topology t, std::optional<SlotRange> assigned) {
   auto next = std::make_shared<const Topology>(std::move(t));
   if (auto error = Save(my_id_, next)) return error;
   topology_ = std::move(next);
-  ForgetGivenAwayRange();
+  ForgetGivenAway();
+  if (!assigned) {
+    imported_.clear();
+  } else {
+    imported_.erase(imported_.lower_bound(assigned->first), imported_.upper_bound(assigned->last));
+  }
   return std::nullopt;
 }
 
@@ -127,7 +132,7 @@ std::optional<std::string> ClusterState::SetNodes(std::string_view text, int64_t
   std::string error;
   std::optional<Topology> t = Topology::Parse(text, version, &error);
   if (!t) return "ERR " + error;
-  return Install(std::move(*t));
+  return Install(std::move(*t), std::nullopt);
 }
 
 std::optional<std::string> ClusterState::SetSlot(SlotRange range, std::string_view node_id,
@@ -137,7 +142,7 @@ std::optional<std::string> ClusterState::SetSlot(SlotRange range, std::string_vi
   std::string error;
   std::optional<Topology> t = topology_->WithSlotsMovedTo(range, node_id, version, &error);
   if (!t) return "ERR " + error;
-  return Install(std::move(*t));
+  return Install(std::move(*t), range);
 }
 
 std::optional<std::string> ClusterState::Reset() {
@@ -152,14 +157,27 @@ std::optional<std::string> ClusterState::Reset() {
   migration_ = {};
   import_ = {};
   forbidden_.reset();
-  given_away_.reset();
+  migrated_.clear();
+  given_away_.clear();
+  imported_.clear();
   return std::nullopt;
 }
 
-void ClusterState::ForgetGivenAwayRange() {
-  if (forbidden_ && topology_->OwnerOf(forbidden_->first) != Myself()) {
-    if (migration_.state == MigrationState::kSuccess) given_away_ = forbidden_;
-    forbidden_.reset();
+void ClusterState::ForgetGivenAway() {
+  const ClusterNode* myself = Myself();
+  if (forbidden_ && topology_->OwnerOf(forbidden_->first) != myself) forbidden_.reset();
+  for (auto it = migrated_.begin(); it != migrated_.end();) {
+    if (topology_->OwnerOf(it->first) == myself) {
+      ++it;
+      continue;
+    }
+    const int slot = it->first;
+    if (!given_away_.empty() && given_away_.back().last + 1 == slot) {
+      given_away_.back().last = slot;
+    } else {
+      given_away_.push_back({slot, slot});
+    }
+    it = migrated_.erase(it);
   }
 }
 
@@ -173,18 +191,19 @@ std::optional<std::string> ClusterState::Route(const RouteQuery& q) const {
   const ClusterNode* owner = topology_->OwnerOf(q.slot);
   const ClusterNode* myself = Myself();
   if (owner != nullptr && owner == myself) {
-    const ClusterNode* migrated_to = migration_.state == MigrationState::kSuccess
-                                         ? topology_->Find(migration_.destination_id)
-                                         : nullptr;
-    if (Overlaps(forbidden_, q.slot) && migrated_to != nullptr) return Moved(q.slot, *migrated_to);
-    if (q.write && Overlaps(forbidden_, q.slot)) {
+    const auto migrated = migrated_.find(q.slot);
+    const ClusterNode* migrated_to =
+        migrated != migrated_.end() ? topology_->Find(migrated->second) : nullptr;
+    if (migrated_to != nullptr) return Moved(q.slot, *migrated_to);
+    if (q.write && (migrated != migrated_.end() || Overlaps(forbidden_, q.slot))) {
       return "TRYAGAIN Can't write to slot being migrated which is in write forbidden phase";
     }
     return std::nullopt;
   }
-  if (Overlaps(import_.range, q.slot)) {
-    if (import_.state == ImportState::kSuccess) return std::nullopt;
-    if (import_.state == ImportState::kStart && (q.asking || q.importing)) return std::nullopt;
+  if (imported_.count(q.slot)) return std::nullopt;
+  if (import_.state == ImportState::kStart && Overlaps(import_.range, q.slot) &&
+      (q.asking || q.importing)) {
+    return std::nullopt;
   }
   if (owner != nullptr && myself != nullptr && !myself->master && myself->master_id == owner->id &&
       q.readonly && !q.write) {
@@ -208,11 +227,17 @@ void ClusterState::ForbidWrites(SlotRange range) {
 void ClusterState::FinishMigration(bool success) {
   std::unique_lock lock(mu_);
   migration_.state = success ? MigrationState::kSuccess : MigrationState::kFail;
-  if (!success) {
-    forbidden_.reset();
-    return;
+  forbidden_.reset();
+  if (!success) return;
+  for (int s = migration_.range->first; s <= migration_.range->last; ++s) {
+    migrated_[s] = migration_.destination_id;
   }
-  forbidden_ = migration_.range;
+}
+
+bool ClusterState::AnyMigrated(SlotRange range) const {
+  std::shared_lock lock(mu_);
+  auto it = migrated_.lower_bound(range.first);
+  return it != migrated_.end() && it->first <= range.last;
 }
 
 MigrationInfo ClusterState::Migration() const {
@@ -236,17 +261,22 @@ std::optional<std::string> ClusterState::SetImport(SlotRange range, ImportState 
            ", but got: " + range.ToString();
   }
   import_.state = state;
+  if (state == ImportState::kSuccess) {
+    for (int s = range.first; s <= range.last; ++s) imported_.insert(s);
+  }
   return std::nullopt;
 }
 
-std::optional<SlotRange> ClusterState::TakeGivenAwayRange() {
+std::vector<SlotRange> ClusterState::TakeGivenAwayRanges() {
   std::unique_lock lock(mu_);
-  return std::exchange(given_away_, std::nullopt);
+  return std::exchange(given_away_, {});
 }
 
-void ClusterState::ImportLinkClosed() {
+std::optional<SlotRange> ClusterState::ImportLinkClosed() {
   std::unique_lock lock(mu_);
-  if (import_.state == ImportState::kStart) import_.state = ImportState::kError;
+  if (import_.state != ImportState::kStart) return std::nullopt;
+  import_.state = ImportState::kError;
+  return import_.range;
 }
 
 ImportInfo ClusterState::Import() const {

@@ -17,9 +17,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -80,35 +82,41 @@ class ClusterState {
   std::optional<std::string> Route(const RouteQuery& q) const;
 
   // Migration out of this node: Begin marks the range as migrating to `destination_id`;
-  // Forbid makes writes to it answer TRYAGAIN; Finish records the outcome (on success the
-  // range answers MOVED to the destination until the topology moves it).
+  // Forbid makes writes to it answer TRYAGAIN; Finish records the outcome. On success each
+  // slot of the range answers MOVED to the destination until a topology gives that slot away
+  // (slot by slot: a later migration does not change it).
   void BeginMigration(SlotRange range, const std::string& destination_id);
   void ForbidWrites(SlotRange range);
   void FinishMigration(bool success);
   MigrationInfo Migration() const;
+  // Whether a slot of `range` was migrated out and no topology has given it away yet.
+  bool AnyMigrated(SlotRange range) const;
 
   // Import into this node (CLUSTER IMPORT): the imported range is served to the importing
-  // link (and to ASKING clients) while it runs, and to everyone once it succeeded, until the
-  // topology assigns it.
+  // link (and to ASKING clients) while it runs; once it succeeded its slots are served to
+  // everyone, with those of earlier imports, until the next SETNODES (or a SETSLOT of the
+  // slot) assigns them, as Kvrocks does.
   std::optional<std::string> SetImport(SlotRange range, ImportState state);
   ImportInfo Import() const;
-  // The range a successful migration moved out, once a topology change gave it away (its keys
-  // are this node's to delete), once; nullopt otherwise.
-  std::optional<SlotRange> TakeGivenAwayRange();
-  // The link an import ran through closed: an import still running failed.
-  void ImportLinkClosed();
+  // The migrated slots a topology change gave away (their keys are this node's to delete), as
+  // ranges, once; empty otherwise.
+  std::vector<SlotRange> TakeGivenAwayRanges();
+  // The link an import ran through closed: an import still running failed, and its range is
+  // returned (its keys are this node's to delete); nullopt if none was running.
+  std::optional<SlotRange> ImportLinkClosed();
 
  private:
   std::optional<std::string> Save(const std::string& id,
                                   const std::shared_ptr<const Topology>& t) const;
   const ClusterNode* Myself() const;  // with mu_ held
   int64_t VersionLocked() const;      // with mu_ held: the topology's version, -1 if none
-  // With mu_ held: saves `t` and makes it current (then ForgetGivenAwayRange); the save's
-  // error reply, with nothing changed, if it fails.
-  std::optional<std::string> Install(Topology t);
-  // With mu_ held, after a topology change: a migrated range the topology gave away needs no
-  // redirect or write ban of its own any more; it is kept in given_away_ for deletion.
-  void ForgetGivenAwayRange();
+  // With mu_ held: saves `t` and makes it current (then ForgetGivenAway); the save's error
+  // reply, with nothing changed, if it fails. `assigned`: the range a SETSLOT moved (whose
+  // imported slots it assigns), or nullopt for a whole topology (SETNODES: all of them).
+  std::optional<std::string> Install(Topology t, std::optional<SlotRange> assigned);
+  // With mu_ held, after a topology change: a migrated slot the topology gave away needs no
+  // redirect of its own any more (it goes to given_away_, for deletion), nor a write ban.
+  void ForgetGivenAway();
 
   bool enabled_ = false;
   std::string nodes_file_;
@@ -116,9 +124,11 @@ class ClusterState {
   std::string my_id_;
   std::shared_ptr<const Topology> topology_;
   MigrationInfo migration_;
-  std::optional<SlotRange> forbidden_;
-  std::optional<SlotRange> given_away_;
-  ImportInfo import_;
+  std::optional<SlotRange> forbidden_;   // the running migration's write ban
+  std::map<int, std::string> migrated_;  // slot -> the destination it moved to
+  std::vector<SlotRange> given_away_;    // migrated slots a topology gave away
+  ImportInfo import_;                    // the last import, for CLUSTER INFO
+  std::set<int> imported_;               // slots imported, until a topology assigns them
 };
 
 }  // namespace larder::server::cluster

@@ -12,10 +12,6 @@ constexpr size_t kPipelineDepth = 16;      // commands sent before their replies
 constexpr int kCatchUpRounds = 10;         // rounds of re-sending keys written meanwhile
 constexpr size_t kFewEnoughToFreeze = 64;  // noted keys small enough to ban writes for
 
-bool Overlap(SlotRange a, SlotRange b) {
-  return a.first <= b.last && b.first <= a.last;
-}
-
 using common::ReplyHeader;
 using common::RespConnection;
 
@@ -63,9 +59,7 @@ std::optional<std::string> SlotMigrator::Start(SlotRange range, const std::strin
   const ClusterNode* dst = t ? t->Find(destination_id) : nullptr;
   if (dst == nullptr) return "ERR Can't find the destination node id";
   const ClusterNode* myself = t->Find(state_.MyId());
-  const MigrationInfo last = state_.Migration();
-  if (last.state == MigrationState::kSuccess && Overlap(*last.range, range) &&
-      t->OwnerOf(last.range->first) == myself) {
+  if (state_.AnyMigrated(range)) {
     return "ERR Can't migrate slot which has been migrated";  // the switch is still pending
   }
   for (int s = range.first; s <= range.last; ++s) {

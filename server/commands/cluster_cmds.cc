@@ -216,7 +216,7 @@ void Reset(Ctx& ctx) {
 // writes the range's keys through (Kvrocks's protocol): 0 starts an import (the range's old
 // keys are deleted and this link may write the range), 1 ends it successfully (the range is
 // served to everyone until the topology assigns it), 2 ends it failed (its keys are deleted).
-// If the link closes during an import, the import is marked failed.
+// If the link closes (or RESETs) during an import, the import fails and its keys are deleted.
 void Import(Ctx& ctx) {
   const std::optional<SlotRange> range = cluster::ParseSlotRange(ctx.argv[2], true);
   if (!range) return ctx.w.Error("ERR Slot range is invalid");

@@ -27,9 +27,10 @@ void MyId(Ctx& ctx) {
 // its copy (under the server lock, as any write), then replies.
 void ReplyResult(Ctx& ctx, const std::optional<std::string>& error) {
   if (error) return ctx.w.Error(*error);
-  if (std::optional<SlotRange> gone = ctx.core.cluster.TakeGivenAwayRange()) {
+  const std::vector<SlotRange> gone = ctx.core.cluster.TakeGivenAwayRanges();
+  if (!gone.empty()) {
     std::shared_lock<FairSharedMutex> lock(ctx.core.exec_lock);
-    cluster::DeleteKeysInRange(ctx.store(), *gone);
+    for (const SlotRange& range : gone) cluster::DeleteKeysInRange(ctx.store(), range);
   }
   ctx.w.SimpleString("OK");
 }

@@ -6,9 +6,12 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <shared_mutex>
 
 #include "cluster/cluster_state.h"
 #include "cluster/migrator.h"
+#include "cluster/slot_keys.h"
 #include "core/client_pause.h"
 #include "core/client_registry.h"
 #include "core/command_metrics.h"
@@ -75,11 +78,17 @@ struct Core {
   int64_t NowMs() const { return clock.NowMs(); }
 
   // Ends the client's session-wide roles: its subscriptions and MONITOR mode (it disconnected,
-  // or RESET).
-  void Forget(ClientState& client) {
+  // or RESET), and an import running through it, whose keys are deleted (as CLUSTER IMPORT's
+  // failure state does). `holds_exec_lock`: the caller (a command) holds exec_lock shared.
+  void Forget(ClientState& client, bool holds_exec_lock = false) {
     pubsub.Forget(client);
     monitors.Remove(client);
-    if (client.importing) cluster.ImportLinkClosed();
+    if (!client.importing) return;
+    const std::optional<cluster::SlotRange> failed = cluster.ImportLinkClosed();
+    if (!failed) return;
+    std::shared_lock<FairSharedMutex> lock(exec_lock, std::defer_lock);
+    if (!holds_exec_lock) lock.lock();
+    cluster::DeleteKeysInRange(store, *failed);
   }
 };
 

@@ -224,6 +224,56 @@ TEST_F(ClusterStateTest, Routing) {
   EXPECT_EQ(*state.Route({160}), "MOVED 160 h:7002");
 }
 
+// Three masters: a (this node) 0-99, b 100-199, c 200-299.
+std::string AbcTopology(int a_last = 99, int b_first = 100) {
+  return Id('a') + " h 7001 master - 0-" + std::to_string(a_last) + "\n" + Id('b') +
+         " h 7002 master - " + std::to_string(b_first) + "-199\n" + Id('c') +
+         " h 7003 master - 200-299\n";
+}
+
+TEST_F(ClusterStateTest, AMigratedSlotRedirectsUntilATopologyGivesItAwaySlotBySlot) {
+  ClusterState state;
+  ASSERT_FALSE(state.Enable(dir_.string()));
+  ASSERT_FALSE(state.SetNodeId(Id('a')));
+  ASSERT_FALSE(state.SetNodes(AbcTopology(), 1, false));
+  state.BeginMigration({10, 11}, Id('b'));
+  state.FinishMigration(true);
+  // A second migration before the controller's switch keeps the first one's redirect.
+  state.BeginMigration({50, 50}, Id('c'));
+  state.FinishMigration(true);
+  EXPECT_EQ(*state.Route({10}), "MOVED 10 h:7002");
+  EXPECT_EQ(*state.Route({50, true}), "MOVED 50 h:7003");
+  EXPECT_TRUE(state.AnyMigrated({0, 10}));
+  EXPECT_FALSE(state.AnyMigrated({12, 49}));
+  // A SETSLOT giving away slot 10 alone: its keys go, slot 11 still redirects.
+  ASSERT_FALSE(state.SetSlot({10, 10}, Id('b'), 2));
+  EXPECT_EQ(state.TakeGivenAwayRanges(), (std::vector<SlotRange>{{10, 10}}));
+  EXPECT_EQ(*state.Route({11, true}), "MOVED 11 h:7002");
+  EXPECT_TRUE(state.TakeGivenAwayRanges().empty());  // once
+}
+
+TEST_F(ClusterStateTest, ImportedSlotsAreServedUntilATopologyAssignsThem) {
+  ClusterState state;
+  ASSERT_FALSE(state.Enable(dir_.string()));
+  ASSERT_FALSE(state.SetNodeId(Id('a')));
+  ASSERT_FALSE(state.SetNodes(AbcTopology(), 1, false));
+  // Two imports before the controller's push: both served.
+  ASSERT_FALSE(state.SetImport({150, 150}, ImportState::kStart));
+  ASSERT_FALSE(state.SetImport({150, 150}, ImportState::kSuccess));
+  ASSERT_FALSE(state.SetImport({250, 250}, ImportState::kStart));
+  ASSERT_FALSE(state.SetImport({250, 250}, ImportState::kSuccess));
+  EXPECT_FALSE(state.Route({150, true}));
+  EXPECT_FALSE(state.Route({250, true}));
+  // The push gives 150 to this node; 250 went elsewhere meanwhile (c keeps it): the import no
+  // longer makes this node serve it.
+  ASSERT_FALSE(state.SetNodes(Id('a') + " h 7001 master - 0-99 150\n" + Id('b') +
+                                  " h 7002 master - 100-149 151-199\n" + Id('c') +
+                                  " h 7003 master - 200-299\n",
+                              2, false));
+  EXPECT_FALSE(state.Route({150, true}));
+  EXPECT_EQ(*state.Route({250, true}), "MOVED 250 h:7003");
+}
+
 TEST_F(ClusterStateTest, AReplicaServesReadsToReadonlyClients) {
   ClusterState state;
   ASSERT_FALSE(state.Enable(dir_.string()));

@@ -149,6 +149,7 @@ class ControllerSequenceTest(unittest.TestCase):
         self.assertEqual(raw.call("GET", foreign), moved)
         self.assertEqual(raw.call("SET", foreign, "v"), moved)
         cross = b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
+        self.assertEqual(raw.call("MEMORY", "USAGE", foreign), moved)
         for cmd in (["MGET", "a", "b"], ["MSET", "a", "1", "b", "2"], ["DEL", "a", "b"],
                     ["EXISTS", "a", "b"], ["LARDER.PREFIX", "a", "b"]):
             self.assertEqual(raw.call(*cmd), cross, cmd)
@@ -464,6 +465,9 @@ class MigrationAndFailureTest(unittest.TestCase):
                              b"-ERR Invalid import state\r\n")
             raw.close()
             wait_for(lambda: cluster_info(cluster.nodes[1]).get("import_state") == "error")
+            # What it imported goes with it: the slot is not this node's.
+            slot = str(redis.cluster.key_slot(slot0_key.encode()))
+            self.assertEqual(other.call("CLUSTER", "COUNTKEYSINSLOT", slot), b":0\r\n")
             other.close()
 
 
