@@ -148,7 +148,8 @@ std::optional<std::string> SlotMigrator::Migrate(SlotRange range, RespConnection
   }
   if (auto why = AbortReason()) return why;
   state_.ForbidWrites(range);
-  drain_();  // every write that passed the routing check before the ban has finished
+  drain_();  // every write admitted before the ban has finished; later ones are routed again
+             // under the lock (dispatch.cc, RoutedAwayMeanwhile) and get TRYAGAIN
   std::vector<std::string> last = TakeNoted();
   keys.insert(keys.end(), last.begin(), last.end());
   if (auto e = SendKeys(keys, link)) return e;

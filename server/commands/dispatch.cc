@@ -92,16 +92,28 @@ void RunHandler(Ctx& ctx) {
                      [&](size_t i) { ctx.core.migrator.NoteWrite(ctx.argv[i]); });
 }
 
+// With the server lock held: whether a write's slot stopped being served here since Admit
+// routed it (a migration's write ban, which drains the writes holding the lock, or a topology
+// giving the slot away); then the redirect is the reply. Without this a write admitted just
+// before the ban could run after the drain, and never reach the destination.
+bool RoutedAwayMeanwhile(Ctx& ctx) {
+  if (!ctx.spec.Has(kWrite) || !ctx.core.cluster.enabled()) return false;
+  std::optional<std::string> redirect = ClusterRedirect(ctx.core, ctx.spec, ctx.client, ctx.argv);
+  if (!redirect) return false;
+  ctx.w.Error(*redirect);
+  return true;
+}
+
 // Runs the handler under the server lock its flags ask for.
 void Execute(Ctx& ctx) {
   if (ctx.spec.Has(kLocksItself)) {
     ctx.spec.handler(ctx);
   } else if (ctx.spec.Has(kExclusive)) {
     std::unique_lock<FairSharedMutex> lock(ctx.core.exec_lock);
-    RunHandler(ctx);
+    if (!RoutedAwayMeanwhile(ctx)) RunHandler(ctx);
   } else {
     std::shared_lock<FairSharedMutex> lock(ctx.core.exec_lock);
-    RunHandler(ctx);
+    if (!RoutedAwayMeanwhile(ctx)) RunHandler(ctx);
   }
 }
 
