@@ -70,6 +70,11 @@ void GetName(Ctx& ctx) {
 
 void SetInfo(Ctx& ctx) {
   const std::string attr = ToLower(ctx.argv[2]);
+  // As Redis 7.2: a value CLIENT LIST could not show as one field is refused.
+  if ((attr == "lib-name" || attr == "lib-ver") && !ValidClientName(ctx.argv[3])) {
+    return ctx.w.Error("ERR " + ctx.argv[2] +
+                       " cannot contain spaces, newlines or special characters.");
+  }
   {
     std::lock_guard<std::mutex> lock(ctx.client.mu);
     if (attr == "lib-name") {

@@ -81,6 +81,10 @@ class CommandsTest(unittest.TestCase):
         self.assertEqual(rc.call("CLIENT", "SETNAME", "worker1"), b"+OK\r\n")
         self.assertEqual(rc.call("CLIENT", "SETINFO", "LIB-NAME", "redis-py"), b"+OK\r\n")
         self.assertEqual(rc.call("CLIENT", "SETINFO", "LIB-VER", "8.0"), b"+OK\r\n")
+        # Redis 7.2's rule: a value that would break CLIENT LIST's fields is refused.
+        self.assertEqual(rc.call("CLIENT", "SETINFO", "lib-name", "x\nid=1 name=fake"),
+                         b"-ERR lib-name cannot contain spaces, newlines or special "
+                         b"characters.\r\n")
         info = rc.call("CLIENT", "INFO")
         self.assertIn(b"id=%d " % cid, info)
         self.assertIn(b"name=worker1 ", info)
