@@ -272,7 +272,8 @@ std::optional<std::string> Config::Set(
   for (size_t i = 0; i < touched.size(); ++i) {
     const Option& opt = OptionTable()[touched[i]];
     const ApplyFn& fn = apply_fns_[touched[i]];
-    if (!fn || FormatValue(opt, candidate) == FormatValue(opt, values_)) continue;
+    if (!fn) continue;
+    if (!opt.rereads_files && FormatValue(opt, candidate) == FormatValue(opt, values_)) continue;
     if (Error err = fn(candidate)) {
       for (auto it = applied.rbegin(); it != applied.rend(); ++it) apply_fns_[*it](values_);
       return SetFailed(pairs[i].first, *err);

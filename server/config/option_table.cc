@@ -342,6 +342,11 @@ Option Sensitive(Option o) {
   return o;
 }
 
+Option RereadsFiles(Option o) {
+  o.rereads_files = true;
+  return o;
+}
+
 Error CheckDir(const ServerConfig& c) {
   if (c.dir.empty()) return std::string("the data directory must not be empty");
   return std::nullopt;
@@ -433,12 +438,13 @@ std::vector<Option> SecurityAndLimitRows() {
           CheckPassword)),
       // TLS: every option but the port rebuilds the TLS context when set at runtime
       Int("tls-port", &S::tls_port, kStartup, 0, 65535, "TLS port; 0 = no TLS listener"),
-      String("tls-cert-file", &S::tls_cert_file, kRuntime, "server certificate chain (PEM)"),
-      String("tls-key-file", &S::tls_key_file, kRuntime, "server private key (PEM)"),
-      String("tls-ca-cert-file", &S::tls_ca_cert_file, kRuntime,
-             "CA certificates that sign client certificates (PEM)"),
-      String("tls-ca-cert-dir", &S::tls_ca_cert_dir, kRuntime,
-             "directory of hashed CA certificates that sign client certificates"),
+      RereadsFiles(
+          String("tls-cert-file", &S::tls_cert_file, kRuntime, "server certificate chain (PEM)")),
+      RereadsFiles(String("tls-key-file", &S::tls_key_file, kRuntime, "server private key (PEM)")),
+      RereadsFiles(String("tls-ca-cert-file", &S::tls_ca_cert_file, kRuntime,
+                          "CA certificates that sign client certificates (PEM)")),
+      RereadsFiles(String("tls-ca-cert-dir", &S::tls_ca_cert_dir, kRuntime,
+                          "directory of hashed CA certificates that sign client certificates")),
       Enum("tls-auth-clients", &S::tls_auth_clients, kRuntime, {"yes", "no", "optional"},
            "client certificates: required, not asked for, or checked when sent"),
       WithCheck(String("tls-protocols", &S::tls_protocols, kRuntime,

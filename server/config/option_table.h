@@ -61,6 +61,11 @@ struct Option {
   // A secret (a password): SLOWLOG shows the value a CONFIG SET gives it as "(redacted)", as
   // Redis does for its sensitive options (MONITOR never shows CONFIG, an admin command).
   bool sensitive = false;
+
+  // Names files that are read when it is applied (a certificate, a key): CONFIG SET applies it
+  // even to the value it has, so a file replaced in place is read again, as Redis's
+  // VOLATILE_CONFIG options.
+  bool rereads_files = false;
 };
 
 // All options in declaration (= config file section) order.

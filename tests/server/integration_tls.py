@@ -7,6 +7,7 @@ settings stopping the start with a message naming the option and file. The certi
 made for the run (tls_certs.py)."""
 import asyncio
 import os
+import shutil
 import socket
 import ssl
 import subprocess
@@ -274,6 +275,20 @@ class TlsConfigTest(unittest.TestCase):
             self.assertEqual(admin.config_get("tls-cert-file")["tls-cert-file"],
                              path("server2.crt"))
             self.assertEqual(peer_cn(), "server2")
+            # Rotated in place (new files under the same names): the same CONFIG SET reads them
+            # again, as Redis does.
+            rotated = {ext: os.path.join(os.path.dirname(path("server.crt")), "rotated." + ext)
+                       for ext in ("crt", "key")}
+            for ext in rotated:
+                shutil.copyfile(path("server2." + ext), rotated[ext])
+            admin.execute_command("CONFIG", "SET", "tls-cert-file", rotated["crt"],
+                                  "tls-key-file", rotated["key"])
+            self.assertEqual(peer_cn(), "server2")
+            for ext in rotated:
+                shutil.copyfile(path("server." + ext), rotated[ext])
+            admin.execute_command("CONFIG", "SET", "tls-cert-file", rotated["crt"],
+                                  "tls-key-file", rotated["key"])
+            self.assertEqual(peer_cn(), "server")
 
     def test_bad_tls_settings_stop_the_start_naming_the_option(self):
         cases = [
