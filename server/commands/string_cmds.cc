@@ -149,10 +149,16 @@ bool PutKeepingTtl(Ctx& ctx, std::string_view key, std::string_view value, std::
   return true;
 }
 
-// A value was set (SET, SETEX, MSET, ...): the set event, and expire when it got an expiry.
+// A value was set (SET, SETEX, MSET, ...): the set event, and expire when it got an expiry;
+// an expiry already past also removed the key (the engine writes nothing), announced as
+// Redis announces its removal at the next expiry cycle. Checked after the Put, so a key that
+// expired meanwhile is announced too (once more when the engine then removes it).
 void NotifySet(Ctx& ctx, std::string_view key, const PutOptions& po) {
   ctx.core.events.Notify(kNotifyString, "set", key);
-  if (po.expire_at_ms != 0) ctx.core.events.Notify(kNotifyGeneric, "expire", key);
+  if (po.expire_at_ms == 0) return;
+  ctx.core.events.Notify(kNotifyGeneric, "expire", key);
+  if (po.expire_at_ms <= ctx.store().NowMs())
+    ctx.core.events.Notify(kNotifyExpired, "expired", key);
 }
 
 void IncrDecr(Ctx& ctx, int64_t delta) {

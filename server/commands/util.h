@@ -19,6 +19,7 @@ inline constexpr std::string_view kErrOom =
     "OOM command not allowed when used memory > 'maxmemory'.";
 
 // Keyspace notification classes (config/server_config.h), for ctx.core.events.Notify.
+using config::kNotifyExpired;
 using config::kNotifyGeneric;
 using config::kNotifyKeyMiss;
 using config::kNotifyString;

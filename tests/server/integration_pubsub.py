@@ -169,6 +169,14 @@ class PubSubParityTest(unittest.TestCase):
         self.assertEqual([s.reply() for s in subs][0],
                          b"*3\r\n$7\r\nmessage\r\n$22\r\n__keyevent@0__:expired\r\n"
                          b"$7\r\nx:short\r\n")
+        # Set with an expiry already past (EXAT/PXAT): Redis removes it at its next expiry cycle
+        # or read, with `expired`; Larder removes it at once, announcing it as well.
+        self.same(cmds, "SET", "x:past", "v", "EXAT", "1")
+        time.sleep(0.2)
+        self.same(cmds, "GET", "x:past")
+        self.assertEqual([s.reply() for s in subs][0],
+                         b"*3\r\n$7\r\nmessage\r\n$22\r\n__keyevent@0__:expired\r\n"
+                         b"$6\r\nx:past\r\n")
         self.same(cmds, "CONFIG", "SET", "notify-keyspace-events", "")
 
     def test_notify_keyspace_events_values_as_redis(self):
