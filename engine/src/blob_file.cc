@@ -436,7 +436,16 @@ Status BlobFile::Sync() {
   testing::SyncPoint("BlobFile::Sync:AfterWait");
   std::lock_guard lock(sync_mu_);
   if (synced_.load(std::memory_order_acquire) >= target) return Status::OK();  // a peer did it
-  if (::fdatasync(fd_) != 0) return WriteError("syncing", errno);
+  if (const int failed = sync_error_.load(std::memory_order_acquire); failed != 0) {
+    return WriteError("syncing (an earlier sync failed; its unsynced bytes may be lost)", failed);
+  }
+  int err = 0;
+  testing::SyncPoint("BlobFile::Sync:Result", &err);
+  if (err != 0 || ::fdatasync(fd_) != 0) {
+    err = err != 0 ? err : errno;
+    sync_error_.store(err, std::memory_order_release);
+    return WriteError("syncing", err);
+  }
   synced_.store(target, std::memory_order_release);
   return Status::OK();
 }

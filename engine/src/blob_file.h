@@ -162,10 +162,15 @@ class BlobFile {
   void Prefetch(uint64_t offset, size_t n) const;
   // Makes everything appended so far durable: waits for its pending writes, then fdatasync;
   // concurrent callers share one sync. A write that failed (PendingWrite::failed) is not waited
-  // for: its value is lost and its key on its way out, so the sync covers the rest.
+  // for: its value is lost and its key on its way out, so the sync covers the rest. Once an
+  // fdatasync failed, every later Sync fails too: Linux reports a writeback error once, and a
+  // second fdatasync that succeeds does not bring back the pages it lost (SyncFailed).
   Status Sync();
   // True when bytes were appended since the last Sync.
   bool NeedsSync() const { return synced_.load(std::memory_order_acquire) < end(); }
+  // Whether an fdatasync of the file failed: it takes no more appends (Generations leases it
+  // no more), and syncs keep failing.
+  bool SyncFailed() const { return sync_error_.load(std::memory_order_acquire) != 0; }
 
   int fd() const { return fd_; }
   // Whether [offset, offset + n) overlaps a write still pending (its bytes not in the file).
@@ -239,6 +244,7 @@ class BlobFile {
   std::atomic<uint64_t> end_;
   std::atomic<uint64_t> synced_;
   std::mutex sync_mu_;
+  std::atomic<int> sync_error_{0};  // the errno of the fdatasync that failed; 0 if none did
   std::atomic<bool> deleted_{false};
   std::atomic<uint64_t> holes_{0};      // bytes below disk_bytes() that occupy no block
   mutable std::mutex punch_mu_;         // guards the three below; held across a punch

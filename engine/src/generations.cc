@@ -233,17 +233,24 @@ Result<Generations::Lease> Generations::LeasePartition(const WriteTicket& t, int
   if (g.files.size() < spread_partitions_) {
     if (Status s = CreatePartitionLocked(g, now_ms); !s.ok()) return s;
   }
-  while (g.idle.empty()) {
-    if (g.files.size() < kMaxPartitions) {
-      if (Status s = CreatePartitionLocked(g, now_ms); !s.ok()) return s;
-      break;
+  for (;;) {
+    while (g.idle.empty()) {
+      if (g.files.size() < kMaxPartitions) {
+        if (Status s = CreatePartitionLocked(g, now_ms); !s.ok()) return s;
+        break;
+      }
+      if (g.failed_partitions == g.files.size()) {
+        return Status::IOError("every blob file of generation " + std::to_string(g.id) +
+                               " failed to sync; writes fail until it is no longer the head");
+      }
+      g.idle_cv.wait(lock);
     }
-    g.idle_cv.wait(lock);
+    // The longest idle: released partitions go to the back, so writers take the files in turn.
+    uint16_t part = g.idle.front();
+    g.idle.erase(g.idle.begin());
+    if (!g.files[part]->SyncFailed()) return Lease(t.ptr(), part, g.files[part], g.file_segs[part]);
+    g.failed_partitions++;  // it lost pages: it takes no more writes, never idle again
   }
-  // The longest idle: released partitions go to the back, so writers take the files in turn.
-  uint16_t part = g.idle.front();
-  g.idle.erase(g.idle.begin());
-  return Lease(t.ptr(), part, g.files[part], g.file_segs[part]);
 }
 
 Status Generations::Rotate(int64_t now_ms) {

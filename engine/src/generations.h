@@ -83,6 +83,7 @@ struct Generation {
   std::vector<BlobFilePtr> files;   // by partition
   std::vector<uint32_t> file_segs;  // by partition
   std::vector<uint16_t> idle;       // partitions no writer holds
+  size_t failed_partitions = 0;     // partitions whose sync failed (never idle again)
   // Borrowed files, by (their generation, partition).
   std::map<std::pair<uint64_t, uint16_t>, Borrowed> borrowed;
 };

@@ -18,6 +18,8 @@ namespace larder::testing {
 //                                    it with instead (0: write)
 //   "BlobFile::Create:Sync"          a new blob file is about to be synced (durable); int* errno
 //                                    to fail the sync with instead (0: sync)
+//   "BlobFile::Sync:Result"          a blob file is about to be synced (BlobFile::Sync); int*
+//                                    errno to fail the fdatasync with instead (0: sync)
 //   "StoreImpl::RemoveFailedWrites"  the maintenance thread is about to remove the keys whose
 //                                    background writes failed
 //   "StoreImpl::RemoveFailedWrites:Remove"  ... one of them, under its stripe: Status* to fail

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <thread>
 
@@ -301,6 +302,56 @@ TEST(BlobFileCreateTest, AFailedSyncOfANewFileFailsOnlyItsPut) {
     ASSERT_TRUE(s.Put(k, MakeValue(k, kMiB)).ok()) << i;
     EXPECT_EQ(s.Get(k)->view(), MakeValue(k, kMiB));
   }
+}
+
+// Linux reports a writeback error to one fdatasync; the next one succeeds though the pages
+// are lost. A blob file whose sync failed keeps failing: with the WAL off, every later Flush
+// (SAVE) says so, rather than the second one claiming the values durable.
+TEST(BlobFileSyncTest, AFailedSyncKeepsFailing) {
+  test::TempDir dir;
+  Options o;
+  o.max_disk_bytes = 1ull << 30;
+  o.maintenance_interval_ms = 0;
+  auto r = Store::Open(o, dir.path());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Store& s = **r;
+  ASSERT_TRUE(s.Put("k", MakeValue("k", kMiB)).ok());
+  {
+    testing::ScopedSyncPoint failing("BlobFile::Sync:Result",
+                                     [](void* err) { *static_cast<int*>(err) = EIO; });
+    EXPECT_FALSE(s.Flush().ok());
+  }
+  Status again = s.Flush();
+  EXPECT_FALSE(again.ok()) << "the second sync claimed the lost pages durable";
+  EXPECT_NE(again.ToString().find("an earlier sync failed"), std::string::npos) << again.ToString();
+  EXPECT_EQ(s.Get("k")->view(), MakeValue("k", kMiB));  // in the page cache, still verified
+}
+
+// With synced writes, the Put whose sync failed fails, and later Puts go to another blob file
+// (synced for them) instead of the one that lost pages.
+TEST(BlobFileSyncTest, WritesMoveToAnotherFileAfterAFailedSync) {
+  test::TempDir dir;
+  Options o;
+  o.wal = true;
+  o.sync_writes = true;
+  o.max_disk_bytes = 1ull << 30;
+  o.maintenance_interval_ms = 0;
+  auto r = Store::Open(o, dir.path());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Store& s = **r;
+  ASSERT_TRUE(s.Put("a", MakeValue("a", kMiB)).ok());
+  {
+    testing::ScopedSyncPoint failing("BlobFile::Sync:Result",
+                                     [](void* err) { *static_cast<int*>(err) = EIO; });
+    EXPECT_FALSE(s.Put("b", MakeValue("b", kMiB)).ok());
+  }
+  ASSERT_TRUE(s.Put("c", MakeValue("c", kMiB)).ok());
+  EXPECT_EQ(s.Get("c")->view(), MakeValue("c", kMiB));
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path() + "/values")) {
+    files += e.path().extension() == ".lbv";
+  }
+  EXPECT_EQ(files, 2) << "c went into the file whose sync failed";
 }
 
 }  // namespace
