@@ -3,6 +3,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <map>
 
 #include "format.h"
 #include "store_impl.h"
@@ -149,23 +150,43 @@ void StoreImpl::MaintenanceLoop() {
 
 Status StoreImpl::PersistDirty() {
   for (const GenerationPtr& g : gens_->All()) {
-    rocksdb::WriteBatch batch;
-    std::vector<Entry> persisted;
+    // The dirty entries, by stripe: each stripe's are rewritten under it, so that a Put,
+    // Delete or SetExpiry of the key in between is neither undone nor overwritten.
+    std::map<size_t, std::vector<RecordMember>> by_stripe;
     ForEachRecord(*g, [&](RecordMember m) {
-      if (!(m.at.entry.flags & Entry::kDirty)) return;
-      format::IndexRecord rec = *format::IndexRecord::Decode(m.rec_bytes);
-      rec.reuse_count = m.at.entry.reuse;
-      rec.last_access_ms = m.at.entry.last_access_ms;
-      batch.Put(g->cf, format::IndexKey(m.hash, m.key), rec.Encode());
-      persisted.push_back(m.at.entry);
+      if (m.at.entry.flags & Entry::kDirty) by_stripe[m.hash % kStripes].push_back(std::move(m));
     });
-    if (batch.Count() == 0) continue;
-    rocksdb::Status s = db_->Write(WriteOpts(), &batch);
-    if (!s.ok()) return Status::IOError("persisting reuse counts: " + s.ToString());
-    // A hit after the snapshot marks the entry dirty again for the next pass.
-    for (const Entry& e : persisted) {
-      index_.Update(e, [](Entry& x) { x.flags &= static_cast<uint8_t>(~Entry::kDirty); });
+    testing::SyncPoint("StoreImpl::PersistDirty:Walked");
+    for (auto& [stripe, members] : by_stripe) {
+      if (Status s = PersistDirtyOf(*g, stripe, members); !s.ok()) return s;
     }
+  }
+  return Status::OK();
+}
+
+Status StoreImpl::PersistDirtyOf(const Generation& g, size_t stripe,
+                                 const std::vector<RecordMember>& members) {
+  std::lock_guard lock(stripes_[stripe]);
+  rocksdb::WriteBatch batch;
+  std::vector<Entry> persisted;
+  for (const RecordMember& m : members) {
+    format::IndexRecord rec;
+    std::string bytes;  // an inline value's bytes, which rec points into
+    // Read again under the stripe: the version still in the index, its record as it is now.
+    if (!index_.Contains(m.at.entry) || !RecordMatches(m.hash, m.key, m.at, &rec, &bytes)) {
+      continue;
+    }
+    rec.reuse_count = m.at.entry.reuse;
+    rec.last_access_ms = m.at.entry.last_access_ms;
+    batch.Put(g.cf, format::IndexKey(m.hash, m.key), rec.Encode());
+    persisted.push_back(m.at.entry);
+  }
+  if (batch.Count() == 0) return Status::OK();
+  rocksdb::Status s = db_->Write(WriteOpts(), &batch);
+  if (!s.ok()) return Status::IOError("persisting reuse counts: " + s.ToString());
+  // A hit after the walk marks the entry dirty again for the next pass.
+  for (const Entry& e : persisted) {
+    index_.Update(e, [](Entry& x) { x.flags &= static_cast<uint8_t>(~Entry::kDirty); });
   }
   return Status::OK();
 }

@@ -392,6 +392,9 @@ class StoreImpl final : public Store {
   std::optional<std::string> KeyOf(const Located& at);
   // Writes the reuse fields of entries changed since their records were written.
   Status PersistDirty();
+  // PersistDirty for `members` (dirty records of `g` whose keys hash to `stripe`), under it.
+  Status PersistDirtyOf(const Generation& g, size_t stripe,
+                        const std::vector<RecordMember>& members);
   // With the WAL off: Flush when writes came in since the last one and flush_interval_ms
   // passed (maintenance thread only).
   void FlushIfDue();

@@ -26,6 +26,7 @@ namespace larder::testing {
 //                                    the removal with instead (OK: remove)
 //   "StoreImpl::RemoveFailedWrites:Done"  ... and has removed what it could
 //   "StoreImpl::PutImpl:BeforeCommit"     a Put's value is staged, its index entry not written
+//   "StoreImpl::PersistDirty:Walked"  a generation's dirty records were found, none rewritten
 //   "StoreImpl::MaintenanceLoop:ExpiryPass"  a periodic pass removed the expired entries it
 //                                    looked at (ExpiryPass)
 void SetSyncPoint(const std::string& name, std::function<void(void*)> fn);

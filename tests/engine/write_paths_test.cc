@@ -118,5 +118,38 @@ TEST(BlobFileSyncTest, AValueAppendedWhileASyncWaitsIsNotCountedSynced) {
   EXPECT_FALSE(f.NeedsSync());
 }
 
+// Compact rewrites the records whose reuse counts changed. A Delete of such a key between the
+// walk that found it and the rewrite must stay deleted, and an EXPIRE set then must stay set
+// (the rewrite happens under the key's stripe, from the record as it is then).
+TEST(PersistDirtyTest, AWriteDuringCompactIsNotUndone) {
+  test::TempDir dir;
+  Options o;
+  o.max_disk_bytes = 1ull << 30;
+  o.maintenance_interval_ms = 0;
+  {
+    auto r = Store::Open(o, dir.path());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    Store& s = **r;
+    for (const char* k : {"deleted", "expiring", "small"}) {
+      ASSERT_TRUE(s.Put(k, MakeValue(k, std::string_view(k) == "small" ? 100 : 64 << 10)).ok());
+      ASSERT_TRUE(s.Get(k).ok());  // a hit: its reuse count is dirty
+    }
+    const int64_t expiry = s.NowMs() + 3'600'000;
+    testing::ScopedSyncPoint writing("StoreImpl::PersistDirty:Walked", [&] {
+      (void)s.Delete("deleted");
+      (void)s.SetExpiry("expiring", expiry);
+    });
+    ASSERT_TRUE(s.Compact().ok());
+    EXPECT_FALSE(s.Get("deleted").ok());
+    EXPECT_GT(s.Ttl("expiring"), 3'000'000);
+    ASSERT_TRUE(s.Close().ok());
+  }
+  auto r = Store::Open(o, dir.path());
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE((*r)->Get("deleted").status().IsNotFound()) << "the Delete was undone";
+  EXPECT_GT((*r)->Ttl("expiring"), 3'000'000) << "the EXPIRE was undone";
+  EXPECT_EQ((*r)->Get("small")->view(), MakeValue("small", 100));
+}
+
 }  // namespace
 }  // namespace larder
