@@ -206,6 +206,8 @@ bool StoreImpl::Reinsert(RecordMember& m, const GenerationPtr& to) {
     if (!f.AppendCopy(*m.at.seg.file, m.at.entry.offset, e.size, &offset).ok()) return false;
     gens_->AddFileBytes(f.disk_bytes() - before);
     dest.bytes += f.disk_bytes() - before;
+    // As for a Put: with synced writes the copy is durable before the record naming it is.
+    if (options_.wal && options_.sync_writes && !f.Sync().ok()) return false;
     e.seg = lease->seg();
     e.offset = rec.offset = offset;
     rec.partition = lease->partition();
@@ -348,7 +350,10 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, uint64_t goal, int64_t n
   rocksdb::Status rs = db_->Write(WriteOpts(), &batch);
   ReportDropped(gone, now, *victim, report);
   if (options_.listener) options_.listener->OnGenerationEvicted(*report);
-  if (!rs.ok()) return Status::IOError("eviction failed: " + rs.ToString());
+  if (!rs.ok()) {
+    const std::string msg = "eviction failed: " + rs.ToString();
+    return rs.IsNoSpace() ? Status::NoSpace(msg) : Status::IOError(msg);
+  }
   index_writes_++;
   return Status::OK();
 }
