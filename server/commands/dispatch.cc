@@ -86,6 +86,12 @@ bool QueuedByMulti(const ClientState& client, const CommandSpec& spec) {
 // Called with the server lock held (but for `locks_itself` commands, which write no keys), so
 // the migrator's drain, which takes the lock exclusively, waits for the noting too.
 void RunHandler(Ctx& ctx) {
+  std::vector<std::unique_lock<std::mutex>> ordered;  // see KeyspaceEvents::OrderWrites
+  if (ctx.spec.Has(kWrite) && ctx.core.events.Publishing()) {
+    std::vector<std::string_view> keys;
+    ForEachKeyPosition(ctx.spec.keys, ctx.argc(), [&](size_t i) { keys.push_back(ctx.argv[i]); });
+    ordered = ctx.core.events.OrderWrites(keys);
+  }
   ctx.spec.handler(ctx);
   if (!ctx.spec.Has(kWrite) || !ctx.core.migrator.active()) return;
   ForEachKeyPosition(ctx.spec.keys, ctx.argc(),

@@ -1,5 +1,8 @@
 #include "core/keyspace_events.h"
 
+#include <algorithm>
+#include <functional>
+
 #include <string>
 
 #include "common/args.h"
@@ -21,6 +24,19 @@ uint32_t KeyspaceEvents::Enabled() {
     config_generation_.store(generation, std::memory_order_release);
   }
   return enabled_.load(std::memory_order_relaxed);
+}
+
+std::vector<std::unique_lock<std::mutex>> KeyspaceEvents::OrderWrites(
+    const std::vector<std::string_view>& keys) {
+  std::vector<size_t> stripes;
+  for (std::string_view key : keys)
+    stripes.push_back(std::hash<std::string_view>{}(key) % kStripes);
+  std::sort(stripes.begin(), stripes.end());  // one order for every command: no deadlock
+  stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(stripes.size());
+  for (size_t s : stripes) locks.emplace_back(stripes_[s]);
+  return locks;
 }
 
 void KeyspaceEvents::Notify(uint32_t cls, std::string_view event, std::string_view key) {

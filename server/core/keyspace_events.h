@@ -5,9 +5,12 @@
 // through EngineEventForwarder. conf/larder.conf lists the classes and the events sent.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string_view>
+#include <vector>
 
 #include "core/config_holder.h"
 #include "core/pubsub.h"
@@ -25,7 +28,16 @@ class KeyspaceEvents {
   // Larder's class G: one "evicted-generation" keyevent message summarising the generation.
   void NotifyGenerationEvicted(const GenerationEvicted& info);
 
+  // While events are published: the locks of the stripes of `keys` (a write command's), in
+  // order, to hold while the command changes them and reports its events, so that two writes
+  // of one key publish their events in the order the store applied them. Empty (no lock)
+  // when nothing is published.
+  std::vector<std::unique_lock<std::mutex>> OrderWrites(const std::vector<std::string_view>& keys);
+  bool Publishing() { return Enabled() != 0; }
+
  private:
+  static constexpr size_t kStripes = 64;
+
   // The enabled classes (the option's bits, refreshed when the configuration changes), or 0
   // while nobody subscribes to anything.
   uint32_t Enabled();
@@ -34,6 +46,7 @@ class KeyspaceEvents {
   PubSub& pubsub_;
   std::atomic<uint64_t> config_generation_{~0ull};
   std::atomic<uint32_t> enabled_{0};
+  std::array<std::mutex, kStripes> stripes_;
 };
 
 // The engine's listener (larder::Options::listener): the store is opened before the server's

@@ -246,6 +246,47 @@ class PubSubClientsTest(unittest.TestCase):
                 t.join()
         return wrong
 
+    def test_events_of_one_key_come_in_the_order_its_writes_were_applied(self):
+        # SET and DEL of one key race on two connections; the last event a subscriber sees for
+        # the key must tell whether the key exists (docs/routing.md: apply events in order).
+        r = self.srv.client()
+        self.addCleanup(r.close)
+        r.config_set("notify-keyspace-events", "E$g")
+        self.addCleanup(r.config_set, "notify-keyspace-events", "")
+        sub = self.srv.client().pubsub()
+        self.addCleanup(sub.close)
+        sub.psubscribe("__keyevent@0__:*")
+        self.assertIsNotNone(sub.get_message(timeout=5))
+        wrong = []
+        for rnd in range(20):
+            key = f"race:{rnd}"
+            writers = self.racing_writers(key)
+            for t in writers:
+                t.start()
+            for t in writers:
+                t.join()
+            r.publish("__keyevent@0__:marker", key)
+            last = None
+            while True:
+                m = sub.get_message(timeout=5)
+                self.assertIsNotNone(m, "the marker never came")
+                if m["type"] != "pmessage" or m["data"].decode() != key:
+                    continue
+                event = m["channel"].decode().rsplit(":", 1)[1]
+                if event == "marker":
+                    break
+                last = event
+            if r.exists(key) != (last == "set"):
+                wrong.append((key, last))
+        self.assertEqual(wrong, [])
+
+    def racing_writers(self, key):
+        setter, deleter = self.srv.client(), self.srv.client()
+        self.addCleanup(setter.close)
+        self.addCleanup(deleter.close)
+        return [threading.Thread(target=lambda: [setter.set(key, "v") for _ in range(200)]),
+                threading.Thread(target=lambda: [deleter.delete(key) for _ in range(200)])]
+
     def test_redis_py_pubsub(self):
         r = self.srv.client()
         self.addCleanup(r.close)
