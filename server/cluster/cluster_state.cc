@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/files.h"
+#include "common/text.h"
 
 namespace larder::server::cluster {
 
@@ -47,12 +48,12 @@ std::optional<std::string> ClusterState::Enable(const std::string& dir) {
     std::string rest;
     std::getline(words >> std::ws, rest);
     if (key == "version") {
-      try {
-        version = std::stoll(rest);
-      } catch (...) {
+      const std::optional<int64_t> v = common::ParseNumber<int64_t>(rest);
+      if (!v) {
         return nodes_file_ + ":" + std::to_string(number) + ": version '" + rest +
                "' is not an integer";
       }
+      version = *v;
     } else if (key == "id") {
       id = rest;
     } else if (key == "node") {

@@ -234,6 +234,11 @@ void Import(Ctx& ctx) {
   }
   static constexpr cluster::ImportState kStates[] = {
       cluster::ImportState::kStart, cluster::ImportState::kSuccess, cluster::ImportState::kError};
+  const cluster::ImportInfo running = ctx.core.cluster.Import();
+  if (state == 0 && running.state == cluster::ImportState::kStart && running.range == *range) {
+    ctx.client.importing = true;  // a repeated start, as Kvrocks: what arrived stays
+    return ctx.w.SimpleString("OK");
+  }
   if (auto error = ctx.core.cluster.SetImport(*range, kStates[state])) return ctx.w.Error(*error);
   if (state != 1) cluster::DeleteKeysInRange(ctx.store(), *range);
   ctx.client.importing = state == 0;

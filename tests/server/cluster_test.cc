@@ -178,6 +178,12 @@ TEST_F(ClusterStateTest, ABadNodesFileNamesItsLine) {
   auto error = state.Enable(dir_.string());
   ASSERT_TRUE(error);
   EXPECT_NE(error->find("nodes.conf:3: unknown key 'bogus'"), std::string::npos) << *error;
+  std::ofstream(dir_ / "nodes.conf") << "version 3x\n";  // not read as 3
+  ClusterState again;
+  error = again.Enable(dir_.string());
+  ASSERT_TRUE(error);
+  EXPECT_NE(error->find("nodes.conf:1: version '3x' is not an integer"), std::string::npos)
+      << *error;
 }
 
 TEST_F(ClusterStateTest, AnUnsavableChangeChangesNothing) {
