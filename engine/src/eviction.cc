@@ -174,7 +174,7 @@ bool StoreImpl::KeepsInPlaceByRecency(EvictionPolicy policy) const {
 
 bool StoreImpl::Reinsert(RecordMember& m, const GenerationPtr& to) {
   std::lock_guard stripe(Stripe(m.hash));
-  if (!index_.Contains(m.at.entry)) return false;  // replaced or removed meanwhile
+  if (!StillIndexed(m.at)) return false;           // replaced or removed meanwhile
   std::optional<Generations::WriteTicket> ticket;  // a copy appends to the head
   if (!to) {
     auto t = gens_->BeginWrite();
@@ -336,6 +336,7 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, uint64_t goal, int64_t n
     auto check = [&](Entry& x) {
       used = demoted ? ReadSinceWritten(x, home) : AccessedSince(x, victim->id + 1);
     };
+    if (!StillIndexed(m.at)) continue;  // the list is older than this round
     if (!index_.Update(m.at.entry, check) || used || !index_.Erase(m.at.entry)) continue;
     LeftIndex(m.at);  // its range is freed now
     bytes += m.at.entry.size;

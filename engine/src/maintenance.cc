@@ -173,7 +173,7 @@ Status StoreImpl::PersistDirtyOf(const Generation& g, size_t stripe,
     format::IndexRecord rec;
     std::string bytes;  // an inline value's bytes, which rec points into
     // Read again under the stripe: the version still in the index, its record as it is now.
-    if (!index_.Contains(m.at.entry) || !RecordMatches(m.hash, m.key, m.at, &rec, &bytes)) {
+    if (!StillIndexed(m.at) || !RecordMatches(m.hash, m.key, m.at, &rec, &bytes)) {
       continue;
     }
     rec.reuse_count = m.at.entry.reuse;

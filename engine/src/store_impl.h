@@ -198,6 +198,10 @@ class StoreImpl final : public Store {
   // the disk: it is in the memtables or the block cache, or they tell it is absent. No disk I/O.
   bool RecordCached(uint64_t hash, std::string_view key, const Located& at);
   Located Locate(const Entry& e) const;
+  // Whether the version `at` located is still in the index, in the same segment: a segment id
+  // is reused once its generation is dropped, and the first value of every file sits at the
+  // same offset, so an entry equal to at.entry may be a newer version in another file.
+  bool StillIndexed(const Located& at) const;
   // The version `at` left the index (replaced, removed, expired or evicted): its generation
   // holds one live entry fewer, and its bytes are given back at once where the filesystem frees
   // ranges, unless they lie in a file of `dropping` (the generation being dropped whole, whose

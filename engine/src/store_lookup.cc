@@ -10,6 +10,12 @@ Located StoreImpl::Locate(const Entry& e) const {
   return Located{e, gens_->SegmentOf(e.seg)};
 }
 
+bool StoreImpl::StillIndexed(const Located& at) const {
+  if (!index_.Contains(at.entry)) return false;
+  const Generations::Segment now = gens_->SegmentOf(at.entry.seg);
+  return now.gen == at.seg.gen && now.file == at.seg.file;
+}
+
 void StoreImpl::LeftIndex(const Located& at, const Generation* dropping) {
   if (!at.seg.gen) return;
   at.seg.gen->live--;

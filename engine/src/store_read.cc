@@ -115,9 +115,8 @@ Status StoreImpl::OnBadValue(uint64_t hash, std::string_view key, const Located&
   Status removed;
   {
     std::lock_guard stripe(Stripe(hash));
-    if (!index_.Contains(at.entry))
-      return Status::NotFound("changed during read");              // replaced or evicted
-    if (!RecordMatches(hash, key, at)) return Status::NotFound();  // another key's bytes
+    if (!StillIndexed(at)) return Status::NotFound("changed during read");  // replaced, evicted
+    if (!RecordMatches(hash, key, at)) return Status::NotFound();           // another key's bytes
     counters_.corruptions++;
     reason = read_status.message() + " (" + WhereStored(at) + ")";
     // Read-only, the key stays (a miss at every read). Otherwise it goes: a corrupt value is a

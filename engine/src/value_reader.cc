@@ -102,7 +102,7 @@ Result<std::unique_ptr<ValueReader>> StoreImpl::OpenValue(std::string_view key) 
       if (!at->seg.file->ReadPending(at->entry.offset, held.data(), held.size())) {
         held.clear();
         // Written since (in the file, held), or dropped: then replaced first, so look again.
-        if (!index_.Contains(at->entry)) {
+        if (!StillIndexed(*at)) {
           at.reset();
           continue;
         }
