@@ -74,6 +74,9 @@ void Connection::Push(std::shared_ptr<const std::string> frame) {
 
 void Connection::AppendPushed() {
   if (pushed_.empty()) return;
+  // Held while a command ran on the pool, to follow its reply; if that command left the mode
+  // (UNSUBSCRIBE, RESET), they would follow the reply that ended it: dropped, as Push does.
+  if (!state_->subscribed() && !state_->monitor.load()) return pushed_.Clear();
   AppendOutput(pushed_);
   AfterCommand();  // the output limit applies to messages as to replies
 }

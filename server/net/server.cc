@@ -84,7 +84,10 @@ Server::Server(Core& core, RequestExecutor& executor, const config::ServerConfig
       boot_cfg_(cfg),
       pool_(static_cast<size_t>(cfg.engine_threads)) {
   for (int64_t i = 0, n = config::ActiveIoThreads(cfg); i < n; ++i) {
-    ios_.push_back(std::make_unique<asio::io_context>(1));
+    // Run by one thread, but no concurrency hint of 1: with it, Asio queues a handler posted
+    // from the io thread itself (a message an inline command published) apart from those
+    // posted by other threads, and runs it after them, out of the order they were posted in.
+    ios_.push_back(std::make_unique<asio::io_context>());
     guards_.push_back(asio::make_work_guard(*ios_.back()));
   }
   size_t n = static_cast<size_t>(cfg.engine_threads);
