@@ -282,12 +282,7 @@ TEST(BlobFileFailedWriteTest, ASyncAndAPunchDoNotWaitForIt) {
 // Put needing that partition with "File exists").
 TEST(BlobFileCreateTest, AFailedSyncOfANewFileFailsOnlyItsPut) {
   test::TempDir dir;
-  Options o;
-  o.wal = true;
-  o.sync_writes = true;
-  o.max_disk_bytes = 1ull << 30;
-  o.maintenance_interval_ms = 0;
-  auto r = Store::Open(o, dir.path());
+  auto r = Store::Open(test::QuietOptions(/*synced_wal=*/true), dir.path());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   Store& s = **r;
   {
@@ -309,10 +304,7 @@ TEST(BlobFileCreateTest, AFailedSyncOfANewFileFailsOnlyItsPut) {
 // (SAVE) says so, rather than the second one claiming the values durable.
 TEST(BlobFileSyncTest, AFailedSyncKeepsFailing) {
   test::TempDir dir;
-  Options o;
-  o.max_disk_bytes = 1ull << 30;
-  o.maintenance_interval_ms = 0;
-  auto r = Store::Open(o, dir.path());
+  auto r = Store::Open(test::QuietOptions(), dir.path());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   Store& s = **r;
   ASSERT_TRUE(s.Put("k", MakeValue("k", kMiB)).ok());
@@ -331,12 +323,7 @@ TEST(BlobFileSyncTest, AFailedSyncKeepsFailing) {
 // (synced for them) instead of the one that lost pages.
 TEST(BlobFileSyncTest, WritesMoveToAnotherFileAfterAFailedSync) {
   test::TempDir dir;
-  Options o;
-  o.wal = true;
-  o.sync_writes = true;
-  o.max_disk_bytes = 1ull << 30;
-  o.maintenance_interval_ms = 0;
-  auto r = Store::Open(o, dir.path());
+  auto r = Store::Open(test::QuietOptions(/*synced_wal=*/true), dir.path());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   Store& s = **r;
   ASSERT_TRUE(s.Put("a", MakeValue("a", kMiB)).ok());

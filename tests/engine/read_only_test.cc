@@ -40,9 +40,7 @@ std::map<std::string, std::string> Snapshot(const std::string& dir) {
 }
 
 Options BaseOptions(std::shared_ptr<test::ManualClock> clock) {
-  Options o;
-  o.maintenance_interval_ms = 0;
-  o.max_disk_bytes = 1ull << 30;
+  Options o = test::QuietOptions();
   o.clock = std::move(clock);
   return o;
 }

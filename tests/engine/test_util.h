@@ -16,8 +16,19 @@
 
 #include "format.h"
 #include "larder/clock.h"
+#include "larder/options.h"
 
 namespace larder::test {
+
+// Options of a small test store: a 1 GiB budget, no periodic passes (the test runs what it
+// needs), and with `synced_wal` the WAL on with every write synced.
+inline Options QuietOptions(bool synced_wal = false) {
+  Options o;
+  o.max_disk_bytes = 1ull << 30;
+  o.maintenance_interval_ms = 0;
+  o.wal = o.sync_writes = synced_wal;
+  return o;
+}
 
 class TempDir {
  public:

@@ -123,9 +123,7 @@ TEST(BlobFileSyncTest, AValueAppendedWhileASyncWaitsIsNotCountedSynced) {
 // (the rewrite happens under the key's stripe, from the record as it is then).
 TEST(PersistDirtyTest, AWriteDuringCompactIsNotUndone) {
   test::TempDir dir;
-  Options o;
-  o.max_disk_bytes = 1ull << 30;
-  o.maintenance_interval_ms = 0;
+  const Options o = test::QuietOptions();
   {
     auto r = Store::Open(o, dir.path());
     ASSERT_TRUE(r.ok()) << r.status().ToString();
