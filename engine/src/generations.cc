@@ -343,7 +343,16 @@ Status Generations::ForEachFile(const std::function<Status(BlobFile&)>& fn) cons
 }
 
 Status Generations::SyncAll() const {
-  return ForEachFile([](BlobFile& f) { return f.NeedsSync() ? f.Sync() : Status::OK(); });
+  // Every file, whatever one of them answers (one whose sync failed keeps failing): the first
+  // error is returned.
+  Status first;
+  Status walked = ForEachFile([&](BlobFile& f) {
+    if (!f.NeedsSync()) return Status::OK();
+    if (Status s = f.Sync(); !s.ok() && first.ok()) first = std::move(s);
+    return Status::OK();
+  });
+  walked.PermitUncheckedError();  // the function above never fails
+  return first;
 }
 
 void Generations::ReleaseAll() {

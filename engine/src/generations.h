@@ -203,7 +203,7 @@ class Generations {
   // borrows (a file borrowed by several generations comes once per holder), until fn returns a
   // non-OK status, which is returned.
   Status ForEachFile(const std::function<Status(BlobFile&)>& fn) const;
-  // fdatasync of every file with bytes not yet synced.
+  // fdatasync of every file with bytes not yet synced, each tried; the first error.
   Status SyncAll() const;
   // Releases every handle (before the DB closes).
   void ReleaseAll();

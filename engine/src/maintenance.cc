@@ -45,8 +45,10 @@ Status StoreImpl::DropGeneration(const GenerationPtr& g,
   // The drop of its column family is durable at once. With the WAL off, the records moved out
   // of it (entries eviction kept, in place or copied) may still be only in the memtables: they
   // reach disk first, or a crash would lose entries that were durable before the move.
+  // A blob file whose sync failed (it keeps failing, and was reported) must not stop every drop,
+  // and eviction with it: the records are flushed all the same, as RocksDB's own flushes do.
   if (!options_.wal && !options_.read_only) {
-    if (Status s = FlushIndex(); !s.ok()) return s;
+    if (Status s = FlushIndex(/*values_must_sync=*/false); !s.ok()) return s;
   }
   if (Status s = gens_->DropIndex(g); !s.ok()) return s;
   remove_entries();
@@ -286,9 +288,12 @@ Status StoreImpl::Flush() {
   return FlushIndex();
 }
 
-Status StoreImpl::FlushIndex() {
+Status StoreImpl::FlushIndex(bool values_must_sync) {
   // Values first: a durable record must never point at bytes that are not.
-  if (Status s = SyncValues(); !s.ok()) return s;
+  if (Status s = SyncValues(); !s.ok()) {
+    if (values_must_sync) return s;
+    s.PermitUncheckedError();
+  }
   std::vector<rocksdb::ColumnFamilyHandle*> cfs{default_cf_};
   std::vector<GenerationPtr> all = gens_->All();  // held: a drop cannot free a handle in use
   for (auto& g : all) cfs.push_back(g->cf);

@@ -358,8 +358,10 @@ class StoreImpl final : public Store {
   // Calls fn for every record of `g` whose entry is the current one in the index (records of
   // replaced, deleted or expired versions are skipped).
   void ForEachRecord(const Generation& g, const std::function<void(RecordMember)>& fn);
-  // Flush without taking evict_mu_: the caller holds it (or is the open).
-  Status FlushIndex();
+  // Flush without taking evict_mu_: the caller holds it (or is the open). With
+  // `values_must_sync` false, a failed sync of the blob files (already reported, or to be by
+  // the next Flush) does not stop the index's flush.
+  Status FlushIndex(bool values_must_sync = true);
   // Drops a retired generation: its index (an error leaves everything as it was), then
   // `remove_entries` takes its entries out of the index (any it leaves are removed after, so no
   // entry ever refers to a freed segment), then its files and segments go.

@@ -368,10 +368,12 @@ Status StoreImpl::FinishOpen(Status s) {
 // RocksDB's OpenForReadOnly takes no LOCK; a read-only store takes the one a read-write open
 // takes, so the directory cannot change under it. Where the LOCK cannot be opened for writing (a
 // read-only mount, another user's directory), no read-write open can hold it from this process,
-// and it checks that no other process does.
+// and it checks that no other process does. Without a LOCK file (never opened read-write, or
+// removed), nothing holds it, and none is created.
 Status StoreImpl::LockForReading() {
   const std::string path = dir_ + "/LOCK";
-  if (::access(path.c_str(), W_OK) == 0 || errno == ENOENT) {
+  if (::access(path.c_str(), F_OK) != 0 && errno == ENOENT) return Status::OK();  // none holds it
+  if (::access(path.c_str(), W_OK) == 0) {
     rocksdb::Env* env = env_ ? env_ : rocksdb::Env::Default();
     return FromRocks(env->LockFile(path, &read_lock_), "locking " + dir_);
   }

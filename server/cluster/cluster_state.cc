@@ -246,14 +246,15 @@ MigrationInfo ClusterState::Migration() const {
   return migration_;
 }
 
-std::optional<std::string> ClusterState::SetImport(SlotRange range, ImportState state) {
+std::optional<std::string> ClusterState::SetImport(SlotRange range, ImportState state,
+                                                   uint64_t link) {
   std::unique_lock lock(mu_);
   if (state == ImportState::kStart) {
     if (import_.state == ImportState::kStart && import_.range != range) {
       return "ERR only one importing job is allowed, current importing: " +
              import_.range->ToString();
     }
-    import_ = {ImportState::kStart, range};
+    import_ = {ImportState::kStart, range, link};
     return std::nullopt;
   }
   if (import_.state != ImportState::kStart || import_.range != range) {
@@ -273,9 +274,9 @@ std::vector<SlotRange> ClusterState::TakeGivenAwayRanges() {
   return std::exchange(given_away_, {});
 }
 
-std::optional<SlotRange> ClusterState::ImportLinkClosed() {
+std::optional<SlotRange> ClusterState::ImportLinkClosed(uint64_t link) {
   std::unique_lock lock(mu_);
-  if (import_.state != ImportState::kStart) return std::nullopt;
+  if (import_.state != ImportState::kStart || import_.link != link) return std::nullopt;
   import_.state = ImportState::kError;
   return import_.range;
 }

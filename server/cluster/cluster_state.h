@@ -56,6 +56,7 @@ struct MigrationInfo {
 struct ImportInfo {
   ImportState state = ImportState::kNone;
   std::optional<SlotRange> range;
+  uint64_t link = 0;  // the client id of the connection that started it
 };
 
 class ClusterState {
@@ -96,14 +97,15 @@ class ClusterState {
   // link (and to ASKING clients) while it runs; once it succeeded its slots are served to
   // everyone, with those of earlier imports, until the next SETNODES (or a SETSLOT of the
   // slot) assigns them, as Kvrocks does.
-  std::optional<std::string> SetImport(SlotRange range, ImportState state);
+  // `link`: the client id of the connection sending it (a start makes it the import's link).
+  std::optional<std::string> SetImport(SlotRange range, ImportState state, uint64_t link);
   ImportInfo Import() const;
   // The migrated slots a topology change gave away (their keys are this node's to delete), as
   // ranges, once; empty otherwise.
   std::vector<SlotRange> TakeGivenAwayRanges();
-  // The link an import ran through closed: an import still running failed, and its range is
-  // returned (its keys are this node's to delete); nullopt if none was running.
-  std::optional<SlotRange> ImportLinkClosed();
+  // Connection `link` closed: if it is the link of an import still running, that import failed,
+  // and its range is returned (its keys are this node's to delete); nullopt otherwise.
+  std::optional<SlotRange> ImportLinkClosed(uint64_t link);
 
  private:
   std::optional<std::string> Save(const std::string& id,

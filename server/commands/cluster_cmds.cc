@@ -239,7 +239,9 @@ void Import(Ctx& ctx) {
     ctx.client.importing = true;  // a repeated start, as Kvrocks: what arrived stays
     return ctx.w.SimpleString("OK");
   }
-  if (auto error = ctx.core.cluster.SetImport(*range, kStates[state])) return ctx.w.Error(*error);
+  if (auto error = ctx.core.cluster.SetImport(*range, kStates[state], ctx.client.id)) {
+    return ctx.w.Error(*error);
+  }
   if (state != 1) cluster::DeleteKeysInRange(ctx.store(), *range);
   ctx.client.importing = state == 0;
   ctx.w.SimpleString("OK");

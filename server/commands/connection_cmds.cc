@@ -122,7 +122,7 @@ void Quit(Ctx& ctx) {
 
 void Reset(Ctx& ctx) {
   ctx.client.EndTransaction();
-  ctx.core.Forget(ctx.client, /*holds_exec_lock=*/true);
+  ctx.core.Forget(ctx.client, Core::KeyDeletion::kLockHeld);
   ctx.client.cluster_readonly = false;  // Redis's RESET also ends READONLY and ASKING
   ctx.client.asking = false;
   ctx.client.importing = false;

@@ -307,10 +307,15 @@ void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::str
                                                        : core_.stats.sets_on_io_thread);
   }
   const bool admitted = Admit(plan.spec, client, argv, w);
-  // ASKING holds for the one command after it (the commands of a transaction too), as in Redis.
-  if (!client.in_multi && (plan.spec == nullptr || plan.spec->name != "asking")) {
-    client.asking = false;
-  }
+  // ASKING holds for the one command after it (the commands of a transaction too), as in Redis:
+  // cleared once that command ran (its route is checked again under the lock: RoutedAwayMeanwhile).
+  struct EndAsking {
+    ClientState& client;
+    bool ends;
+    ~EndAsking() {
+      if (ends) client.asking = false;
+    }
+  } end_asking{client, !client.in_multi && (plan.spec == nullptr || plan.spec->name != "asking")};
   if (!admitted) {
     if (plan.spec != nullptr) ServerStats::Count(core_.commands.at(plan.spec->id).rejected_calls);
     return;

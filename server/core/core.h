@@ -77,17 +77,24 @@ struct Core {
 
   int64_t NowMs() const { return clock.NowMs(); }
 
+  // How Forget may delete the keys of an import whose link closed.
+  enum class KeyDeletion {
+    kTakeLock,  // takes exec_lock shared for it (a closing connection)
+    kLockHeld,  // the caller, a command, holds exec_lock shared (RESET)
+    kNone,      // never (a destructor, which may run where the lock is held): the keys stay
+  };
   // Ends the client's session-wide roles: its subscriptions and MONITOR mode (it disconnected,
-  // or RESET), and an import running through it, whose keys are deleted (as CLUSTER IMPORT's
-  // failure state does). `holds_exec_lock`: the caller (a command) holds exec_lock shared.
-  void Forget(ClientState& client, bool holds_exec_lock = false) {
+  // or RESET), and the import it is the link of, if one is running: the import fails and its
+  // keys are deleted (as CLUSTER IMPORT's failure state does).
+  void Forget(ClientState& client, KeyDeletion deletion) {
     pubsub.Forget(client);
     monitors.Remove(client);
     if (!client.importing) return;
-    const std::optional<cluster::SlotRange> failed = cluster.ImportLinkClosed();
-    if (!failed) return;
+    client.importing = false;
+    const std::optional<cluster::SlotRange> failed = cluster.ImportLinkClosed(client.id);
+    if (!failed || deletion == KeyDeletion::kNone) return;
     std::shared_lock<FairSharedMutex> lock(exec_lock, std::defer_lock);
-    if (!holds_exec_lock) lock.lock();
+    if (deletion == KeyDeletion::kTakeLock) lock.lock();
     cluster::DeleteKeysInRange(store, *failed);
   }
 };

@@ -319,6 +319,31 @@ TEST(BlobFileSyncTest, AFailedSyncKeepsFailing) {
   EXPECT_EQ(s.Get("k")->view(), MakeValue("k", kMiB));  // in the page cache, still verified
 }
 
+// A file whose sync failed does not stop eviction (the drop of a generation flushes the index
+// first, and must not wait for syncs that will never succeed): writes past the budget go on.
+TEST(BlobFileSyncTest, EvictionGoesOnAfterAFailedSync) {
+  test::TempDir dir;
+  Options o = test::QuietOptions();
+  o.max_disk_bytes = 24 * kMiB;
+  o.generation_bytes = 4 * kMiB;
+  o.memtable_bytes = 16 * kMiB;
+  auto r = Store::Open(o, dir.path());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Store& s = **r;
+  ASSERT_TRUE(s.Put("k", MakeValue("k", kMiB)).ok());
+  {
+    testing::ScopedSyncPoint failing("BlobFile::Sync:Result",
+                                     [](void* err) { *static_cast<int*>(err) = EIO; });
+    EXPECT_FALSE(s.Flush().ok());
+  }
+  for (int i = 0; i < 60; ++i) {
+    const std::string k = "after" + std::to_string(i);
+    ASSERT_TRUE(s.Put(k, MakeValue(k, kMiB)).ok()) << i;
+  }
+  EXPECT_GT(s.GetStats().evicted_keys, 0u);
+  EXPECT_EQ(s.Get("after59")->view(), MakeValue("after59", kMiB));
+}
+
 // With synced writes, the Put whose sync failed fails, and later Puts go to another blob file
 // (synced for them) instead of the one that lost pages.
 TEST(BlobFileSyncTest, WritesMoveToAnotherFileAfterAFailedSync) {

@@ -131,6 +131,13 @@ TEST(ReadOnly, AnUnwritableLockFileIsCheckedNotTaken) {
     ::pause();
     _exit(0);
   }
+  struct Reap {  // however the test ends, the child does not outlive it
+    pid_t pid;
+    ~Reap() {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } reap{holder};
   char ok = 0;
   ASSERT_EQ(::read(ready[0], &ok, 1), 1);
   ASSERT_EQ(ok, '1');
@@ -138,7 +145,7 @@ TEST(ReadOnly, AnUnwritableLockFileIsCheckedNotTaken) {
   auto held = Store::Open(ReadOnly(BaseOptions(clock)), dir.path());
   EXPECT_TRUE(held.status().IsBusy()) << held.status().ToString();
   ::kill(holder, SIGKILL);
-  ::waitpid(holder, nullptr, 0);
+  ::waitpid(holder, nullptr, 0);  // the lock goes with it (Reap's second wait finds no child)
   ::close(ready[0]);
   ::close(ready[1]);
   auto r = Store::Open(ReadOnly(BaseOptions(clock)), dir.path());

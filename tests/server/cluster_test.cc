@@ -219,13 +219,13 @@ TEST_F(ClusterStateTest, Routing) {
   EXPECT_EQ(state.Migration().state, MigrationState::kSuccess);
   // An import of 150-159: the importing link and ASKING clients may use it; once it succeeded,
   // every client may.
-  ASSERT_FALSE(state.SetImport({150, 159}, ImportState::kStart));
+  ASSERT_FALSE(state.SetImport({150, 159}, ImportState::kStart, 7));
   EXPECT_EQ(*state.Route({155}), "MOVED 155 h:7002");
   EXPECT_FALSE(state.Route({155, true, /*asking=*/true}));
   EXPECT_FALSE(state.Route({155, true, false, false, /*importing=*/true}));
-  EXPECT_EQ(*state.SetImport({150, 151}, ImportState::kSuccess),
+  EXPECT_EQ(*state.SetImport({150, 151}, ImportState::kSuccess, 7),
             "ERR mismatch slot, importing slot(s): 150-159, but got: 150-151");
-  ASSERT_FALSE(state.SetImport({150, 159}, ImportState::kSuccess));
+  ASSERT_FALSE(state.SetImport({150, 159}, ImportState::kSuccess, 7));
   EXPECT_FALSE(state.Route({155, true}));
   EXPECT_EQ(*state.Route({160}), "MOVED 160 h:7002");
 }
@@ -264,10 +264,10 @@ TEST_F(ClusterStateTest, ImportedSlotsAreServedUntilATopologyAssignsThem) {
   ASSERT_FALSE(state.SetNodeId(Id('a')));
   ASSERT_FALSE(state.SetNodes(AbcTopology(), 1, false));
   // Two imports before the controller's push: both served.
-  ASSERT_FALSE(state.SetImport({150, 150}, ImportState::kStart));
-  ASSERT_FALSE(state.SetImport({150, 150}, ImportState::kSuccess));
-  ASSERT_FALSE(state.SetImport({250, 250}, ImportState::kStart));
-  ASSERT_FALSE(state.SetImport({250, 250}, ImportState::kSuccess));
+  ASSERT_FALSE(state.SetImport({150, 150}, ImportState::kStart, 7));
+  ASSERT_FALSE(state.SetImport({150, 150}, ImportState::kSuccess, 7));
+  ASSERT_FALSE(state.SetImport({250, 250}, ImportState::kStart, 7));
+  ASSERT_FALSE(state.SetImport({250, 250}, ImportState::kSuccess, 7));
   EXPECT_FALSE(state.Route({150, true}));
   EXPECT_FALSE(state.Route({250, true}));
   // The push gives 150 to this node; 250 went elsewhere meanwhile (c keeps it): the import no
@@ -278,6 +278,12 @@ TEST_F(ClusterStateTest, ImportedSlotsAreServedUntilATopologyAssignsThem) {
                               2, false));
   EXPECT_FALSE(state.Route({150, true}));
   EXPECT_EQ(*state.Route({250, true}), "MOVED 250 h:7003");
+  // Only the import's own link failing it: another connection's close changes nothing.
+  ASSERT_FALSE(state.SetImport({260, 260}, ImportState::kStart, 7));
+  EXPECT_FALSE(state.ImportLinkClosed(8));
+  EXPECT_EQ(state.Import().state, ImportState::kStart);
+  EXPECT_EQ(state.ImportLinkClosed(7), (SlotRange{260, 260}));
+  EXPECT_EQ(state.Import().state, ImportState::kError);
 }
 
 TEST_F(ClusterStateTest, AReplicaServesReadsToReadonlyClients) {
