@@ -299,6 +299,14 @@ TEST(BlobFileCreateTest, AFailedSyncOfANewFileFailsOnlyItsPut) {
   }
 }
 
+// Stores "k" (1 MiB), then flushes with the blob files' fdatasync failing (EIO): the flush fails.
+void PutThenFailAFlush(Store& s) {
+  ASSERT_TRUE(s.Put("k", MakeValue("k", kMiB)).ok());
+  testing::ScopedSyncPoint failing("BlobFile::Sync:Result",
+                                   [](void* err) { *static_cast<int*>(err) = EIO; });
+  EXPECT_FALSE(s.Flush().ok());
+}
+
 // Linux reports a writeback error to one fdatasync; the next one succeeds though the pages
 // are lost. A blob file whose sync failed keeps failing: with the WAL off, every later Flush
 // (SAVE) says so, rather than the second one claiming the values durable.
@@ -307,12 +315,7 @@ TEST(BlobFileSyncTest, AFailedSyncKeepsFailing) {
   auto r = Store::Open(test::QuietOptions(), dir.path());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   Store& s = **r;
-  ASSERT_TRUE(s.Put("k", MakeValue("k", kMiB)).ok());
-  {
-    testing::ScopedSyncPoint failing("BlobFile::Sync:Result",
-                                     [](void* err) { *static_cast<int*>(err) = EIO; });
-    EXPECT_FALSE(s.Flush().ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(PutThenFailAFlush(s));
   Status again = s.Flush();
   EXPECT_FALSE(again.ok()) << "the second sync claimed the lost pages durable";
   EXPECT_NE(again.ToString().find("an earlier sync failed"), std::string::npos) << again.ToString();
@@ -330,12 +333,7 @@ TEST(BlobFileSyncTest, EvictionGoesOnAfterAFailedSync) {
   auto r = Store::Open(o, dir.path());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   Store& s = **r;
-  ASSERT_TRUE(s.Put("k", MakeValue("k", kMiB)).ok());
-  {
-    testing::ScopedSyncPoint failing("BlobFile::Sync:Result",
-                                     [](void* err) { *static_cast<int*>(err) = EIO; });
-    EXPECT_FALSE(s.Flush().ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(PutThenFailAFlush(s));
   for (int i = 0; i < 60; ++i) {
     const std::string k = "after" + std::to_string(i);
     ASSERT_TRUE(s.Put(k, MakeValue(k, kMiB)).ok()) << i;
