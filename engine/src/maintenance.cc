@@ -178,19 +178,25 @@ Status StoreImpl::PersistDirtyOf(const Generation& g, size_t stripe,
     if (!StillIndexed(m.at) || !RecordMatches(m.hash, m.key, m.at, &rec, &bytes)) {
       continue;
     }
-    rec.reuse_count = m.at.entry.reuse;
-    rec.last_access_ms = m.at.entry.last_access_ms;
+    // Hits do not take the stripe: the counts are taken as they are now and the mark cleared
+    // in one step, so a hit after it marks the entry dirty again for the next pass.
+    Entry now = m.at.entry;
+    index_.Update(m.at.entry, [&](Entry& x) {
+      now = x;
+      x.flags &= static_cast<uint8_t>(~Entry::kDirty);
+    });
+    rec.reuse_count = now.reuse;
+    rec.last_access_ms = now.last_access_ms;
     batch.Put(g.cf, format::IndexKey(m.hash, m.key), rec.Encode());
     persisted.push_back(m.at.entry);
   }
   if (batch.Count() == 0) return Status::OK();
   rocksdb::Status s = db_->Write(WriteOpts(), &batch);
-  if (!s.ok()) return Status::IOError("persisting reuse counts: " + s.ToString());
-  // A hit after the walk marks the entry dirty again for the next pass.
-  for (const Entry& e : persisted) {
-    index_.Update(e, [](Entry& x) { x.flags &= static_cast<uint8_t>(~Entry::kDirty); });
+  if (s.ok()) return Status::OK();
+  for (const Entry& e : persisted) {  // not written: the next pass tries again
+    index_.Update(e, [](Entry& x) { x.flags |= Entry::kDirty; });
   }
-  return Status::OK();
+  return Status::IOError("persisting reuse counts: " + s.ToString());
 }
 
 Status StoreImpl::Clear() {

@@ -149,5 +149,24 @@ TEST(PersistDirtyTest, AWriteDuringCompactIsNotUndone) {
   EXPECT_EQ((*r)->Get("small")->view(), MakeValue("small", 100));
 }
 
+TEST(PersistDirtyTest, AHitDuringCompactIsPersistedByIt) {
+  test::TempDir dir;
+  const Options o = test::QuietOptions();
+  {
+    auto r = Store::Open(o, dir.path());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    Store& s = **r;
+    ASSERT_TRUE(s.Put("k", MakeValue("k", 64 << 10)).ok());
+    ASSERT_TRUE(s.Get("k").ok());  // reuse 1, dirty
+    testing::ScopedSyncPoint hit("StoreImpl::PersistDirty:Walked", [&] { (void)s.Get("k"); });
+    ASSERT_TRUE(s.Compact().ok());
+    ASSERT_EQ(s.Info("k")->reuse_count, 2u);
+    ASSERT_TRUE(s.Close().ok());
+  }
+  auto r = Store::Open(o, dir.path());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)->Info("k")->reuse_count, 2u) << "the hit during the walk was not persisted";
+}
+
 }  // namespace
 }  // namespace larder
