@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -220,6 +221,9 @@ int Serve(larder::Store& store, Config* config, const ServerConfig& cfg, const l
   core.clients = &server;
   core.process.io_threads = static_cast<int64_t>(server.io_threads());
   core.request_shutdown = [&server] { server.RequestStop(); };
+  core.run_in_background = [&server](std::function<void()> job) {
+    asio::post(server.pool(), std::move(job));
+  };
   if (auto err = SetUpTls(config, cfg, server)) {
     Log(LogLevel::kWarning, "can't set up TLS: " + *err);
     return kExitError;

@@ -2,6 +2,10 @@
 // Redis 7's replies; the controller's side (CLUSTERX, CLUSTER IMPORT) is clusterx_cmds.cc.
 // Every command here answers "ERR This instance has cluster support disabled" unless
 // `cluster-enabled yes`, as Redis does.
+#include <mutex>
+#include <optional>
+#include <string>
+
 #include "cluster/slot_keys.h"
 #include "commands/families.h"
 #include "commands/subcommands.h"
@@ -239,9 +243,13 @@ void Import(Ctx& ctx) {
     ctx.client.importing = true;  // a repeated start, as Kvrocks: what arrived stays
     return ctx.w.SimpleString("OK");
   }
-  if (auto error = ctx.core.cluster.SetImport(*range, kStates[state], ctx.client.id)) {
-    return ctx.w.Error(*error);
+  std::optional<std::string> error;
+  {
+    // A failed import's deletion in the background stops at a new start (Core::Forget).
+    std::lock_guard starting(ctx.core.import_starts);
+    error = ctx.core.cluster.SetImport(*range, kStates[state], ctx.client.id);
   }
+  if (error) return ctx.w.Error(*error);
   if (state != 1) cluster::DeleteKeysInRange(ctx.store(), *range);
   ctx.client.importing = state == 0;
   ctx.w.SimpleString("OK");

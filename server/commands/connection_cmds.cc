@@ -122,7 +122,7 @@ void Quit(Ctx& ctx) {
 
 void Reset(Ctx& ctx) {
   ctx.client.EndTransaction();
-  ctx.core.Forget(ctx.client, Core::KeyDeletion::kLockHeld);
+  ctx.core.Forget(ctx.client, Core::FailedImportKeys::kDelete);
   ctx.client.cluster_readonly = false;  // Redis's RESET also ends READONLY and ASKING
   ctx.client.asking = false;
   ctx.client.importing = false;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <shared_mutex>
 
@@ -77,26 +78,29 @@ struct Core {
 
   int64_t NowMs() const { return clock.NowMs(); }
 
-  // How Forget may delete the keys of an import whose link closed.
-  enum class KeyDeletion {
-    kTakeLock,  // takes exec_lock shared for it (a closing connection)
-    kLockHeld,  // the caller, a command, holds exec_lock shared (RESET)
-    kNone,      // never (a destructor, which may run where the lock is held): the keys stay
+  // Runs `job` on the engine pool, off the io threads and never where exec_lock is held; set
+  // once by main before the network layer starts.
+  std::function<void(std::function<void()>)> run_in_background;
+  // Held while an import starts and while a failed import's key is deleted, so that a deletion
+  // never removes a key written by an import started after it was decided.
+  std::mutex import_starts;
+
+  // What Forget does with the keys of an import that fails by it.
+  enum class FailedImportKeys {
+    kDelete,  // deleted by a job in the background (as CLUSTER IMPORT's failure state does)
+    kKeep,    // kept (a destructor, which may run once the engine pool is gone): this node does
+              // not serve the range, and eviction reclaims them
   };
   // Ends the client's session-wide roles: its subscriptions and MONITOR mode (it disconnected,
-  // or RESET), and the import it is the link of, if one is running: the import fails and its
-  // keys are deleted (as CLUSTER IMPORT's failure state does).
-  void Forget(ClientState& client, KeyDeletion deletion) {
-    pubsub.Forget(client);
-    monitors.Remove(client);
-    if (!client.importing) return;
-    client.importing = false;
-    const std::optional<cluster::SlotRange> failed = cluster.ImportLinkClosed(client.id);
-    if (!failed || deletion == KeyDeletion::kNone) return;
-    std::shared_lock<FairSharedMutex> lock(exec_lock, std::defer_lock);
-    if (deletion == KeyDeletion::kTakeLock) lock.lock();
-    cluster::DeleteKeysInRange(store, *failed);
-  }
+  // or RESET), and the import it is the link of, if one is running: the import fails. Takes no
+  // server lock and never waits for the deletion, which scans the whole index.
+  void Forget(ClientState& client, FailedImportKeys keys);
+
+ private:
+  // The job Forget starts: deletes the keys of `range`, whose import by `link` failed, under
+  // exec_lock shared, until another import starts (its start deletes the range itself, and
+  // what its link writes from then on stays).
+  void DeleteFailedImport(cluster::SlotRange range, uint64_t link);
 };
 
 }  // namespace larder::server

@@ -30,7 +30,7 @@ Connection::Connection(Server& server, Socket socket, std::shared_ptr<ClientStat
 
 Connection::~Connection() {
   // Normally done by CloseNow; this covers a subscription a pool job made as it closed.
-  server_.core().Forget(*state_, Core::KeyDeletion::kNone);
+  server_.core().Forget(*state_, Core::FailedImportKeys::kKeep);
 }
 
 namespace {
@@ -555,7 +555,7 @@ void Connection::CloseNow() {
   out_.clear();
   pushed_.Clear();
   pending_out_ = 0;
-  server_.core().Forget(*state_, Core::KeyDeletion::kTakeLock);
+  server_.core().Forget(*state_, Core::FailedImportKeys::kDelete);
   server_.Remove(state_->id);
 }
 

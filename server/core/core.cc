@@ -1,0 +1,37 @@
+// Core's own behaviour: what ends with a client's session (see core.h).
+#include "core/core.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace larder::server {
+
+void Core::Forget(ClientState& client, FailedImportKeys keys) {
+  pubsub.Forget(client);
+  monitors.Remove(client);
+  if (!client.importing) return;
+  client.importing = false;
+  const std::optional<cluster::SlotRange> failed = cluster.ImportLinkClosed(client.id);
+  if (!failed || keys == FailedImportKeys::kKeep) return;
+  const cluster::SlotRange range = *failed;
+  const uint64_t link = client.id;
+  run_in_background([this, range, link] { DeleteFailedImport(range, link); });
+}
+
+void Core::DeleteFailedImport(cluster::SlotRange range, uint64_t link) {
+  std::shared_lock<FairSharedMutex> lock(exec_lock);
+  std::vector<std::string> keys;
+  cluster::ForEachKeyInRange(store, range, [&](const std::string& key) {
+    keys.push_back(key);
+    return true;
+  });
+  for (const std::string& key : keys) {
+    std::lock_guard still(import_starts);
+    const cluster::ImportInfo now = cluster.Import();
+    if (now.link != link || now.range != range) return;  // another import started
+    (void)store.Delete(key);
+  }
+}
+
+}  // namespace larder::server
