@@ -20,9 +20,10 @@ void ReplyInfo(Ctx& ctx, const CommandSpec& spec) {
   }
   ctx.w.SetHeader(flags.size());
   for (std::string_view f : flags) ctx.w.SimpleString(f);
-  ctx.w.Integer(spec.keys.first);
-  ctx.w.Integer(spec.keys.last);
-  ctx.w.Integer(spec.keys.step);
+  const KeySpec reported = spec.keys.subcommand.empty() ? spec.keys : kNoKeys;
+  ctx.w.Integer(reported.first);
+  ctx.w.Integer(reported.last);
+  ctx.w.Integer(reported.step);
   ctx.w.SetHeader(0);
   ctx.w.SetHeader(0);
   ctx.w.ArrayHeader(0);
@@ -83,10 +84,10 @@ void GetKeys(Ctx& ctx) {
   if (!ArityOk(spec->arity, argc)) {
     return ctx.w.Error("ERR Invalid number of arguments specified for command");
   }
-  const KeySpec& k = spec->keys;
-  if (k.first == 0) return ctx.w.Error("ERR The command has no key arguments");
+  const std::span<const std::string> call = std::span<const std::string>(ctx.argv).subspan(2);
   std::vector<std::string_view> keys;
-  ForEachKeyPosition(k, argc, [&](size_t i) { keys.push_back(ctx.argv[i + 2]); });
+  ForEachKeyPosition(spec->keys, call, [&](size_t i) { keys.push_back(call[i]); });
+  if (keys.empty()) return ctx.w.Error("ERR The command has no key arguments");
   ctx.w.ArrayHeader(keys.size());
   for (std::string_view key : keys) ctx.w.BulkString(key);
 }

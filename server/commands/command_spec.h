@@ -11,8 +11,10 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
+#include "common/text.h"
 #include "core/client_state.h"
 
 namespace larder::server {
@@ -82,21 +84,28 @@ inline constexpr FlagWord kFlagWords[] = {
 };
 
 // Redis key positions: argv[first], argv[first + step], ... up to argv[last] (-1: the last
-// argument). first 0 = no keys.
+// argument). first 0 = no keys. A container command's keys belong to one subcommand: with
+// `subcommand` set, a call has keys only when argv[1] names it (case-insensitive), and
+// COMMAND INFO reports the command keyless, as Redis reports its containers (MEMORY USAGE).
 struct KeySpec {
   int first = 0, last = 0, step = 0;
+  std::string_view subcommand = {};
 };
 inline constexpr KeySpec kNoKeys{};
 inline constexpr KeySpec kOneKey{1, 1, 1};
 inline constexpr KeySpec kEveryArgKey{1, -1, 1};    // every argument after the name
 inline constexpr KeySpec kKeyValuePairs{1, -1, 2};  // key value [key value ...]
 
-// Calls visit(i) for the position i of each key argument of a call with `argc` arguments (the
-// name at 0) under key positions `k`: COMMAND GETKEYS and the cluster's slot check both read
-// keys this way.
+// Calls visit(i) for the position i of each key argument of the call `argv` (the name at 0)
+// under key positions `k`: COMMAND GETKEYS, the cluster's slot check, keyspace events' write
+// order and the migrator all read keys this way.
 template <typename Visit>
-void ForEachKeyPosition(const KeySpec& k, size_t argc, Visit visit) {
+void ForEachKeyPosition(const KeySpec& k, std::span<const std::string> argv, Visit visit) {
   if (k.first == 0) return;
+  if (!k.subcommand.empty() && (argv.size() < 2 || !common::EqualsNoCase(argv[1], k.subcommand))) {
+    return;
+  }
+  const size_t argc = argv.size();
   const size_t last = k.last < 0 ? argc - 1 : static_cast<size_t>(k.last);
   for (size_t i = static_cast<size_t>(k.first); i <= last && i < argc;
        i += static_cast<size_t>(k.step)) {

@@ -53,7 +53,7 @@ std::string UnknownCommandError(const std::vector<std::string>& argv) {
 // a command without keys.
 void NoteSlots(const CommandSpec& spec, const std::vector<std::string>& argv, int* slot,
                bool* cross) {
-  ForEachKeyPosition(spec.keys, argv.size(), [&](size_t i) {
+  ForEachKeyPosition(spec.keys, argv, [&](size_t i) {
     const int s = cluster::KeySlot(argv[i]);
     *cross = *cross || (*slot >= 0 && s != *slot);
     *slot = s;
@@ -89,12 +89,12 @@ void RunHandler(Ctx& ctx) {
   std::vector<std::unique_lock<std::mutex>> ordered;  // see KeyspaceEvents::OrderWrites
   if (ctx.spec.Has(kWrite) && ctx.core.events.Publishing()) {
     std::vector<std::string_view> keys;
-    ForEachKeyPosition(ctx.spec.keys, ctx.argc(), [&](size_t i) { keys.push_back(ctx.argv[i]); });
+    ForEachKeyPosition(ctx.spec.keys, ctx.argv, [&](size_t i) { keys.push_back(ctx.argv[i]); });
     ordered = ctx.core.events.OrderWrites(keys);
   }
   ctx.spec.handler(ctx);
   if (!ctx.spec.Has(kWrite) || !ctx.core.migrator.active()) return;
-  ForEachKeyPosition(ctx.spec.keys, ctx.argc(),
+  ForEachKeyPosition(ctx.spec.keys, ctx.argv,
                      [&](size_t i) { ctx.core.migrator.NoteWrite(ctx.argv[i]); });
 }
 

@@ -279,7 +279,7 @@ constexpr CommandRow kRows[] = {
     {"rename", 3, "write exclusive", {1, 2, 1}, Rename<false>},
     {"renamenx", 3, "write exclusive", {1, 2, 1}, Rename<true>},
     {"object", -2, "readonly fast", {2, 2, 1}, Object},
-    {"memory", -2, "readonly fast", kNoKeys, Memory},
+    {"memory", -2, "readonly fast", {2, 2, 1, "usage"}, Memory},
 };
 
 }  // namespace

@@ -148,6 +148,10 @@ class ControllerSequenceTest(unittest.TestCase):
         moved = f"-MOVED {slot} 127.0.0.1:{self.cluster.nodes[1].port}\r\n".encode()
         self.assertEqual(raw.call("GET", foreign), moved)
         self.assertEqual(raw.call("SET", foreign, "v"), moved)
+        # A container's keys are its subcommand's: MEMORY USAGE is routed, MEMORY PURGE is not.
+        self.assertEqual(raw.call("memory", "usage", foreign), moved)
+        self.assertEqual(raw.call("MEMORY", "PURGE", foreign),
+                         b"-ERR wrong number of arguments for 'memory|purge' command\r\n")
         cross = b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
         for cmd in (["MGET", "a", "b"], ["MSET", "a", "1", "b", "2"], ["DEL", "a", "b"],
                     ["EXISTS", "a", "b"], ["LARDER.PREFIX", "a", "b"]):

@@ -88,6 +88,9 @@ CONTAINER_CASES = [
     ["OBJECT", "ENCODING"], ["CONFIG", "HELP", "x"], ["CLIENT", "KILL"], ["COMMAND", "COUNT", "x"],
     ["MEMORY", "USAGE", "k", "SAMPLES"], ["MEMORY", "USAGE", "k", "FOO", "1"],
     ["CLIENT", "SETNAME", "a b"], ["MEMORY", "PURGE"], ["MEMORY", "PURGE", "x"],
+    # Keys by subcommand (cluster mode routes by them).
+    ["COMMAND", "GETKEYS", "MEMORY", "USAGE", "k"], ["COMMAND", "GETKEYS", "MEMORY", "PURGE"],
+    ["COMMAND", "GETKEYS", "OBJECT", "HELP"], ["COMMAND", "GETKEYS", "OBJECT", "FREQ", "k"],
 ]
 HELP_OF = ["CLIENT", "CONFIG", "OBJECT", "MEMORY", "COMMAND"]
 
