@@ -220,7 +220,8 @@ class ClusterBesideRedisTest(unittest.TestCase):
             for cmd in (["MGET", "a", "b"], ["SET", "{t}x", "1"], ["MSET", "{t}x", "1", "{t}y", "2"],
                         ["MGET", "{t}x", "{t}y"], ["CLUSTER", "COUNTKEYSINSLOT", "16384"],
                         ["CLUSTER", "COUNTKEYSINSLOT", "x"], ["CLUSTER", "GETKEYSINSLOT", "0", "-1"],
-                        ["CLUSTER", "KEYSLOT"], ["READONLY"], ["READWRITE"], ["ASKING"]):
+                        ["CLUSTER", "KEYSLOT"], ["CLUSTER", "RESET", "HARD", "x"],
+                        ["CLUSTER", "RESET", "foo"], ["READONLY"], ["READWRITE"], ["ASKING"]):
                 self.assertEqual(lr.call(*cmd), rr.call(*cmd), cmd)
             # A transaction's keys must share one slot, checked at EXEC as in Redis.
             for conn in (lr, rr):
