@@ -20,13 +20,15 @@ Names NamesOf(const ClientState& c) {
   return {c.name, c.lib_name, c.lib_ver, c.last_cmd};
 }
 
-// CLIENT LIST's flags, in Redis's order: O (MONITOR), P (has a subscription), U (unix socket),
-// or N.
+// CLIENT LIST's flags, in Redis's order: O (MONITOR), P (has a subscription), x (in MULTI),
+// U (unix socket), r (READONLY, cluster mode), or N.
 std::string FlagsOf(const ClientState& c) {
   std::string flags;
   if (c.monitor.load()) flags += 'O';
   if (c.subscribed()) flags += 'P';
+  if (c.multi_reported.load() >= 0) flags += 'x';
   if (c.unix_socket) flags += 'U';
+  if (c.cluster_readonly.load()) flags += 'r';
   return flags.empty() ? "N" : flags;
 }
 
@@ -41,7 +43,8 @@ std::string ClientInfoLine(const ClientState& c, int64_t now_ms) {
          " idle=" + std::to_string(idle) + " flags=" + FlagsOf(c) +
          " db=0 sub=" + std::to_string(c.channels.load()) +
          " psub=" + std::to_string(c.patterns.load()) +
-         " ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0"
+         " ssub=0 multi=" + std::to_string(c.multi_reported.load()) +
+         " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0"
          " rbp=0 obl=0 oll=0 omem=" +
          std::to_string(c.output_bytes.load()) +
          " tot-mem=0 events=r cmd=" + (n.last_cmd.empty() ? "NULL" : n.last_cmd) +

@@ -326,7 +326,7 @@ void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::str
     client.last_cmd = spec.name;
   }
   if (QueuedByMulti(client, spec)) {
-    client.queued.push_back({&spec, std::move(argv)});
+    client.Queue({&spec, std::move(argv)});
     w.SimpleString("QUEUED");
     return;
   }

@@ -1,5 +1,8 @@
 #include "commands/subcommands.h"
 
+#include <mutex>
+#include <string>
+
 #include "commands/util.h"
 
 namespace larder::server {
@@ -26,6 +29,12 @@ const SubcommandRow* RowOf(const Ctx& ctx, std::span<const SubcommandRow> table)
   return nullptr;
 }
 
+// What CLIENT LIST shows as the client's last command: the full name, as Redis.
+void NoteFullName(Ctx& ctx, const std::string& full) {
+  std::lock_guard<std::mutex> lock(ctx.client.mu);
+  ctx.client.last_cmd = full;
+}
+
 }  // namespace
 
 bool SubcommandRuns(const Ctx& ctx, std::span<const SubcommandRow> table) {
@@ -38,11 +47,13 @@ void RunSubcommand(Ctx& ctx, std::span<const SubcommandRow> table) {
   const std::string& sub = ctx.argv[1];
   const std::string full = std::string(ctx.spec.name) + "|" + ToLower(sub);
   if (EqualsNoCase(sub, "help")) {
+    NoteFullName(ctx, full);
     if (ctx.argc() != 2) return ReplyArity(ctx, full);
     return ReplyHelp(ctx, table);
   }
   const SubcommandRow* row = RowOf(ctx, table);
   if (row == nullptr) return ReplyUnknownSub(ctx, sub, ctx.spec.name);
+  NoteFullName(ctx, full);
   if (!ArityOk(row->arity, ctx.argc())) return ReplyArity(ctx, full);
   ctx.subcommand_flags = row->flags;
   row->handler(ctx);

@@ -13,7 +13,7 @@ namespace larder::server {
 namespace {
 void Multi(Ctx& ctx) {
   if (ctx.client.in_multi) return ctx.w.Error("ERR MULTI calls can not be nested");
-  ctx.client.in_multi = true;
+  ctx.client.BeginTransaction();
   ctx.client.multi_error = false;
   ctx.client.queued.clear();
   ctx.w.SimpleString("OK");

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace larder::server {
@@ -54,16 +55,29 @@ struct ClientState {
   bool in_multi = false;
   bool multi_error = false;  // a command failed to queue: EXEC aborts
   std::vector<QueuedRequest> queued;
+  // What CLIENT LIST shows of the transaction (`multi=`, flag x): the requests queued, -1
+  // outside MULTI. Kept by the three calls below.
+  std::atomic<int> multi_reported{-1};
+  void BeginTransaction() {
+    in_multi = true;
+    multi_reported = 0;
+  }
+  void Queue(QueuedRequest request) {
+    queued.push_back(std::move(request));
+    multi_reported = static_cast<int>(queued.size());
+  }
   // Leaves MULTI, dropping what it queued (EXEC, DISCARD, RESET, an EXEC refused).
   void EndTransaction() {
     in_multi = false;
     multi_error = false;
     queued.clear();
+    multi_reported = -1;
   }
   bool close_after_reply = false;  // QUIT, SHUTDOWN, CLIENT KILL of oneself
-  // Cluster mode: READONLY (reads served by a replica), ASKING (the next command may use a
-  // slot being imported), and the link a migration source imports a slot range through.
-  bool cluster_readonly = false;
+  // Cluster mode: READONLY (reads served by a replica; CLIENT LIST's flag r), ASKING (the next
+  // command may use a slot being imported), and the link a migration source imports a slot
+  // range through.
+  std::atomic<bool> cluster_readonly{false};
   bool asking = false;
   bool importing = false;
 

@@ -255,6 +255,38 @@ class RedisParityTest(unittest.TestCase):
                 with self.subTest(cmd=" ".join(cmd)):
                     self.assert_same(*[key if a == "k" else a for a in cmd])
 
+    def test_client_info_names_a_subcommand_as_redis(self):
+        def last_command(reply):
+            return [f for f in reply.split(b" ") if f.startswith(b"cmd=")]
+        larder, redis = self.on_both("CLIENT", "INFO")
+        self.assertEqual(last_command(larder), [b"cmd=client|info"])
+        self.assertEqual(last_command(larder), last_command(redis))
+        own_lines = []
+        for conn in self.conns:
+            cid = conn.call("client", "id")[1:-2]
+            own_lines += [line for line in conn.call("client", "list").split(b"\n")
+                          if line.startswith(b"id=" + cid + b" ")]
+        self.assertEqual([last_command(line) for line in own_lines], [[b"cmd=client|list"]] * 2)
+
+    def test_client_list_shows_a_transaction_as_redis(self):
+        def fields(line):
+            return [f for f in line.split(b" ") if f.split(b"=")[0] in (b"flags", b"multi")]
+        seen = []
+        for srv in (self.larder, self.redis):
+            tx, watcher = srv.raw(), srv.raw()
+            cid = tx.call("CLIENT", "ID")[1:-2]
+            tx.call("MULTI")
+            tx.call("SET", "tx:a", "1")
+            tx.call("GET", "tx:a")
+            line = next(line for line in watcher.call("CLIENT", "LIST").split(b"\n")
+                        if line.startswith(b"id=" + cid + b" "))
+            tx.call("DISCARD")
+            seen.append(fields(line))
+            tx.close()
+            watcher.close()
+        self.assertEqual(seen[0], [b"flags=x", b"multi=2"])
+        self.assertEqual(seen[0], seen[1])
+
     def test_ttls_set_by_the_options_agree(self):
         for args in (["EX", "1", "EX", "100"], ["PX", "100000"], ["EX", "100", "GET"]):
             with self.subTest(args=args):
