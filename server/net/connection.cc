@@ -58,11 +58,12 @@ void Connection::Push(std::shared_ptr<const std::string> frame) {
     std::string_view bytes = *frame;
     // Published before the command that left the mode (UNSUBSCRIBE, PUNSUBSCRIBE, RESET) but
     // delivered after its reply: in Redis it would have come first. Dropped, or a RESP2 client
-    // back in normal mode would read it as the reply to its next command.
+    // back in normal mode would read it as the reply to its next command; a RESP3 client reads
+    // a push apart from replies, and gets it (RESET returns it to RESP2). A MONITOR line stays
+    // a simple string in RESP3, so one is dropped whenever MONITOR ended (only RESET ends it).
     const bool message = bytes.starts_with('*');
-    if (!(message ? self->state_->subscribed() : self->state_->monitor.load())) return;
-    // A Pub/Sub message (an array) is a push in RESP3; a MONITOR line stays a simple string.
     const bool push = self->state_->resp == 3 && message;
+    if (!(message ? push || self->state_->subscribed() : self->state_->monitor.load())) return;
     self->pushed_.Append(push ? ">" : bytes.substr(0, 1));
     self->pushed_.Append(bytes.substr(1));
     if (self->busy_) return;  // the pool job may be writing to the socket: after its reply
@@ -75,8 +76,12 @@ void Connection::Push(std::shared_ptr<const std::string> frame) {
 void Connection::AppendPushed() {
   if (pushed_.empty()) return;
   // Held while a command ran on the pool, to follow its reply; if that command left the mode
-  // (UNSUBSCRIBE, RESET), they would follow the reply that ended it: dropped, as Push does.
-  if (!state_->subscribed() && !state_->monitor.load()) return pushed_.Clear();
+  // (UNSUBSCRIBE, RESET), they would follow the reply that ended it: dropped, as Push does,
+  // but for RESP3's pushes (what is held then is only those: MONITOR ends with RESET alone,
+  // which returns the client to RESP2).
+  if (!state_->subscribed() && !state_->monitor.load() && state_->resp != 3) {
+    return pushed_.Clear();
+  }
   AppendOutput(pushed_);
   AfterCommand();  // the output limit applies to messages as to replies
 }

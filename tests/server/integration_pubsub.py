@@ -246,6 +246,52 @@ class PubSubClientsTest(unittest.TestCase):
                 t.join()
         return wrong
 
+    def test_resp3_gets_every_message_its_publish_counted(self):
+        # RESP3 reads pushes apart from replies: a message PUBLISH counted for the subscriber is
+        # delivered, even when it comes after the UNSUBSCRIBE confirmation. Redis beside it.
+        redis_srv = RedisProcess().start()
+        self.addCleanup(redis_srv.cleanup)
+        for srv in (self.srv, redis_srv):
+            with self.subTest(server=type(srv).__name__):
+                for rnd in range(30):
+                    counted, delivered = self.messages_around_unsubscribe(srv, f"r3:{rnd}")
+                    self.assertEqual(delivered, counted, f"round {rnd}")
+
+    def messages_around_unsubscribe(self, srv, channel):
+        stop = threading.Event()
+        counted = [0]
+
+        def publish():
+            conn = srv.raw()
+            while not stop.is_set():
+                conn.send(encode("PUBLISH", channel, "m") * 20)
+                counted[0] += sum(conn.reply() == b":1\r\n" for _ in range(20))
+            conn.close()
+
+        conn = srv.raw()
+        conn.call("HELLO", "3")
+        conn.call("SUBSCRIBE", channel)
+        publisher = threading.Thread(target=publish)
+        publisher.start()
+        delivered = 0
+        try:
+            time.sleep(0.005)
+            conn.send(encode("UNSUBSCRIBE", channel))
+            while True:
+                frame = conn.reply()
+                if frame.startswith(b">3\r\n$11\r\nunsubscribe"):
+                    break
+                delivered += frame.startswith(b">3\r\n$7\r\nmessage")
+        finally:
+            stop.set()
+            publisher.join()
+        # Every counted message was queued before the confirmation: it comes before PONG.
+        conn.send(encode("PING"))
+        while (frame := conn.reply()) != b"+PONG\r\n":
+            delivered += frame.startswith(b">3\r\n$7\r\nmessage")
+        conn.close()
+        return counted[0], delivered
+
     def test_events_of_one_key_come_in_the_order_its_writes_were_applied(self):
         # SET and DEL of one key race on two connections; the last event a subscriber sees for
         # the key must tell whether the key exists (docs/routing.md: apply events in order).
