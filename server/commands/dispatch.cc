@@ -236,7 +236,8 @@ bool Dispatcher::RunsFromMemory(const CommandSpec& spec,
   // Only these rows' keys are read here: both have one key, at a position their arity ensures.
   const std::string& key = argv[static_cast<size_t>(spec.keys.first)];
   if (spec.Has(kFastIfPutInMemory)) {
-    return argv.size() == 3 && core_.store.PutInMemory(key, argv[2].size());
+    return argv.size() == 3 && core_.store.PutInMemory(key, argv[2].size()) &&
+           !core_.events.WriteWouldWait(key);
   }
   const uint64_t max_bytes = core_.config.snapshot()->inline_get_max_bytes;
   return max_bytes > 0 && core_.store.InMemory(key, max_bytes);

@@ -26,11 +26,20 @@ uint32_t KeyspaceEvents::Enabled() {
   return enabled_.load(std::memory_order_relaxed);
 }
 
+size_t KeyspaceEvents::StripeOf(std::string_view key) {
+  return std::hash<std::string_view>{}(key) % kStripes;
+}
+
+bool KeyspaceEvents::WriteWouldWait(std::string_view key) {
+  if (!Publishing()) return false;
+  std::unique_lock<std::mutex> probe(stripes_[StripeOf(key)], std::try_to_lock);
+  return !probe.owns_lock();
+}
+
 std::vector<std::unique_lock<std::mutex>> KeyspaceEvents::OrderWrites(
     const std::vector<std::string_view>& keys) {
   std::vector<size_t> stripes;
-  for (std::string_view key : keys)
-    stripes.push_back(std::hash<std::string_view>{}(key) % kStripes);
+  for (std::string_view key : keys) stripes.push_back(StripeOf(key));
   std::sort(stripes.begin(), stripes.end());  // one order for every command: no deadlock
   stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
   std::vector<std::unique_lock<std::mutex>> locks;

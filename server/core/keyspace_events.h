@@ -34,9 +34,13 @@ class KeyspaceEvents {
   // when nothing is published.
   std::vector<std::unique_lock<std::mutex>> OrderWrites(const std::vector<std::string_view>& keys);
   bool Publishing() { return Enabled() != 0; }
+  // Whether OrderWrites({key}) would wait now (another write of a key of its stripe holds it):
+  // such a write goes to the engine pool rather than block a connection's io thread.
+  bool WriteWouldWait(std::string_view key);
 
  private:
   static constexpr size_t kStripes = 64;
+  static size_t StripeOf(std::string_view key);
 
   // The enabled classes (the option's bits, refreshed when the configuration changes), or 0
   // while nobody subscribes to anything.
