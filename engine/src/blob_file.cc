@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 #include <vector>
 
 #include "guarded_read.h"
@@ -478,11 +479,7 @@ uint64_t BlobFile::Punch(uint64_t offset, uint64_t n) {
   if (end <= begin) return 0;
   SkipOrAwaitPendingIn(begin, end);  // a write landing after the punch would fill the hole
   std::lock_guard lock(punch_mu_);
-  if (range_holds_ > 0) {
-    deferred_punches_.emplace_back(begin, end - begin);
-  } else if (!PunchNowLocked(begin, end - begin)) {
-    return 0;
-  }
+  if (!PunchOrDeferLocked(begin, end)) return 0;
   const uint64_t added = AddHoleLocked(begin, end);  // a range freed twice counts once
   holes_ += added;
   return added;
@@ -532,22 +529,49 @@ uint64_t BlobFile::PunchAllBut(std::vector<std::pair<uint64_t, uint64_t>> live) 
   return freed;
 }
 
-std::shared_ptr<const void> BlobFile::HoldRanges(std::shared_ptr<BlobFile> f) {
-  {
-    std::lock_guard lock(f->punch_mu_);
-    f->range_holds_++;
+bool BlobFile::PunchOrDeferLocked(uint64_t begin, uint64_t end) {
+  std::vector<std::pair<uint64_t, uint64_t>> held;  // the holds' parts inside [begin, end)
+  for (const auto& [b, e] : holds_) {
+    if (b < end && e > begin) held.emplace_back(std::max(b, begin), std::min(e, end));
   }
-  BlobFile* raw = f.get();
-  return std::shared_ptr<const void>(raw, [f = std::move(f)](const void*) { f->ReleaseRanges(); });
+  std::sort(held.begin(), held.end());
+  bool ok = true;
+  uint64_t cursor = begin;
+  for (const auto& [b, e] : held) {
+    if (b > cursor) ok = PunchNowLocked(cursor, b - cursor) && ok;
+    if (e > std::max(cursor, b)) deferred_punches_.emplace_back(std::max(cursor, b), e);
+    cursor = std::max(cursor, e);
+  }
+  if (end > cursor) ok = PunchNowLocked(cursor, end - cursor) && ok;
+  return ok;
 }
 
-void BlobFile::ReleaseRanges() {
+std::shared_ptr<const void> BlobFile::HoldRange(std::shared_ptr<BlobFile> f, uint64_t offset,
+                                                uint64_t n) {
+  // Whole blocks: a punch frees whole blocks, the held value's first and last included.
+  const std::pair<uint64_t, uint64_t> held{offset / format::kValueAlign * format::kValueAlign,
+                                           format::AlignUp(offset + n)};
+  {
+    std::lock_guard lock(f->punch_mu_);
+    f->holds_.push_back(held);
+  }
+  BlobFile* raw = f.get();
+  return std::shared_ptr<const void>(
+      raw, [f = std::move(f), held](const void*) { f->ReleaseRange(held); });
+}
+
+void BlobFile::ReleaseRange(std::pair<uint64_t, uint64_t> held) {
   std::lock_guard lock(punch_mu_);
-  if (--range_holds_ > 0) return;
+  auto it = std::find(holds_.begin(), holds_.end(), held);
+  if (it != holds_.end()) {
+    *it = holds_.back();
+    holds_.pop_back();
+  }
+  if (deferred_punches_.empty()) return;
   // Under the lock: a hold taken after this sees the range already freed (a miss), never
-  // freed under it.
-  for (const auto& [offset, n] : deferred_punches_) PunchNowLocked(offset, n);
-  deferred_punches_.clear();
+  // freed under it. What another hold still covers waits again.
+  std::vector<std::pair<uint64_t, uint64_t>> waiting = std::exchange(deferred_punches_, {});
+  for (const auto& [b, e] : waiting) (void)PunchOrDeferLocked(b, e);
 }
 
 }  // namespace larder

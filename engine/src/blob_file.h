@@ -191,18 +191,22 @@ class BlobFile {
   static bool CanPunchHoles(const std::string& dir);
   // Frees the blocks of [offset, AlignUp(offset + n)). No index entry may point into the range
   // any more; a record that a crash brings back may (the open drops it: Freed). A write pending
-  // in the range and not yet started is skipped; one under way is waited for. While a range hold
-  // is out (HoldRanges) the punch waits for the last hold to go. Returns the bytes the file stops
-  // counting (accounted()): those not freed before, 0 if the filesystem refused.
+  // in the range and not yet started is skipped; one under way is waited for. The parts of the
+  // range under a hold (HoldRange) wait for their holds to go; the rest is freed now. Returns
+  // the bytes the file stops counting (accounted()): those not freed before, the held parts
+  // included (the budget's slack is at most the bytes held, values being read), 0 if the
+  // filesystem refused.
   uint64_t Punch(uint64_t offset, uint64_t n);
   // Whether any of [offset, offset + n) was freed (punched, or found a hole at open): a record
   // pointing there names a version given back before a crash forgot its removal.
   bool Freed(uint64_t offset, uint64_t n) const;
   // Punches every value range of the file outside `live` ((offset, size) extents, any order).
   uint64_t PunchAllBut(std::vector<std::pair<uint64_t, uint64_t>> live);
-  // Keeps `f`'s ranges from being punched (and `f` open) until the returned handle goes: what
-  // GetFileRange hands out, so that the bytes it verified are the bytes sendfile sends.
-  static std::shared_ptr<const void> HoldRanges(std::shared_ptr<BlobFile> f);
+  // Keeps the blocks of [offset, offset + n) from being punched (and `f` open) until the
+  // returned handle goes: what a read holds while it verifies and sends a value (GetFileRange
+  // hands it out, so that the bytes it verified are the bytes sendfile sends).
+  static std::shared_ptr<const void> HoldRange(std::shared_ptr<BlobFile> f, uint64_t offset,
+                                               uint64_t n);
   // Bytes the file counts against the disk budget: disk_bytes() less its holes (punched here,
   // or found at open).
   uint64_t accounted() const {
@@ -228,7 +232,10 @@ class BlobFile {
   uint64_t AddHoleLocked(uint64_t begin, uint64_t end);
   // At open: records the file's holes (SEEK_HOLE); returns their bytes.
   uint64_t FindHoles();
-  void ReleaseRanges();
+  void ReleaseRange(std::pair<uint64_t, uint64_t> held);
+  // Punches the parts of [begin, end) outside every hold and defers the others; false if the
+  // filesystem refused a punch. The caller holds punch_mu_.
+  bool PunchOrDeferLocked(uint64_t begin, uint64_t end);
 
   const std::string path_;
   const int fd_;
@@ -249,8 +256,9 @@ class BlobFile {
   std::atomic<uint64_t> holes_{0};      // bytes below disk_bytes() that occupy no block
   mutable std::mutex punch_mu_;         // guards the three below; held across a punch
   std::map<uint64_t, uint64_t> freed_;  // ranges freed (begin -> end), disjoint, not touching
-  int range_holds_ = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> deferred_punches_;  // (offset, bytes)
+  // Held block ranges [begin, end), one per hold (a few: one per read of the file in flight).
+  std::vector<std::pair<uint64_t, uint64_t>> holds_;
+  std::vector<std::pair<uint64_t, uint64_t>> deferred_punches_;  // [begin, end), under holds
 };
 
 using BlobFilePtr = std::shared_ptr<BlobFile>;

@@ -180,8 +180,8 @@ class StoreImpl final : public Store {
   std::optional<Located> LookupFast(uint64_t hash, std::string_view key);
   // The entry of `key`, confirmed by its stored index record (write paths).
   std::optional<Located> LookupExact(uint64_t hash, std::string_view key);
-  // LookupFast for a read that must find the bytes where the entry says: a file value's ranges
-  // are held (*hold, see BlobFile::HoldRanges) and the entry confirmed still in the index after
+  // LookupFast for a read that must find the bytes where the entry says: a file value's range
+  // is held (*hold, see BlobFile::HoldRange) and the entry confirmed still in the index after
   // the hold was taken, so a replacement or eviction from then on leaves its bytes in place
   // until the hold goes. An entry that left the index in between (its range may be punched
   // already) is looked up again, up to kLookupAttempts times; nullopt then, or on a miss.

@@ -51,7 +51,7 @@ std::optional<Located> StoreImpl::LookupHeld(uint64_t hash, std::string_view key
     std::optional<Located> at = LookupFast(hash, key);
     if (!at || at->entry.is_inline() || !at->seg.file) return at;
     testing::SyncPoint("LookupHeld:BeforeHold");
-    *hold = BlobFile::HoldRanges(at->seg.file);
+    *hold = BlobFile::HoldRange(at->seg.file, at->entry.offset, at->entry.size);
     // A replacement or eviction takes the entry out of the index before it punches the range:
     // one that has not done so yet finds this hold when it punches.
     if (index_.Contains(at->entry)) return at;

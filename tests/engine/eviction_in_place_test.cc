@@ -179,16 +179,22 @@ TEST(EvictionInPlace, AFileRangeKeepsItsBytesUntilItGoes) {
   Fixture f(EvictionPolicy::kLruReuse);
   ReopenWithOneFilePerGeneration(f);
   f.PutN(0, 8);
+  const uint64_t first = f.store->Info(Fixture::Key(0))->generation;  // keys 0-3, one file
   auto range = f.store->GetFileRange(Fixture::Key(2));
   ASSERT_TRUE(range.ok()) << range.status().ToString();
   const std::string expected = MakeValue(Fixture::Key(2), kMiB);
   int i = 8;
-  for (; i < 200 && f.store->Contains(Fixture::Key(2)); ++i) {
+  for (; i < 200 && (f.store->Contains(Fixture::Key(2)) || f.store->Contains(Fixture::Key(3)) ||
+                     f.store->Contains(Fixture::Key(1)));
+       ++i) {
     EXPECT_TRUE(f.Has(0));
     f.PutN(i, i + 1);
   }
   ASSERT_FALSE(f.store->Contains(Fixture::Key(2))) << "never evicted";
   ASSERT_TRUE(f.store->Contains(Fixture::Key(0)));
+  // The hold keeps key 2's blocks only: those of keys 1 and 3, in the same file, went at once.
+  EXPECT_LE(FilesOfGeneration(f.dir.path(), first).blocks_bytes, 2 * kMiB + 2 * 4096)
+      << "values nobody reads waited for the held one";
   std::string got(range->size, '\0');
   ASSERT_EQ(::pread(range->fd, got.data(), got.size(), static_cast<off_t>(range->offset)),
             static_cast<ssize_t>(got.size()));

@@ -58,8 +58,9 @@ struct Options {
   // Disk budget in bytes for everything in the data directory (blob files, the index's SST
   // and WAL files, with unflushed index memtable bytes counted as already written). Writes keep
   // succeeding by evicting; usage never exceeds the budget by more than one generation, plus
-  // ranges freed in files a read still holds (OpenValue, GetFileRange: a reply being sent),
-  // which are counted free at once and given back to the filesystem when the hold ends. 0 =
+  // the values freed while a read still holds them (OpenValue, GetFileRange: a reply being
+  // sent), which are counted free at once and given back to the filesystem when their reads
+  // end (at most the bytes of the reads in flight). 0 =
   // 80% of the filesystem's capacity available to the store when it opens (free space + what
   // the store already uses). Default: 0.
   uint64_t max_disk_bytes = 0;
