@@ -233,6 +233,9 @@ void ClusterState::FinishMigration(bool success) {
   for (int s = migration_.range->first; s <= migration_.range->last; ++s) {
     migrated_[s] = migration_.destination_id;
   }
+  // A topology that switched the range before this end gave it away already: a redirect kept
+  // for it would outlive a later topology giving it back (MOVED to a node that does not own it).
+  if (topology_) ForgetGivenAway();
 }
 
 bool ClusterState::AnyMigrated(SlotRange range) const {

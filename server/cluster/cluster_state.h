@@ -116,8 +116,9 @@ class ClusterState {
   // reply, with nothing changed, if it fails. `assigned`: the range a SETSLOT moved (whose
   // imported slots it assigns), or nullopt for a whole topology (SETNODES: all of them).
   std::optional<std::string> Install(Topology t, std::optional<SlotRange> assigned);
-  // With mu_ held, after a topology change: a migrated slot the topology gave away needs no
-  // redirect of its own any more (it goes to given_away_, for deletion), nor a write ban.
+  // With mu_ held, after a topology change or a migration's end: a migrated slot the topology
+  // gave away needs no redirect of its own any more (it goes to given_away_, for deletion),
+  // nor a write ban.
   void ForgetGivenAway();
 
   bool enabled_ = false;

@@ -258,6 +258,22 @@ TEST_F(ClusterStateTest, AMigratedSlotRedirectsUntilATopologyGivesItAwaySlotBySl
   EXPECT_TRUE(state.TakeGivenAwayRanges().empty());  // once
 }
 
+TEST_F(ClusterStateTest, AMigrationEndingAfterTheSwitchLeavesNoRedirect) {
+  // The controller switched slot 10 to b before the migration's end was seen here: the slot is
+  // given away (its keys go), and a later topology giving it back is served, not redirected.
+  ClusterState state;
+  ASSERT_FALSE(state.Enable(dir_.string()));
+  ASSERT_FALSE(state.SetNodeId(Id('a')));
+  ASSERT_FALSE(state.SetNodes(AbcTopology(), 1, false));
+  state.BeginMigration({10, 10}, Id('b'));
+  ASSERT_FALSE(state.SetSlot({10, 10}, Id('b'), 2));
+  state.FinishMigration(true);
+  EXPECT_FALSE(state.AnyMigrated({10, 10}));
+  EXPECT_EQ(state.TakeGivenAwayRanges(), (std::vector<SlotRange>{{10, 10}}));
+  ASSERT_FALSE(state.SetSlot({10, 10}, Id('a'), 3));
+  EXPECT_FALSE(state.Route({10, true})) << *state.Route({10, true});
+}
+
 TEST_F(ClusterStateTest, ImportedSlotsAreServedUntilATopologyAssignsThem) {
   ClusterState state;
   ASSERT_FALSE(state.Enable(dir_.string()));
