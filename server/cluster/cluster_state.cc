@@ -225,17 +225,18 @@ void ClusterState::ForbidWrites(SlotRange range) {
   forbidden_ = range;
 }
 
-void ClusterState::FinishMigration(bool success) {
+std::vector<SlotRange> ClusterState::FinishMigration(bool success) {
   std::unique_lock lock(mu_);
   migration_.state = success ? MigrationState::kSuccess : MigrationState::kFail;
   forbidden_.reset();
-  if (!success) return;
+  if (!success) return {};
   for (int s = migration_.range->first; s <= migration_.range->last; ++s) {
     migrated_[s] = migration_.destination_id;
   }
   // A topology that switched the range before this end gave it away already: a redirect kept
   // for it would outlive a later topology giving it back (MOVED to a node that does not own it).
   if (topology_) ForgetGivenAway();
+  return std::exchange(given_away_, {});
 }
 
 bool ClusterState::AnyMigrated(SlotRange range) const {

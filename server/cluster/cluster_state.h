@@ -88,7 +88,9 @@ class ClusterState {
   // (slot by slot: a later migration does not change it).
   void BeginMigration(SlotRange range, const std::string& destination_id);
   void ForbidWrites(SlotRange range);
-  void FinishMigration(bool success);
+  // Ends the migration. Returns the ranges of it a topology already gave away (the controller
+  // switched before this end): they keep no redirect, and the caller deletes their keys.
+  [[nodiscard]] std::vector<SlotRange> FinishMigration(bool success);
   MigrationInfo Migration() const;
   // Whether a slot of `range` was migrated out and no topology has given it away yet.
   bool AnyMigrated(SlotRange range) const;

@@ -123,7 +123,9 @@ void SlotMigrator::Run(SlotRange range, const ClusterNode& destination) {
   } else {
     Log(LogLevel::kNotice, "migrated slots " + range.ToString() + " to " + where);
   }
-  state_.FinishMigration(!error);
+  // Slots the topology gave away before this end: their keys go now (this node serves them no
+  // more, and a later topology giving them back must not find them).
+  for (const SlotRange& gone : state_.FinishMigration(!error)) DeleteKeysInRange(store_, gone);
   std::lock_guard lock(mu_);
   done_ = true;
   error_ = error ? "ERR " + *error : "";
