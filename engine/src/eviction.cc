@@ -8,6 +8,7 @@
 
 #include "format.h"
 #include "store_impl.h"
+#include "sync_point.h"
 
 namespace larder {
 
@@ -414,12 +415,16 @@ void StoreImpl::PunchAroundKept(const Generation& victim) {
   // earlier, whose records were all the victim's). Other files, copied from or not, are
   // unlinked whole by the release. The kept entries are found in the index, not remembered by
   // the rounds that kept them: a restart between rounds forgets those.
-  const std::unordered_map<uint32_t, BlobFilePtr> borrowed = gens_->BorrowedSegmentsOf(victim);
-  if (borrowed.empty()) return;
+  testing::SyncPoint("StoreImpl::PunchAroundKept");
+  PunchAroundLive(gens_->BorrowedSegmentsOf(victim));
+}
+
+void StoreImpl::PunchAroundLive(const std::unordered_map<uint32_t, BlobFilePtr>& segs) {
+  if (segs.empty()) return;
   std::map<BlobFile*, std::vector<std::pair<uint64_t, uint64_t>>> live;
-  for (const auto& [seg, file] : borrowed) live[file.get()];
+  for (const auto& [seg, file] : segs) live[file.get()];
   index_.ForEach([&](Entry& e) {
-    if (auto it = borrowed.find(e.seg); it != borrowed.end()) {
+    if (auto it = segs.find(e.seg); it != segs.end()) {
       live[it->second.get()].emplace_back(e.offset, e.size);
     }
     return true;

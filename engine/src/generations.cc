@@ -94,12 +94,12 @@ void Generations::AdoptOrphan(BlobFilePtr file) {
   orphans_[{h.generation, h.partition}] = std::move(file);
 }
 
-void Generations::DropUnheldOrphans() {
-  std::vector<BlobFilePtr> unheld;
+std::vector<BlobFilePtr> Generations::DropUnheldOrphans() {
+  std::vector<BlobFilePtr> unheld, held;
   {
     std::unique_lock lock(mu_);
     for (auto& [name, f] : orphans_) {
-      if (!holders_.count(f.get())) unheld.push_back(std::move(f));
+      (holders_.count(f.get()) ? held : unheld).push_back(std::move(f));
     }
     orphans_.clear();
   }
@@ -107,6 +107,7 @@ void Generations::DropUnheldOrphans() {
     SubFileBytes(f->accounted());
     f->MarkDeleted();
   }
+  return held;
 }
 
 BlobFilePtr Generations::FileOf(uint64_t gen, uint16_t partition) const {
@@ -162,6 +163,19 @@ std::unordered_map<uint32_t, BlobFilePtr> Generations::BorrowedSegmentsOf(
   for (uint32_t id = 1; id < segs_.size(); ++id) {
     const Segment& s = segs_[id];
     if (s.file && s.gen.get() != &owner && s.file->header().generation == owner.id) {
+      out.emplace(id, s.file);
+    }
+  }
+  return out;
+}
+
+std::unordered_map<uint32_t, BlobFilePtr> Generations::SegmentsOf(
+    const std::vector<BlobFilePtr>& files) const {
+  std::unordered_map<uint32_t, BlobFilePtr> out;
+  std::shared_lock lock(mu_);
+  for (uint32_t id = 1; id < segs_.size(); ++id) {
+    const Segment& s = segs_[id];
+    if (s.file && std::find(files.begin(), files.end(), s.file) != files.end()) {
       out.emplace(id, s.file);
     }
   }

@@ -151,7 +151,8 @@ class Generations {
   // At open: a blob file whose generation is gone, kept while records of later generations may
   // borrow it; DropUnheldOrphans unlinks the ones nobody borrowed.
   void AdoptOrphan(BlobFilePtr file);
-  void DropUnheldOrphans();
+  // Returns the orphans kept (borrowed): their ranges no record names are freed by the caller.
+  std::vector<BlobFilePtr> DropUnheldOrphans();
   // Blob file (gen, partition): a live generation's or an orphan's; null if there is none.
   BlobFilePtr FileOf(uint64_t gen, uint16_t partition) const;
   // The segment of `g` naming `file`, borrowed now if `g` does not hold it yet.
@@ -163,6 +164,8 @@ class Generations {
   // The segments through which other generations borrow the files of generation `owner`,
   // each with its file.
   std::unordered_map<uint32_t, BlobFilePtr> BorrowedSegmentsOf(const Generation& owner) const;
+  // The segments naming one of `files`, with their file.
+  std::unordered_map<uint32_t, BlobFilePtr> SegmentsOf(const std::vector<BlobFilePtr>& files) const;
   // Frees `e`'s range and takes it off the budget (a range freed before counts once).
   void Punch(const Generation::Extent& e);
 

@@ -337,6 +337,10 @@ class StoreImpl final : public Store {
   // range of its own blob files but those of the entries still in the index, all kept in place
   // by some round of its eviction, this process's or one before a restart.
   void PunchAroundKept(const Generation& victim);
+  // Frees every value range of the files of `segs` that no index entry names (entries of those
+  // segments found by one walk of the index): a dropped generation's file kept for its
+  // borrowers, at the drop and again at open (a crash may have come between them).
+  void PunchAroundLive(const std::unordered_map<uint32_t, BlobFilePtr>& segs);
   // Evicts until usage + incoming <= target (or nothing is left). Caller holds evict_mu_.
   Status EvictUntil(uint64_t target, uint64_t incoming, EvictionPolicy policy);
   // Reinserts the entries of `keep` (in place: all; copied: what the reinsertion cap allows,

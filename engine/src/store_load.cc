@@ -182,7 +182,11 @@ Status StoreImpl::LoadIndex() {
       if (!ws.ok()) return Status::IOError("cleaning the index: " + ws.ToString());
     }
   }
-  if (!options_.read_only) gens_->DropUnheldOrphans();
+  if (!options_.read_only) {
+    // A crash between a drop and its punches left ranges of the kept files no record names.
+    const std::vector<BlobFilePtr> kept = gens_->DropUnheldOrphans();
+    if (!kept.empty()) PunchAroundLive(gens_->SegmentsOf(kept));
+  }
   index_.ShrinkToFit();
   malloc_trim(0);  // what the load allocated for a while goes back to the system
   return Status::OK();

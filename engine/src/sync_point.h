@@ -27,6 +27,8 @@ namespace larder::testing {
 //   "StoreImpl::RemoveFailedWrites:Done"  ... and has removed what it could
 //   "StoreImpl::PutImpl:BeforeCommit"     a Put's value is staged, its index entry not written
 //   "StoreImpl::PersistDirty:Walked"  a generation's dirty records were found, none rewritten
+//   "StoreImpl::PunchAroundKept"     a whole drop of a generation is durable; the ranges of its
+//                                    files around the entries kept in place are not freed yet
 //   "StoreImpl::MaintenanceLoop:ExpiryPass"  a periodic pass removed the expired entries it
 //                                    looked at (ExpiryPass)
 void SetSyncPoint(const std::string& name, std::function<void(void*)> fn);

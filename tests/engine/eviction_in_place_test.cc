@@ -10,6 +10,7 @@
 
 #include "eviction_fixture.h"
 #include "larder/store.h"
+#include "sync_point.h"
 #include "test_util.h"
 
 namespace larder {
@@ -353,6 +354,60 @@ TEST(EvictionInPlace, TheEntriesEvictionKeepsSurviveACrashAfterTheDrop) {
     EXPECT_EQ(v->view(), MakeValue(Fixture::Key(i), kMiB));
   }
   EXPECT_EQ((*r)->GetStats().corruptions, 0u);
+}
+
+constexpr const char* kCrashBeforePunchChild = "LARDER_CRASH_BEFORE_PUNCH_CHILD";
+
+// The store of ARangeFreedByADropIsFreedAtOpenAfterACrashBeforeItsPunch: the WAL on (one blob
+// file per generation, so that kept and dropped values share a file) and LRU without learned
+// demotion (a generation whose values to drop are fewer than a round's goal goes whole).
+Options CrashBeforePunchOptions() {
+  Options o = CrashAfterDropOptions();
+  o.wal = true;
+  o.eviction_policy = EvictionPolicy::kLru;
+  o.generation_bytes = 3 * kMiB + (32 << 10);  // keys 0-3 (see below) fill the first
+  return o;
+}
+
+// Its crash, in a re-executed child: keys 0-4 written (key 3 of 64 KiB), then rounds of
+// reading keys 0-2 and writing a new key, until a generation is dropped whole around the
+// entries kept in place (key 3's range is to be freed): the child exits there, before the
+// punch.
+[[maybe_unused]] const bool kIsCrashBeforePunchChild = [] {
+  const char* dir = std::getenv(kCrashBeforePunchChild);
+  if (dir == nullptr) return false;
+  auto r = Store::Open(CrashBeforePunchOptions(), dir);
+  if (!r.ok()) _exit(2);
+  Store& s = **r;
+  testing::SetSyncPoint("StoreImpl::PunchAroundKept", [] { _exit(0); });
+  for (int i = 0; i < 100; ++i) {
+    for (int k = 0; k < 3 && i >= 5; ++k) {
+      if (!s.Get(Fixture::Key(k)).ok()) _exit(4);
+    }
+    // Key 3 is small: the generation's values to drop are less than a round's goal.
+    const size_t size = i == 3 ? 64 << 10 : kMiB;
+    if (!s.Put(Fixture::Key(i), MakeValue(Fixture::Key(i), size)).ok()) _exit(3);
+  }
+  _exit(7);  // no whole drop
+}();
+
+TEST(EvictionInPlace, ARangeFreedByADropIsFreedAtOpenAfterACrashBeforeItsPunch) {
+  test::TempDir dir;
+  pid_t pid = test::ReexecSelf(kCrashBeforePunchChild, dir.path());
+  ASSERT_GE(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child failed: " << status;
+  auto r = Store::Open(CrashBeforePunchOptions(), dir.path());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (int k : {0, 1, 2}) EXPECT_TRUE((*r)->Contains(Fixture::Key(k)));
+  EXPECT_FALSE((*r)->Contains(Fixture::Key(3)));
+  // The first generation's file stays for keys 0-2, with key 3's range (whose record went with
+  // the generation) freed at the open: its blocks are theirs and its header's.
+  const GenFiles first = FilesOfGeneration(dir.path(), 1);
+  ASSERT_EQ(first.count, 1);
+  EXPECT_LE(first.blocks_bytes, 3 * kMiB + 4096) << "a range no record names kept its blocks";
+  EXPECT_EQ((*r)->GetStats().value_file_bytes, test::DirBytes(dir.path() + "/values"));
 }
 
 }  // namespace
