@@ -192,6 +192,27 @@ class LmcacheNativeTest(unittest.TestCase):
         return lmcache_native.LarderConnector(path=tempfile.mkdtemp(dir=self.dir), **kw)
 
 
+class LmcacheNativeCloseTest(unittest.TestCase):
+    """LMCache's close() keeps the object: what was acknowledged must be on disk (the WAL is
+    off) and the directory unlocked without waiting for the object to be freed."""
+
+    def test_close_closes_the_store_it_opened(self):
+        self.dir = tempfile.mkdtemp(prefix="larder-native-close-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        plugin = lmcache_native.LarderConnector(path=os.path.join(self.dir, "store"),
+                                                max_disk_bytes=2048 * MiB)
+        demux = Demux(plugin)
+        keys = [f"closed:{i}" for i in range(4)]
+        fid = plugin.submit_batch_set(keys, [memoryview(chunk(k)) for k in keys])
+        self.assertEqual(demux.wait(fid)[:2], (True, ""))
+        demux.close()
+        plugin.close()
+        from larder.native import Store
+        with Store(os.path.join(self.dir, "store")) as reopened:  # was Busy: LOCK held
+            self.assertEqual([reopened.get(k.encode()) for k in keys],
+                             [chunk(k) for k in keys])
+
+
 class LmcacheNativeServerModeTest(LmcacheNativeTest):
     """The same contract over a running larder-server's unix socket."""
 

@@ -38,4 +38,6 @@ def LarderConnector(path=None, server=None, workers=None, **options):  # noqa: N
     options.setdefault("wal", False)
     options.setdefault("eviction_policy", "lru-reuse")
     store = _native.Store(path, **options)
-    return _native.LmcachePlugin(store, workers=2 if workers is None else workers)
+    # The store is the plugin's alone: LMCache's close() closes it (flushed, unlocked).
+    return _native.LmcachePlugin(store, workers=2 if workers is None else workers,
+                                 close_store=True)

@@ -339,16 +339,18 @@ namespace {
 void BindLmcachePlugin(py::module_& m) {
   using lmcache_plugin::Plugin;
   py::class_<Plugin>(m, "LmcachePlugin")
-      .def(py::init([](py::object store, int workers) {
+      .def(py::init([](py::object store, int workers, bool close_store) {
              if (!py::isinstance<Store>(store)) {
                throw py::type_error("LmcachePlugin needs a larder_native.Store, not " +
                                     std::string(py::str(py::type::of(store).attr("__name__"))));
              }
              Store* s = &store.cast<Store&>();
-             return std::make_unique<Plugin>(store, lmcache_plugin::StoreRunners(s), workers);
+             return std::make_unique<Plugin>(store, lmcache_plugin::StoreRunners(s), workers,
+                                             /*tiles=*/1, close_store);
            }),
-           py::arg("store"), py::arg("workers") = 2,
-           "LMCache's native_plugin contract over `store` (a Store), `workers` batch threads.")
+           py::arg("store"), py::arg("workers") = 2, py::arg("close_store") = false,
+           "LMCache's native_plugin contract over `store` (a Store), `workers` batch threads; "
+           "with `close_store`, close() closes the store too (flushed, its directory unlocked).")
       .def("event_fd", &Plugin::EventFd)
       .def("submit_batch_get", &Plugin::SubmitGet, py::arg("keys"), py::arg("buffers"))
       .def("submit_batch_set", &Plugin::SubmitSet, py::arg("keys"), py::arg("buffers"))

@@ -155,13 +155,17 @@ inline Completion RunOnStore(larder_t* db, const Batch& b) {
 
 class Plugin {
  public:
-  // `keep_alive`: a Python object the runners use (the Store), held as long as the plugin.
-  // `tiles`: how many pieces a batch is split into, each run by a worker of its own (1: a
-  // batch runs whole on one worker).
-  Plugin(py::object keep_alive, RunnerFactory make_runner, int workers, size_t tiles = 1)
+  // `keep_alive`: a Python object the runners use (the Store), held as long as the plugin;
+  // with `close_keep_alive`, Close calls its close() once the workers are done (a Store the
+  // plugin's maker opened for it: its data flushed and its directory unlocked by LMCache's
+  // close, not whenever the object is freed). `tiles`: how many pieces a batch is split into,
+  // each run by a worker of its own (1: a batch runs whole on one worker).
+  Plugin(py::object keep_alive, RunnerFactory make_runner, int workers, size_t tiles = 1,
+         bool close_keep_alive = false)
       : keep_alive_(std::move(keep_alive)),
         make_runner_(std::move(make_runner)),
-        tiles_(std::max<size_t>(1, tiles)) {
+        tiles_(std::max<size_t>(1, tiles)),
+        close_keep_alive_(close_keep_alive) {
     if (workers < 1 || workers > kMaxWorkers) {
       throw py::value_error("workers must be 1 to " + std::to_string(kMaxWorkers) + ", not " +
                             std::to_string(workers));
@@ -226,7 +230,9 @@ class Plugin {
     }
     // Only the call that joined the workers knows no worker touches a buffer any more: a
     // second Close may return while the first still waits for them.
-    if (stopped) held_.clear();
+    if (!stopped) return;
+    held_.clear();
+    if (close_keep_alive_) keep_alive_.attr("close")();
   }
 
  private:
@@ -324,6 +330,7 @@ class Plugin {
   py::object keep_alive_;
   RunnerFactory make_runner_;
   const size_t tiles_;
+  const bool close_keep_alive_;
   int efd_ = -1;  // -1 once closed
   mutable std::mutex mu_;
   std::condition_variable work_cv_;
