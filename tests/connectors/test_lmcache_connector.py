@@ -212,6 +212,75 @@ class ConnectorOn(OnLmcacheLoop):
         self.assertTrue(0 < self.wait(timed.client.redis.ttl(Key("t").to_string())) <= 120)
         self.wait(timed.close())
 
+    def test_puts_go_in_pipelines_of_32_mib_encoded_as_they_go(self):
+        # redis-py's asyncio client bounds a whole pipeline's write by the timeout: a batch of
+        # a long prompt goes in pieces, and is not copied whole before the first is sent.
+        from larder import client as client_module
+        sizes, encoded_before_send = [], []
+        real_pipeline = self.conn.client.redis.pipeline
+
+        def counting_pipeline(*a, **kw):
+            pipe = real_pipeline(*a, **kw)
+            real_execute = pipe.execute
+
+            async def execute(*ea, **ekw):
+                sizes.append(sum(len(cmd[0][2]) for cmd in pipe.command_stack))
+                encoded_before_send.append(encodes[0])
+                return await real_execute(*ea, **ekw)
+            pipe.execute = execute
+            return pipe
+        encodes = [0]
+        real_encode = self.conn._encode
+
+        def counting_encode(m):
+            encodes[0] += 1
+            return real_encode(m)
+        self.conn.client.redis.pipeline = counting_pipeline
+        self.conn._encode = counting_encode
+        chunks = [chunk([3 * MiB])] * 24  # 24 chunks of 6 MiB: 144 MiB
+        keys = [Key(f"pipe{i}") for i in range(24)]
+        self.wait(self.conn.batched_put(keys, chunks))
+        del self.conn.client.redis.pipeline  # the lookup's own pipeline (Redis) is not counted
+        self.assertEqual(self.conn.put_errors, 0)
+        self.assertGreater(len(sizes), 1)
+        self.assertTrue(all(s <= client_module.PIPELINE_BYTES for s in sizes), sizes)
+        self.assertLess(encoded_before_send[0], 24, "the whole batch was encoded first")
+        self.assertEqual(self.wait(self.conn.batched_async_contains("l", keys)), 24)
+
+    def test_a_chunk_that_cannot_be_encoded_leaves_the_rest_of_its_batch_stored(self):
+        bad = chunk([8])
+        bad.get_dtype = lambda: None
+        keys = [Key("enc0"), Key("enc1"), Key("enc2")]
+        self.wait(self.conn.batched_put(keys, [chunk([8]), bad, chunk([8])]))
+        self.assertEqual(self.conn.put_errors, 1)
+        self.assertEqual([self.wait(self.conn.exists(k)) for k in keys], [True, False, True])
+
+    def test_lookups_and_pings_do_not_queue_behind_puts(self):
+        # Every put permit taken (puts in flight): a lookup and LMCache's ping still answer.
+        async def hold_put_permits():
+            for _ in range(LarderConnector.PUT_CONNECTIONS):
+                await self.conn.put_sem.acquire()
+        self.wait(hold_put_permits())
+        self.assertEqual(self.wait(self.conn.batched_async_contains("l", [Key("none")])), 0)
+        self.assertEqual(self.wait(self.conn.ping()), 0)
+
+        async def hold_read_permits():  # and every read permit too: the ping still answers
+            while not self.conn.sem.locked():
+                await self.conn.sem.acquire()
+        self.wait(hold_read_permits())
+        self.assertEqual(self.wait(asyncio.wait_for(self.conn.ping(), 5)), 0)
+
+    def test_a_bad_ttl_in_the_config_is_refused_when_the_connector_is_made(self):
+        for bad in (-1, 0.5, "1d", True):
+            class Config:
+                extra_config = {"larder.ttl_seconds": bad}
+            with self.subTest(ttl=bad), self.assertRaisesRegex(ValueError, "ttl must be"):
+                self.make(f"larder://127.0.0.1:{self.srv.port}", Config())
+
+    def test_a_reply_that_is_not_bytes_is_a_miss(self):
+        self.assertIsNone(self.conn._decode("k", "text, not bytes"))
+        self.assertEqual(self.conn.format_errors, 1)
+
     def test_ping_reports_an_unreachable_server_as_an_error_code(self):
         dead = self.make(f"larder://127.0.0.1:{helpers.SERVERS and _closed_port()}")
         self.assertEqual(self.wait(dead.ping()), 1)

@@ -13,6 +13,10 @@ default expiry of every put; none by default, and a put's own `ttl=0` stores wit
 `timeout` (seconds, default 1; a given one must be a positive, finite number) bounds every wait
 on the socket, and with `max_connections` also the wait for a free connection of the pool
 (callers beyond `max_connections` wait for one, up to `timeout`, rather than fail at once).
+redis-py's asyncio client bounds a whole write and a whole reply by it, not each wait: a
+`put_many` therefore goes as pipelines of at most `PIPELINE_BYTES` of values (a larger value
+alone), so `timeout` must cover moving one such pipeline or one value (1 s: 32 MB/s, or one
+80 MiB value at 80 MB/s).
 `prefix_count` is one round trip with LARDER.PREFIX; keys of several cluster slots (refused
 with CROSSSLOT) or a server without it take a second, the pipeline of EXISTS.
 
@@ -106,8 +110,31 @@ def _make_pool(module, redis_url, max_connections, timeout, kwargs):
         redis_url, max_connections=max_connections, timeout=timeout, **kwargs)
 
 
-def _items(items):
-    return list(items.items()) if hasattr(items, "items") else list(items)
+# The value bytes one pipeline of puts carries at most (one larger value goes alone): see the
+# module's note on `timeout`.
+PIPELINE_BYTES = 32 << 20
+
+
+def _value_bytes(v):
+    if isinstance(v, memoryview):
+        return v.nbytes
+    return len(v) if isinstance(v, (bytes, bytearray, str)) else 0
+
+
+def _put_pipelines(items):
+    """The (key, value) pairs of `items` (a dict or an iterable of pairs, taken lazily: a
+    generator's values are made one pipeline at a time) in lists of at most PIPELINE_BYTES of
+    values, a larger value alone."""
+    batch, size = [], 0
+    for k, v in (items.items() if hasattr(items, "items") else items):
+        n = _value_bytes(v)
+        if batch and size + n > PIPELINE_BYTES:
+            yield batch
+            batch, size = [], 0
+        batch.append((k, v))
+        size += n
+    if batch:
+        yield batch
 
 
 def _check_puts(keys, replies):
@@ -141,6 +168,8 @@ class _Settings:
     def _configure(self, url, ttl, timeout, fail_open):
         """Sets the shared state; returns the redis-py URL."""
         redis_url, url_ttl, url_timeout = _parse(url)
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
+            raise ValueError(f"ttl must be a positive whole number of seconds, not {ttl!r}")
         self.ttl = ttl if ttl is not None else url_ttl
         if timeout is not None:
             timeout = _positive_seconds(timeout)
@@ -238,16 +267,18 @@ class Client(_Settings):
         return self._call(0, self.redis.delete, *keys)
 
     def put_many(self, items, ttl=None):
-        """One round trip for all (key, value) pairs (a dict or an iterable of pairs); True once
-        all are stored, False if the store was unreachable."""
-        items = _items(items)
-        pipe = self.redis.pipeline(transaction=False)
-        for k, v in items:
-            pipe.set(k, v, **_set_args(_put_ttl(ttl, self.ttl)))
-        replies = self._call(None, pipe.execute, raise_on_error=False)
-        if replies is None:
-            return False
-        _check_puts([k for k, _ in items], replies)
+        """All (key, value) pairs (a dict or an iterable of pairs) in pipelines of at most
+        PIPELINE_BYTES each; True once all are stored, False if the store was unreachable
+        (those of the pipelines before stay stored)."""
+        ex = _set_args(_put_ttl(ttl, self.ttl))
+        for batch in _put_pipelines(items):
+            pipe = self.redis.pipeline(transaction=False)
+            for k, v in batch:
+                pipe.set(k, v, **ex)
+            replies = self._call(None, pipe.execute, raise_on_error=False)
+            if replies is None:
+                return False
+            _check_puts([k for k, _ in batch], replies)
         return True
 
     def get_many(self, keys):
@@ -329,14 +360,15 @@ class AsyncClient(_Settings):
         return await self._call(0, self.redis.delete, *keys)
 
     async def put_many(self, items, ttl=None):
-        items = _items(items)
-        pipe = self.redis.pipeline(transaction=False)
-        for k, v in items:
-            pipe.set(k, v, **_set_args(_put_ttl(ttl, self.ttl)))
-        replies = await self._call(None, pipe.execute, raise_on_error=False)
-        if replies is None:
-            return False
-        _check_puts([k for k, _ in items], replies)
+        ex = _set_args(_put_ttl(ttl, self.ttl))
+        for batch in _put_pipelines(items):
+            pipe = self.redis.pipeline(transaction=False)
+            for k, v in batch:
+                pipe.set(k, v, **ex)
+            replies = await self._call(None, pipe.execute, raise_on_error=False)
+            if replies is None:
+                return False
+            _check_puts([k for k, _ in batch], replies)
         return True
 
     async def get_many(self, keys):

@@ -5,8 +5,9 @@ reading its socket must cost a miss, quickly, never a hang or an exception in th
 `Client` and `AsyncClient` (client.py) therefore
 
 * bound every wait on the socket by `timeout` (connect, send, receive: redis-py's
-  `socket_connect_timeout` and `socket_timeout`), so a call against a stalled server returns
-  within about `timeout`;
+  `socket_connect_timeout` and `socket_timeout`; its asyncio client bounds a whole write or
+  reply, so batches of puts go as pipelines of at most 32 MiB: client.py), so a call against
+  a stalled server returns within about `timeout`;
 * turn a connection failure or a timeout into the call's "nothing" answer (None, False, 0, or
   False for a put that was not stored), counted in `failures`, with `last_error` kept;
 * after a failure, answer "nothing" at once, without touching the network, for a back-off that

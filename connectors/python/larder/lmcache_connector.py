@@ -132,20 +132,27 @@ def _byte_view(memory_obj):
 
 
 class LarderConnector(RemoteConnector):
-    """LMCache RemoteConnector on a Larder server. Keys are CacheEngineKey.to_string()."""
+    """LMCache RemoteConnector on a Larder server. Keys are CacheEngineKey.to_string().
 
-    MAX_CONNECTIONS = 150  # as LMCache's redis connector
+    Reads (lookups, loads: the time to first token waits on them) and puts have connections of
+    their own, so a lookup never queues behind the puts of a long prompt; LMCache's health
+    ping has one more, so a busy connector is never taken for a dead store."""
+
+    MAX_CONNECTIONS = 150  # as LMCache's redis connector: reads and puts together
+    PUT_CONNECTIONS = 50  # of them, at most this many puts (a put is a pipeline of <= 32 MiB)
     LOG_INTERVAL = 10.0
 
     def __init__(self, url, loop, local_cpu_backend, config=None, metadata=None):
-        ttl = None
         extra = getattr(config, "extra_config", None) or {}
-        if extra.get("larder.ttl_seconds"):
-            ttl = int(extra["larder.ttl_seconds"])
+        ttl = extra.get("larder.ttl_seconds")  # a positive whole number (ValueError here)
+        if ttl == 0 and not isinstance(ttl, bool):
+            ttl = None  # 0: no expiry
         self.client = AsyncClient(url, ttl=ttl, max_connections=self.MAX_CONNECTIONS)
+        self.pinger = AsyncClient(url, max_connections=1)
         self.loop = loop
         self.local_cpu_backend = local_cpu_backend
-        self.sem = asyncio.Semaphore(self.MAX_CONNECTIONS)
+        self.sem = asyncio.Semaphore(self.MAX_CONNECTIONS - self.PUT_CONNECTIONS)
+        self.put_sem = asyncio.Semaphore(self.PUT_CONNECTIONS)
         self.format_errors = 0  # values that were not chunks this LMCache can load (misses)
         self.read_errors = 0  # reads that failed with an error (misses, never raised)
         self.put_errors = 0  # puts not stored because of an error (never raised)
@@ -171,7 +178,7 @@ class LarderConnector(RemoteConnector):
         try:
             shape, dtype, fmt, payload = chunk_format.decode(value)
             args = (_shape_arg(shape), _dtype_from_name(dtype), _fmt_from_code(fmt))
-        except chunk_format.ChunkFormatError as e:
+        except (chunk_format.ChunkFormatError, TypeError, ValueError) as e:
             self.format_errors += 1
             self.log.warning("format", "%s is not a chunk this LMCache can load (%s); treated "
                              "as a miss", key_str, e)
@@ -229,9 +236,8 @@ class LarderConnector(RemoteConnector):
         # (a full disk, a value over the limit) or a chunk that cannot be encoded is logged,
         # not raised into LMCache's loop.
         try:
-            value = self._encode(memory_obj)
-            async with self.sem:
-                await self.client.put(key.to_string(), value)
+            async with self.put_sem:  # encoded once it may go: queued puts hold no copy
+                await self.client.put(key.to_string(), self._encode(memory_obj))
         except Exception as e:  # noqa: BLE001 - a put must never raise into LMCache
             self._refused(key.to_string(), e)
 
@@ -241,14 +247,16 @@ class LarderConnector(RemoteConnector):
 
     async def close(self):
         await self.client.close()
+        await self.pinger.close()
 
     def support_ping(self):
         return True
 
     async def ping(self):
+        # Its own connection, not a permit: a ping waiting behind the transfers of a busy
+        # connector would miss LMCache's ping timeout and have the store taken for dead.
         try:
-            async with self.sem:
-                return 0 if await self.client.redis.ping() else 1
+            return 0 if await self.pinger.redis.ping() else 1
         except Exception:  # noqa: BLE001 - LMCache expects an error code
             return 1
 
@@ -267,11 +275,21 @@ class LarderConnector(RemoteConnector):
     def support_batched_put(self):
         return True
 
+    def _encoded(self, keys, memory_objs):
+        """(name, value) per chunk, encoded as the pipelines take them; a chunk that cannot be
+        encoded is counted and left out, the rest stored."""
+        for k, m in zip(keys, memory_objs):
+            try:
+                value = self._encode(m)
+            except Exception as e:  # noqa: BLE001 - a put must never raise into LMCache
+                self._refused(k.to_string(), e)
+                continue
+            yield k.to_string(), value
+
     async def batched_put(self, keys, memory_objs):
         try:
-            items = [(k.to_string(), self._encode(m)) for k, m in zip(keys, memory_objs)]
-            async with self.sem:
-                await self.client.put_many(items)
+            async with self.put_sem:
+                await self.client.put_many(self._encoded(keys, memory_objs))
         except Exception as e:  # noqa: BLE001 - a put must never raise into LMCache
             self._refused(f"a batch of {len(keys)} puts", e)
 
