@@ -70,6 +70,24 @@ class NativeStoreTest(unittest.TestCase):
                 self.store.multi_get_into([b"v"], [view])
         self.assertEqual(dst, bytearray(b"." * 16))
 
+    def test_a_corrupt_value_in_a_batch_is_a_miss_and_the_others_stand(self):
+        bad, good = os.urandom(1 << 20), os.urandom(1 << 20)
+        self.store.put(b"bad", bad)
+        self.store.flush()
+        values = os.path.join(self.dir, "db", "values")
+        for name in os.listdir(values):  # every byte of the value flipped where it lies
+            with open(os.path.join(values, name), "r+b") as f:
+                data = f.read()
+                at = data.find(bad[:4096])
+                if at >= 0:
+                    f.seek(at)
+                    f.write(bytes(b ^ 0xFF for b in bad[:4096]))
+        self.store.put(b"good", good)
+        bufs = [bytearray(1 << 20), bytearray(1 << 20)]
+        self.assertEqual(self.store.multi_get_into([b"bad", b"good"], bufs), [None, 1 << 20])
+        self.assertEqual(bytes(bufs[1]), good)
+        self.assertEqual(self.store.stats()["corruptions"], 1)
+
     def test_one_key_where_a_list_of_keys_is_asked_is_refused(self):
         self.store.put(b"abc", b"v")
         for one in (b"abc", "abc", bytearray(b"abc")):

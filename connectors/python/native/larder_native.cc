@@ -187,7 +187,10 @@ class Store {
     for (size_t i = 0; i < n; ++i) {
       if (codes[i] == LARDER_OK) {
         out.append(py::int_(vlens[i]));
-      } else if (codes[i] == LARDER_NOT_FOUND || codes[i] == LARDER_ERR_BUFFER_TOO_SMALL) {
+      } else if (codes[i] == LARDER_NOT_FOUND || codes[i] == LARDER_ERR_BUFFER_TOO_SMALL ||
+                 codes[i] == LARDER_ERR_CORRUPTION) {
+        // A corrupt value is counted and removed by the engine: a miss, as LmcachePlugin's
+        // loads take it, and the batch's other results stand.
         out.append(py::none());
       } else {
         std::string msg = "multi_get_into: key " + std::to_string(i) + " failed (code " +
@@ -220,7 +223,9 @@ class Store {
   int64_t Ttl(const py::object& key) {
     Key k(key);
     std::shared_lock lock(mu_);
-    return larder_ttl(Open(), k.data(), k.size());
+    larder_t* db = Open();
+    py::gil_scoped_release nogil;
+    return larder_ttl(db, k.data(), k.size());
   }
 
   py::tuple Scan(uint64_t cursor, const std::string& match, size_t count) {
@@ -246,7 +251,9 @@ class Store {
     larder_stats_t s{};
     {
       std::shared_lock lock(mu_);
-      larder_stats(Open(), &s);
+      larder_t* db = Open();
+      py::gil_scoped_release nogil;
+      larder_stats(db, &s);
     }
     py::dict d;
 #define LARDER_PY_STAT(name, doc) d[#name] = s.name;
@@ -261,7 +268,9 @@ class Store {
 
   void UnmapFiles() {
     std::shared_lock lock(mu_);
-    larder_unmap_files(Open());
+    larder_t* db = Open();
+    py::gil_scoped_release nogil;
+    larder_unmap_files(db);
   }
 
   void Close() {
@@ -411,7 +420,8 @@ PYBIND11_MODULE(larder_native, m) {
            "Copies the verified value into a writable buffer; returns its size, or None.")
       .def("multi_get_into", &Store::MultiGetInto, py::arg("keys"), py::arg("buffers"),
            "Reads each verified value into its writable buffer, in parallel; per key its "
-           "size, or None (a miss, or a buffer too small).")
+           "size, or None (a miss, a buffer too small, or a corrupt value, which the store "
+           "counts in stats()['corruptions'] and removes).")
       .def("exists", &Store::Exists, py::arg("keys"), "How many of the keys exist.")
       .def("prefix_count", &Store::PrefixCount, py::arg("keys"),
            "How many leading keys exist (a prefix lookup).")
