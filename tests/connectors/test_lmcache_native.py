@@ -233,7 +233,18 @@ class LmcacheNativeServerModeTest(LmcacheNativeTest):
         return lmcache_native.LarderConnector(server=self.srv.unixsocket, **kw)
 
     def test_an_ipv6_address_is_written_in_brackets(self):
-        plugin = lmcache_native.LarderConnector(server="[::1]:1", timeout=0.5)  # parses
+        with self.assertWarnsRegex(UserWarning, "not reachable yet"):  # nobody listens there
+            plugin = lmcache_native.LarderConnector(server="[::1]:1", timeout=0.5)  # parses
+        plugin.close()
+
+    def test_a_wrong_or_missing_password_is_refused_when_the_plugin_is_made(self):
+        srv = SERVERS["larder"](budget=512 * MiB, password="sesame").start()
+        self.addCleanup(srv.cleanup)
+        with self.assertRaisesRegex(ValueError, "AUTH refused: WRONGPASS"):
+            lmcache_native.LarderConnector(server=srv.unixsocket, password="wrong")
+        with self.assertRaisesRegex(ValueError, "PING refused: NOAUTH"):
+            lmcache_native.LarderConnector(server=srv.unixsocket)
+        plugin = lmcache_native.LarderConnector(server=srv.unixsocket, password="sesame")
         plugin.close()
 
     def test_over_tcp(self):

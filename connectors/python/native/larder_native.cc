@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <stdexcept>
 #include <string>
@@ -383,6 +384,20 @@ void BindLmcachePlugin(py::module_& m) {
         o.timeout_ms = static_cast<int>(std::clamp(timeout * 1000, 1.0, double{INT_MAX}));
         o.username = username;
         o.password = password;
+        // A wrong or missing password is refused here, where LMCache shows the error; a server
+        // not up yet is warned of (batches fail, misses, until it is).
+        std::string unreachable;
+        std::optional<std::string> refused;
+        {
+          py::gil_scoped_release nogil;
+          refused = lmcache_plugin::ProbeServer(o, &unreachable);
+        }
+        if (refused) throw py::value_error("larder-server at " + server + ": " + *refused);
+        if (!unreachable.empty()) {
+          py::module_::import("warnings")
+              .attr("warn")("larder-server at " + server + " is not reachable yet (" + unreachable +
+                            "); batches fail (misses) until it is");
+        }
         auto breaker = std::make_shared<lmcache_plugin::Breaker>();
         auto runners = [o, breaker] {
           auto runner = std::make_shared<lmcache_plugin::ServerRunner>(o, breaker);

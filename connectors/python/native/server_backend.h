@@ -22,6 +22,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -83,6 +84,34 @@ class Breaker {
 };
 
 // One worker's runner: its own connection, the plugin's shared breaker.
+// Whether an error reply says this connection may run nothing (a password required and not
+// given, or refused): a failure of the connection, never a per-key refusal.
+inline bool RefusesTheConnection(const std::string& line) {
+  for (std::string_view code : {"NOAUTH", "WRONGPASS", "NOPERM"}) {
+    if (line.rfind(code, 0) == 0) return true;
+  }
+  return false;
+}
+
+// Probes the server once, as a plugin is made: why no connection to it can ever work (its
+// AUTH or a PING refused: a wrong or missing password), or nullopt. *unreachable: why it could
+// not be reached, if so (it may start later: batches fail until then, not an error).
+inline std::optional<std::string> ProbeServer(const ServerOptions& o, std::string* unreachable) {
+  RespConnection conn(o.address, o.timeout_ms);
+  if (!conn.Connect(o.username, o.password)) {
+    if (conn.error().rfind("AUTH refused", 0) == 0) return conn.error();
+    *unreachable = conn.error();
+    return std::nullopt;
+  }
+  ReplyHeader h;
+  if (!conn.SendCommand({"PING"}) || !conn.ReadHeader(&h)) {
+    *unreachable = conn.error();
+    return std::nullopt;
+  }
+  if (h.type == '-') return "PING refused: " + h.line;
+  return std::nullopt;
+}
+
 class ServerRunner {
  public:
   ServerRunner(const ServerOptions& o, std::shared_ptr<Breaker> breaker)
@@ -147,6 +176,7 @@ class ServerRunner {
       ReplyHeader h;
       if (!conn_.ReadHeader(&h)) return false;
       if (h.type == '-') {  // a refused key: false, and a SET batch is not ok
+        if (RefusesTheConnection(h.line)) return conn_.Abandon(h.line);
         if (c->error.empty()) c->error = h.line;
         if (b.op == Op::kSet) c->ok = false;
         continue;
