@@ -2,7 +2,6 @@
 // dropped around them are freed inside the file (docs/architecture.md, "Eviction").
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -341,11 +340,7 @@ TEST(EvictionInPlace, TheEntriesEvictionKeepsSurviveACrashAfterTheDrop) {
   // it. Keys 0 and 1 were flushed; eviction then moved their records out of the generation it
   // dropped, and the drop is durable at once: the moved records must be too.
   test::TempDir dir;
-  pid_t pid = test::ReexecSelf(kCrashAfterDropChild, dir.path());
-  ASSERT_GE(pid, 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child failed: " << status;
+  ASSERT_NO_FATAL_FAILURE(test::RunReexecChild(kCrashAfterDropChild, dir.path()));
   auto r = Store::Open(CrashAfterDropOptions(), dir.path());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   for (int i : {0, 1}) {
@@ -393,11 +388,7 @@ Options CrashBeforePunchOptions() {
 
 TEST(EvictionInPlace, ARangeFreedByADropIsFreedAtOpenAfterACrashBeforeItsPunch) {
   test::TempDir dir;
-  pid_t pid = test::ReexecSelf(kCrashBeforePunchChild, dir.path());
-  ASSERT_GE(pid, 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child failed: " << status;
+  ASSERT_NO_FATAL_FAILURE(test::RunReexecChild(kCrashBeforePunchChild, dir.path()));
   auto r = Store::Open(CrashBeforePunchOptions(), dir.path());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   for (int k : {0, 1, 2}) EXPECT_TRUE((*r)->Contains(Fixture::Key(k)));

@@ -2,7 +2,6 @@
 // Crash safety under SIGKILL: crash_cycles_test.cc.
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -156,11 +155,7 @@ TEST(Integrity, AReplacedOrDeletedValueGivesItsBytesBackAtOnce) {
     EXPECT_EQ(s->GetStats().value_file_bytes, before - size) << "the deleted value still counts";
     ASSERT_TRUE(s->Close().ok());
   }
-  pid_t pid = test::ReexecSelf(kReplaceCrashChild, dir.path());  // the crash
-  ASSERT_GE(pid, 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child failed: " << status;
+  ASSERT_NO_FATAL_FAILURE(test::RunReexecChild(kReplaceCrashChild, dir.path()));  // the crash
 
   auto s = OpenOrDie(o, dir.path());
   ASSERT_NE(s, nullptr);

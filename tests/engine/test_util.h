@@ -1,7 +1,9 @@
 // Shared helpers for engine tests: temp dirs, a manual clock, deterministic values.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -123,6 +125,16 @@ inline pid_t ReexecSelf(const char* env_name, const std::string& value) {
     _exit(127);
   }
   return pid;
+}
+
+// ReexecSelf, then waits for the child; a fatal test failure unless it exited with 0. Call
+// through ASSERT_NO_FATAL_FAILURE.
+inline void RunReexecChild(const char* env_name, const std::string& value) {
+  const pid_t pid = ReexecSelf(env_name, value);
+  ASSERT_GE(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child failed: " << status;
 }
 
 // While it lives, every key starting with "c-" hashes to the same value (the engine's test seam,
