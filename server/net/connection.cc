@@ -185,10 +185,14 @@ void Connection::Process() {
     Execute();
   }
   if (closed_) return;
-  if (!busy_ && !close_after_write_ && rpos_ == wpos_ && !reading_ &&
-      pending_out_ < kPauseOutputBytes && !server_.stopping()) {
-    StartRead();
+  if (!busy_ && !close_after_write_ && !reading_ && !server_.stopping()) {
+    if (pending_out_ >= kPauseOutputBytes) {
+      ReadAhead();
+    } else if (rpos_ == wpos_) {
+      StartRead();
+    }
   }
+  if (closed_) return;
   StartWrite();
 }
 
@@ -209,7 +213,8 @@ resp::Limits Connection::ConfiguredLimits() {
 // as in Redis).
 resp::RequestParser::State Connection::FeedParser(resp::Limits limits, const char* data, size_t n,
                                                   size_t* used) {
-  limits.unauthenticated = !state_->authenticated;
+  // As the dispatcher's rule: the limits apply while a password is set and not given.
+  limits.unauthenticated = !state_->authenticated && !Cfg().requirepass.empty();
   parser_.set_limits(limits);
   return parser_.Feed(data, n, used);
 }
@@ -368,6 +373,7 @@ void Connection::WriteNow(int fd, resp::OutputQueue& q) {
     written += static_cast<size_t>(n);
   }
   ServerStats::Count(server_.core().stats.total_net_output_bytes, written);
+  if (written > 0) state_->last_active_ms = server_.core().NowMs();
 }
 
 const config::ClientOutputBufferLimit& Connection::OutputLimit() {
@@ -432,7 +438,22 @@ void Connection::StartRead() {
     return;
   }
   rpos_ = wpos_ = 0;
+  if (inbuf_.size() > kReadBufferBytes) std::vector<char>(kReadBufferBytes).swap(inbuf_);
   ReadSome(asio::buffer(inbuf_.data(), inbuf_.size()),
+           [self](const asio::error_code& ec, size_t n) { self->OnRead(ec, n, false); });
+}
+
+void Connection::ReadAhead() {
+  if (rpos_ > 0) {
+    std::memmove(inbuf_.data(), inbuf_.data() + rpos_, wpos_ - rpos_);
+    wpos_ -= rpos_;
+    rpos_ = 0;
+  }
+  if (QueryLimitExceeded()) return;
+  if (wpos_ == inbuf_.size()) inbuf_.resize(inbuf_.size() * 2);
+  reading_ = true;
+  auto self = shared_from_this();
+  ReadSome(asio::buffer(inbuf_.data() + wpos_, inbuf_.size() - wpos_),
            [self](const asio::error_code& ec, size_t n) { self->OnRead(ec, n, false); });
 }
 
@@ -450,13 +471,17 @@ void Connection::OnRead(const asio::error_code& ec, size_t n, bool direct) {
     parser_.CommitDirect(n);
     if (QueryLimitExceeded()) return;
   } else {
-    wpos_ = n;
+    wpos_ += n;  // after what StartRead emptied, or what ReadAhead kept
   }
   Process();
 }
 
 bool Connection::QueryLimitExceeded() {
-  if (parser_.buffered_bytes() <= Cfg().client_query_buffer_limit) return false;
+  // Each argument's string object counts too: a command of millions of empty arguments is
+  // bounded as one of large ones is.
+  const size_t held =
+      parser_.buffered_bytes() + parser_.args().size() * sizeof(std::string) + (wpos_ - rpos_);
+  if (held <= Cfg().client_query_buffer_limit) return false;
   Log(LogLevel::kNotice, "closing client id=" + std::to_string(state_->id) +
                              " that reached the max query buffer length");
   ServerStats::Count(server_.core().stats.client_query_buffer_limit_disconnections);
@@ -534,6 +559,7 @@ void Connection::OnWrite(const asio::error_code& ec, size_t n) {
     return;
   }
   ServerStats::Count(server_.core().stats.total_net_output_bytes, n);
+  if (n > 0) state_->last_active_ms = server_.core().NowMs();  // a reply read is activity
   pending_out_ -= n;
   state_->output_bytes = pending_out_;
   while (n > 0) {

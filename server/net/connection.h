@@ -64,7 +64,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   static constexpr size_t kReadBufferBytes = 64 * 1024;
-  // Stop executing new commands while this much reply data is waiting to be written.
+  // Stop executing new commands while this much reply data is waiting to be written (reading
+  // goes on: ReadAhead).
   static constexpr size_t kPauseOutputBytes = 64ull << 20;
   // Replies smaller than this are copied into the current output block rather than queued.
   static constexpr size_t kCopyReplyBytes = 64 * 1024;
@@ -116,12 +117,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // TLS: the server side of the handshake, then Process(); a failed one closes.
   void Handshake();
   void StartRead();
+  // While execution is paused on pending output: takes the bytes the client is still sending,
+  // unparsed, after those in inbuf_ (which grows), so that a client that sends its whole
+  // pipeline before reading a reply (redis-py, hiredis) and the server never wait on each
+  // other for ever. Bounded by client-query-buffer-limit, as any request.
+  void ReadAhead();
   // Reads into `buf` through the TLS stream or straight from the socket.
   template <typename Handler>
   void ReadSome(asio::mutable_buffer buf, Handler&& handler);
   // TLS: stages the first pending bytes (up to kTlsStageBytes) and writes them.
   void StartTlsWrite();
   void OnRead(const asio::error_code& ec, size_t n, bool direct);
+  // Whether the client's request bytes held (parsed and not) passed client-query-buffer-limit:
+  // then it is closed.
   bool QueryLimitExceeded();
   void StartWrite();
   void OnWrite(const asio::error_code& ec, size_t n);
