@@ -1,4 +1,5 @@
 // CLIENT and its subcommands, each a row of kSubcommands beside its handler.
+#include <functional>
 #include <optional>
 
 #include "commands/client_name.h"
@@ -201,11 +202,21 @@ std::optional<KillFilter> ParseKillFilter(Ctx& ctx) {
 }
 
 // CLIENT KILL addr (old form: OK or an error) | CLIENT KILL <option> <value> ... (a count).
+// Kills the clients `match` selects; the caller, if selected, is closed once this reply and
+// those before it are written, and runs nothing after (as Redis's CLIENT_CLOSE_AFTER_REPLY).
+// Returns how many were selected.
+size_t KillMatching(Ctx& ctx, const std::function<bool(const ClientState&)>& match) {
+  const bool me = match(ctx.client);
+  if (me) ctx.client.close_after_reply = true;
+  const uint64_t my_id = ctx.client.id;
+  return (me ? 1 : 0) +
+         ctx.core.clients->Kill([&](const ClientState& c) { return c.id != my_id && match(c); });
+}
+
 void Kill(Ctx& ctx) {
-  ClientRegistry& clients = *ctx.core.clients;
   if (ctx.argc() == 3) {
     const std::string& addr = ctx.argv[2];
-    if (clients.Kill([&](const ClientState& c) { return c.addr == addr; }) == 0) {
+    if (KillMatching(ctx, [&](const ClientState& c) { return c.addr == addr; }) == 0) {
       return ctx.w.Error("ERR No such client");
     }
     return ctx.w.SimpleString("OK");
@@ -213,7 +224,7 @@ void Kill(Ctx& ctx) {
   std::optional<KillFilter> filter = ParseKillFilter(ctx);
   if (!filter) return;
   const uint64_t me = ctx.client.id;
-  size_t n = clients.Kill([&](const ClientState& c) { return filter->Matches(c, me); });
+  const size_t n = KillMatching(ctx, [&](const ClientState& c) { return filter->Matches(c, me); });
   ctx.w.Integer(static_cast<int64_t>(n));
 }
 
