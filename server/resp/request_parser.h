@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -32,11 +33,11 @@ class ReserveAheadPool {
   std::atomic<uint64_t> reserved_{0};
 };
 
-// Protocol limits. Defaults are Redis's: proto-max-bulk-len, the multibulk count cap and
-// PROTO_INLINE_MAX_SIZE.
+// Protocol limits. Defaults are Redis 7's: proto-max-bulk-len, the multibulk count cap (INT_MAX;
+// the arguments' memory is bounded by client-query-buffer-limit) and PROTO_INLINE_MAX_SIZE.
 struct Limits {
   uint64_t max_bulk_len = 512ull << 20;
-  uint64_t max_multibulk_len = 1024 * 1024;
+  uint64_t max_multibulk_len = INT_MAX;
   // Longest inline request, and longest multibulk/bulk header line, in bytes before its
   // terminator ('\n' for inline lines, including any '\r' before it; '\r' for header lines,
   // including the '*' or '$').

@@ -256,9 +256,9 @@ TEST(RequestParserTest, RedisErrorTexts) {
   const std::string kMbulk = "ERR Protocol error: invalid multibulk length";
   const std::string kBulk = "ERR Protocol error: invalid bulk length";
   const std::string kQuotes = "ERR Protocol error: unbalanced quotes in request";
-  for (const char* in :
-       {"*abc\r\n", "*\r\n", "*01\r\n", "*+1\r\n", "* 1\r\n", "*1 \r\n", "*-0\r\n", "*1048577\r\n",
-        "*9223372036854775808\r\n", "*-9223372036854775809\r\n", "*99999999999999999999\r\n"}) {
+  for (const char* in : {"*abc\r\n", "*\r\n", "*01\r\n", "*+1\r\n", "* 1\r\n", "*1 \r\n", "*-0\r\n",
+                         "*2147483648\r\n", "*9223372036854775808\r\n", "*-9223372036854775809\r\n",
+                         "*99999999999999999999\r\n"}) {
     EXPECT_EQ(ErrorOf(in), kMbulk) << in;
   }
   for (const char* in :
@@ -271,7 +271,8 @@ TEST(RequestParserTest, RedisErrorTexts) {
     EXPECT_EQ(ErrorOf(in), kQuotes) << in;
   }
   // Valid limits; a negative count is skipped, as in Redis.
-  for (const char* in : {"*1048576\r\n", "*-9223372036854775808\r\n", "*1\r\n$536870912\r\n"}) {
+  for (const char* in :
+       {"*1048577\r\n", "*2147483647\r\n", "*-9223372036854775808\r\n", "*1\r\n$536870912\r\n"}) {
     EXPECT_EQ(ErrorOf(in), "") << in;
   }
   EXPECT_EQ(ErrorOf("*1\r\nfoo\r\n"), "ERR Protocol error: expected '$', got 'f'");
