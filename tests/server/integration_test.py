@@ -9,6 +9,7 @@ import redis
 
 from server_harness import ServerProcess, drop_page_cache, encode, wait_for
 from integration_robustness import *  # noqa: F401,F403 (more TestCases)
+from integration_client_io import *  # noqa: F401,F403
 from integration_lifecycle import *  # noqa: F401,F403
 from integration_redis_parity import *  # noqa: F401,F403
 

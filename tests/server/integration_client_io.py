@@ -1,0 +1,127 @@
+"""A client's bytes in and out beside Redis 7: a pipeline sent whole before its replies are
+read, a slow download under `timeout`, CLIENT KILL of oneself mid-pipeline, and the pre-AUTH
+limits once the password is gone. Each case runs the same raw bytes against both servers."""
+import socket
+import time
+import unittest
+
+from server_harness import RedisProcess, ServerProcess, encode
+
+MiB = 1 << 20
+
+
+class ClientIoBesideRedisTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.larder = ServerProcess(["--unixsocket", ""]).start()
+        cls.redis = RedisProcess().start()
+        cls.servers = (("larder", cls.larder), ("redis", cls.redis))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.larder.cleanup()
+        cls.redis.cleanup()
+
+    def test_a_pipeline_sent_whole_before_its_replies_are_read(self):
+        # redis-py's pipeline().execute() and hiredis batching send every request first: the
+        # replies of the GETs pass the server's output pause while the SETs' bytes are still
+        # coming. The server must keep reading, or each side waits on the other for ever.
+        value = b"v" * MiB
+        for name, srv in self.servers:
+            with self.subTest(server=name):
+                setup = srv.raw()
+                for i in range(100):
+                    setup.send(encode("SET", f"pipe:g{i}", value))
+                for _ in range(100):
+                    self.assertEqual(setup.reply(), b"+OK\r\n")
+                setup.close()
+                rc = srv.raw()
+                rc.sock.settimeout(120)  # a deadlock fails here instead of hanging the suite
+                request = b"".join(encode("GET", f"pipe:g{i}") for i in range(100))
+                request += b"".join(encode("SET", f"pipe:s{i}", value) for i in range(100))
+                rc.sock.sendall(request)
+                bulk = b"$%d\r\n" % MiB + value + b"\r\n"
+                replies = [rc.reply() for _ in range(200)]
+                self.assertTrue(all(r == bulk for r in replies[:100]), name)
+                self.assertEqual(replies[100:], [b"+OK\r\n"] * 100, name)
+                rc.close()
+
+    def test_a_slow_download_is_not_an_idle_client(self):
+        # `timeout` closes clients idle that long; one reading a large reply slowly sends
+        # nothing meanwhile, and is not idle (Redis counts every write as activity).
+        size = 16 * MiB
+        for name, srv in self.servers:
+            with self.subTest(server=name):
+                admin = srv.raw()
+                self.assertEqual(admin.call("SET", "slow:big", b"b" * size), b"+OK\r\n")
+                self.assertEqual(admin.call("CONFIG", "SET", "timeout", "1"), b"+OK\r\n")
+                admin.close()  # idle from here on: `timeout` would close it
+                self.addCleanup(self.set_timeout_off, srv)
+                got = self.read_slowly(srv, encode("GET", "slow:big"), size + 16, seconds=3)
+                self.assertEqual(len(got), len(b"$%d\r\n" % size) + size + 2, name)
+                self.set_timeout_off(srv)
+
+    @staticmethod
+    def set_timeout_off(srv):
+        admin = srv.raw()
+        admin.call("CONFIG", "SET", "timeout", "0")
+        admin.close()
+
+    @staticmethod
+    def read_slowly(srv, request, total, seconds):
+        """Sends `request` on a connection with a small receive buffer and reads its `total`
+        reply bytes over about `seconds`; returns what arrived before the server closed."""
+        sock = socket.create_connection(("127.0.0.1", srv.port))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        sock.settimeout(30)
+        sock.sendall(request)
+        got = bytearray()
+        step = max(1, total // (seconds * 20))
+        while len(got) < total:
+            chunk = sock.recv(min(step, 256 * 1024))
+            if not chunk:
+                break
+            got += chunk
+            time.sleep(0.05)
+        sock.close()
+        return bytes(got)
+
+    def test_client_kill_of_oneself_ends_after_the_replies_before_it(self):
+        # The replies before it and its +OK are written whole, then the connection closes;
+        # nothing pipelined after it runs.
+        for name, srv in self.servers:
+            with self.subTest(server=name):
+                admin = srv.raw()
+                self.assertEqual(admin.call("SET", "kill:ten", b"t" * (10 * MiB)), b"+OK\r\n")
+                admin.call("DEL", "kill:after")
+                rc = srv.raw()
+                rc.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+                me = rc.call("CLIENT", "INFO").split(b" addr=")[1].split(b" ")[0].decode()
+                rc.send(encode("GET", "kill:ten") + encode("CLIENT", "KILL", me) +
+                        encode("SET", "kill:after", "1"))
+                self.assertEqual(len(rc.reply()), len(b"$%d\r\n" % (10 * MiB)) + 10 * MiB + 2)
+                self.assertEqual(rc.reply(), b"+OK\r\n", name)
+                self.assertTrue(rc.closed_by_server(), name)
+                rc.close()
+                self.assertEqual(admin.call("EXISTS", "kill:after"), b":0\r\n", name)
+                admin.close()
+
+    def test_the_pre_auth_limits_end_with_the_password(self):
+        # A client that connected while a password was set and never authenticated: once the
+        # password is removed, it may send a command of any size (Redis's authRequired()).
+        for name, srv in self.servers:
+            with self.subTest(server=name):
+                admin = srv.raw()
+                self.assertEqual(admin.call("CONFIG", "SET", "requirepass", "pw"), b"+OK\r\n")
+                self.assertEqual(admin.call("AUTH", "pw"), b"+OK\r\n")
+                late = srv.raw()
+                self.assertEqual(late.call("PING"), b"-NOAUTH Authentication required.\r\n")
+                self.assertEqual(admin.call("CONFIG", "SET", "requirepass", ""), b"+OK\r\n")
+                self.assertEqual(late.call("SET", "auth:big", "v" * 20000), b"+OK\r\n", name)
+                self.assertEqual(late.call("STRLEN", "auth:big"), b":20000\r\n", name)
+                late.close()
+                admin.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
