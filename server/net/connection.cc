@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "log.h"
 #include "net/server.h"
@@ -31,6 +32,14 @@ Connection::Connection(Server& server, Socket socket, std::shared_ptr<ClientStat
 Connection::~Connection() {
   // Normally done by CloseNow; this covers a subscription a pool job made as it closed.
   server_.core().Forget(*state_, Core::FailedImportKeys::kKeep);
+  SharedReserve().Give(read_ahead_reserved_);
+}
+
+// The bytes big bulks reserve ahead of their bodies and paused connections read ahead, over
+// all connections: at most client-query-buffer-limit (static: a parser may outlive the Server).
+resp::ReserveAheadPool& Connection::SharedReserve() {
+  static resp::ReserveAheadPool pool;
+  return pool;
 }
 
 namespace {
@@ -197,14 +206,14 @@ void Connection::Process() {
 }
 
 // The parser's limits as the configuration sets them: proto-max-bulk-len, and the reserve-ahead
-// pool of every connection's big bulks, which holds up to client-query-buffer-limit for the whole
-// process (static: a parser may outlive the Server). Io thread only (Cfg() is its cache).
+// pool of every connection's big bulks (SharedReserve). Io thread only (Cfg() is its cache);
+// notes whether a password is set for FeedParser, which runs on the pool too.
 resp::Limits Connection::ConfiguredLimits() {
-  static resp::ReserveAheadPool reserve_ahead;
   resp::Limits limits;
   limits.max_bulk_len = Cfg().proto_max_bulk_len;
-  limits.reserve_ahead = &reserve_ahead;
+  limits.reserve_ahead = &SharedReserve();
   limits.reserve_ahead_limit = Cfg().client_query_buffer_limit;
+  password_set_ = !Cfg().requirepass.empty();
   return limits;
 }
 
@@ -214,7 +223,7 @@ resp::Limits Connection::ConfiguredLimits() {
 resp::RequestParser::State Connection::FeedParser(resp::Limits limits, const char* data, size_t n,
                                                   size_t* used) {
   // As the dispatcher's rule: the limits apply while a password is set and not given.
-  limits.unauthenticated = !state_->authenticated && !Cfg().requirepass.empty();
+  limits.unauthenticated = !state_->authenticated && password_set_;
   parser_.set_limits(limits);
   return parser_.Feed(data, n, used);
 }
@@ -438,7 +447,10 @@ void Connection::StartRead() {
     return;
   }
   rpos_ = wpos_ = 0;
-  if (inbuf_.size() > kReadBufferBytes) std::vector<char>(kReadBufferBytes).swap(inbuf_);
+  if (inbuf_.size() > kReadBufferBytes) {  // what ReadAhead grew goes back
+    std::vector<char>(kReadBufferBytes).swap(inbuf_);
+    SharedReserve().Give(std::exchange(read_ahead_reserved_, 0));
+  }
   ReadSome(asio::buffer(inbuf_.data(), inbuf_.size()),
            [self](const asio::error_code& ec, size_t n) { self->OnRead(ec, n, false); });
 }
@@ -450,7 +462,14 @@ void Connection::ReadAhead() {
     rpos_ = 0;
   }
   if (QueryLimitExceeded()) return;
-  if (wpos_ == inbuf_.size()) inbuf_.resize(inbuf_.size() * 2);
+  if (wpos_ == inbuf_.size()) {
+    // Within the budget big bulks reserve from too; past it, nothing more is read until the
+    // replies drain (Process calls again then).
+    const size_t grow = inbuf_.size();
+    if (!SharedReserve().Take(grow, Cfg().client_query_buffer_limit)) return;
+    read_ahead_reserved_ += grow;
+    inbuf_.resize(inbuf_.size() + grow);
+  }
   reading_ = true;
   auto self = shared_from_this();
   ReadSome(asio::buffer(inbuf_.data() + wpos_, inbuf_.size() - wpos_),
@@ -480,7 +499,7 @@ bool Connection::QueryLimitExceeded() {
   // Each argument's string object counts too: a command of millions of empty arguments is
   // bounded as one of large ones is.
   const size_t held =
-      parser_.buffered_bytes() + parser_.args().size() * sizeof(std::string) + (wpos_ - rpos_);
+      parser_.buffered_bytes() + parser_.args().capacity() * sizeof(std::string) + (wpos_ - rpos_);
   if (held <= Cfg().client_query_buffer_limit) return false;
   Log(LogLevel::kNotice, "closing client id=" + std::to_string(state_->id) +
                              " that reached the max query buffer length");

@@ -84,6 +84,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   static constexpr auto kHoldRecheck = std::chrono::milliseconds(5);
 
   void Process();
+  static resp::ReserveAheadPool& SharedReserve();
   resp::Limits ConfiguredLimits();
   resp::RequestParser::State FeedParser(resp::Limits limits, const char* data, size_t n,
                                         size_t* used);
@@ -146,6 +147,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::vector<char> inbuf_;
   size_t rpos_ = 0, wpos_ = 0;
+  size_t read_ahead_reserved_ = 0;  // of SharedReserve, for inbuf_ past kReadBufferBytes
+  bool password_set_ = false;       // requirepass as ConfiguredLimits last saw it
 
   std::deque<resp::OutputQueue> out_;  // pending replies, in order
   resp::OutputQueue pushed_;           // messages pushed while a command ran on the pool
