@@ -29,7 +29,14 @@ void Core::DeleteFailedImport(cluster::SlotRange range, uint64_t link) {
   for (const std::string& key : keys) {
     std::lock_guard still(import_starts);
     const cluster::ImportInfo now = cluster.Import();
-    if (now.link != link || now.range != range) return;  // another import started
+    const bool still_this_failure =
+        now.state == cluster::ImportState::kError && now.link == link && now.range == range;
+    // An import of slots of this range started since (by any link, this one again too): its
+    // start deleted them, and what its link writes from then on stays.
+    if (!still_this_failure && now.range && now.range->first <= range.last &&
+        range.first <= now.range->last) {
+      return;
+    }
     (void)store.Delete(key);
   }
 }

@@ -98,8 +98,9 @@ struct Core {
 
  private:
   // The job Forget starts: deletes the keys of `range`, whose import by `link` failed, under
-  // exec_lock shared, until another import starts (its start deletes the range itself, and
-  // what its link writes from then on stays).
+  // exec_lock shared, until an import of slots of the range starts (its start deletes them
+  // itself, and what its link writes from then on stays); an import of other slots does not
+  // stop it.
   void DeleteFailedImport(cluster::SlotRange range, uint64_t link);
 };
 
