@@ -230,13 +230,22 @@ std::vector<SlotRange> ClusterState::FinishMigration(bool success) {
   migration_.state = success ? MigrationState::kSuccess : MigrationState::kFail;
   forbidden_.reset();
   if (!success) return {};
+  // A slot a topology switched before this end is given away already: a redirect kept for it
+  // would outlive a later topology giving it back (MOVED to a node that does not own it).
+  std::vector<SlotRange> gone;
+  const ClusterNode* myself = Myself();
   for (int s = migration_.range->first; s <= migration_.range->last; ++s) {
+    if (topology_ && topology_->OwnerOf(s) != myself) {
+      if (!gone.empty() && gone.back().last + 1 == s) {
+        gone.back().last = s;
+      } else {
+        gone.push_back({s, s});
+      }
+      continue;
+    }
     migrated_[s] = migration_.destination_id;
   }
-  // A topology that switched the range before this end gave it away already: a redirect kept
-  // for it would outlive a later topology giving it back (MOVED to a node that does not own it).
-  if (topology_) ForgetGivenAway();
-  return std::exchange(given_away_, {});
+  return gone;
 }
 
 bool ClusterState::AnyMigrated(SlotRange range) const {

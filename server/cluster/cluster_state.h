@@ -89,7 +89,8 @@ class ClusterState {
   void BeginMigration(SlotRange range, const std::string& destination_id);
   void ForbidWrites(SlotRange range);
   // Ends the migration. Returns the ranges of it a topology already gave away (the controller
-  // switched before this end): they keep no redirect, and the caller deletes their keys.
+  // switched before this end): they keep no redirect, and the caller deletes their keys that
+  // this node does not serve when it gets to them.
   [[nodiscard]] std::vector<SlotRange> FinishMigration(bool success);
   MigrationInfo Migration() const;
   // Whether a slot of `range` was migrated out and no topology has given it away yet.
@@ -118,9 +119,8 @@ class ClusterState {
   // reply, with nothing changed, if it fails. `assigned`: the range a SETSLOT moved (whose
   // imported slots it assigns), or nullopt for a whole topology (SETNODES: all of them).
   std::optional<std::string> Install(Topology t, std::optional<SlotRange> assigned);
-  // With mu_ held, after a topology change or a migration's end: a migrated slot the topology
-  // gave away needs no redirect of its own any more (it goes to given_away_, for deletion),
-  // nor a write ban.
+  // With mu_ held, after a topology change: a migrated slot the topology gave away needs no
+  // redirect of its own any more (it goes to given_away_, for deletion), nor a write ban.
   void ForgetGivenAway();
 
   bool enabled_ = false;

@@ -124,8 +124,18 @@ void SlotMigrator::Run(SlotRange range, const ClusterNode& destination) {
     Log(LogLevel::kNotice, "migrated slots " + range.ToString() + " to " + where);
   }
   // Slots the topology gave away before this end: their keys go now (this node serves them no
-  // more, and a later topology giving them back must not find them).
-  for (const SlotRange& gone : state_.FinishMigration(!error)) DeleteKeysInRange(store_, gone);
+  // more, and a later topology giving them back must not find them), but for a key of a slot
+  // a topology gave back meanwhile (what clients write there stays).
+  for (const SlotRange& gone : state_.FinishMigration(!error)) {
+    std::vector<std::string> keys;
+    ForEachKeyInRange(store_, gone, [&](const std::string& key) {
+      keys.push_back(key);
+      return true;
+    });
+    for (const std::string& key : keys) {
+      if (state_.Route({KeySlot(key), /*write=*/true})) (void)store_.Delete(key);
+    }
+  }
   std::lock_guard lock(mu_);
   done_ = true;
   error_ = error ? "ERR " + *error : "";
