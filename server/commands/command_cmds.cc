@@ -87,7 +87,13 @@ void GetKeys(Ctx& ctx) {
   const std::span<const std::string> call = std::span<const std::string>(ctx.argv).subspan(2);
   std::vector<std::string_view> keys;
   ForEachKeyPosition(spec->keys, call, [&](size_t i) { keys.push_back(call[i]); });
-  if (keys.empty()) return ctx.w.Error("ERR The command has no key arguments");
+  if (keys.empty()) {
+    // A subcommand that has keys, given none, is short of arguments (Redis 7 checks its arity).
+    const std::string_view sub = spec->keys.subcommand;
+    const bool keyed_sub = !sub.empty() && call.size() >= 2 && EqualsNoCase(call[1], sub);
+    return ctx.w.Error(keyed_sub ? "ERR Invalid number of arguments specified for command"
+                                 : "ERR The command has no key arguments");
+  }
   ctx.w.ArrayHeader(keys.size());
   for (std::string_view key : keys) ctx.w.BulkString(key);
 }

@@ -90,6 +90,7 @@ CONTAINER_CASES = [
     ["CLIENT", "SETNAME", "a b"], ["MEMORY", "PURGE"], ["MEMORY", "PURGE", "x"],
     # Keys by subcommand (cluster mode routes by them).
     ["COMMAND", "GETKEYS", "MEMORY", "USAGE", "k"], ["COMMAND", "GETKEYS", "MEMORY", "PURGE"],
+    ["COMMAND", "GETKEYS", "MEMORY", "USAGE"],
     ["COMMAND", "GETKEYS", "OBJECT", "HELP"], ["COMMAND", "GETKEYS", "OBJECT", "FREQ", "k"],
 ]
 HELP_OF = ["CLIENT", "CONFIG", "OBJECT", "MEMORY", "COMMAND"]
