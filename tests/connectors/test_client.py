@@ -147,6 +147,13 @@ class ClientOnLarder(ClientOn, unittest.TestCase):
             self.c.put_many([(b"ok", b"v"), (b"", b"v")])  # empty key: refused by the server
         self.assertEqual(self.c.get(b"ok"), b"v")
 
+    def test_a_refused_put_does_not_stop_the_pipelines_after_it(self):
+        from larder import client as client_module
+        big = b"b" * client_module.PIPELINE_BYTES  # one pipeline each
+        with self.assertRaisesRegex(redis.ResponseError, "1 of 3 puts failed"):
+            self.c.put_many([(b"", b"v"), (b"after1", big), (b"after2", big)])
+        self.assertEqual([self.c.exists(k) for k in (b"after1", b"after2")], [True, True])
+
 
 class ClientOnRedis(ClientOn, unittest.TestCase):
     server = "redis"

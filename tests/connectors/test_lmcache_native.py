@@ -20,6 +20,7 @@ import unittest
 
 import helpers  # noqa: F401 - puts the package and the native module on sys.path
 from helpers import SERVERS, MiB
+from server_harness import wait_for
 
 from larder import lmcache_native
 from lmcache_mp import Demux  # LMCache's demux loop (tests/compat/lmcache)
@@ -235,6 +236,21 @@ class LmcacheNativeServerModeTest(LmcacheNativeTest):
     def test_an_ipv6_address_is_written_in_brackets(self):
         with self.assertWarnsRegex(UserWarning, "not reachable yet"):  # nobody listens there
             plugin = lmcache_native.LarderConnector(server="[::1]:1", timeout=0.5)  # parses
+        plugin.close()
+
+    def test_a_busy_server_is_a_warning_not_a_refusal(self):
+        srv = SERVERS["larder"](budget=512 * MiB, args=("--maxclients", "1")).start()
+        self.addCleanup(srv.cleanup)
+        def take_the_slot():  # the start's own probe may not have left yet
+            conn = srv.raw()
+            if conn.call("PING") == b"+PONG\r\n":
+                return conn
+            conn.close()
+            return None
+        taken = wait_for(take_the_slot)
+        self.addCleanup(taken.close)
+        with self.assertWarnsRegex(UserWarning, "not reachable yet"):  # not ValueError
+            plugin = lmcache_native.LarderConnector(server=srv.unixsocket)
         plugin.close()
 
     def test_a_wrong_or_missing_password_is_refused_when_the_plugin_is_made(self):

@@ -269,16 +269,20 @@ class Client(_Settings):
     def put_many(self, items, ttl=None):
         """All (key, value) pairs (a dict or an iterable of pairs) in pipelines of at most
         PIPELINE_BYTES each; True once all are stored, False if the store was unreachable
-        (those of the pipelines before stay stored)."""
+        (those of the pipelines before stay stored). A put the server refuses does not stop
+        the others: redis.ResponseError names the refused ones once all were sent."""
         ex = _set_args(_put_ttl(ttl, self.ttl))
+        keys, replies = [], []
         for batch in _put_pipelines(items):
             pipe = self.redis.pipeline(transaction=False)
             for k, v in batch:
                 pipe.set(k, v, **ex)
-            replies = self._call(None, pipe.execute, raise_on_error=False)
-            if replies is None:
+            got = self._call(None, pipe.execute, raise_on_error=False)
+            if got is None:
                 return False
-            _check_puts([k for k, _ in batch], replies)
+            keys += [k for k, _ in batch]
+            replies += got
+        _check_puts(keys, replies)
         return True
 
     def get_many(self, keys):
@@ -361,14 +365,17 @@ class AsyncClient(_Settings):
 
     async def put_many(self, items, ttl=None):
         ex = _set_args(_put_ttl(ttl, self.ttl))
+        keys, replies = [], []
         for batch in _put_pipelines(items):
             pipe = self.redis.pipeline(transaction=False)
             for k, v in batch:
                 pipe.set(k, v, **ex)
-            replies = await self._call(None, pipe.execute, raise_on_error=False)
-            if replies is None:
+            got = await self._call(None, pipe.execute, raise_on_error=False)
+            if got is None:
                 return False
-            _check_puts([k for k, _ in batch], replies)
+            keys += [k for k, _ in batch]
+            replies += got
+        _check_puts(keys, replies)
         return True
 
     async def get_many(self, keys):

@@ -6,7 +6,8 @@ What it does beyond LMCache's stock `redis://` connector (docs/lmcache.md has th
 * one key per chunk (chunk_format: the shape, dtype and format travel in front of the bytes),
   so a get is one round trip, nothing can be orphaned, and unfull chunks keep their shape;
 * `batched_async_contains` is one `LARDER.PREFIX` round trip for the whole prefix;
-* `batched_get` / `batched_put` / `batched_get_non_blocking` are one pipeline each;
+* `batched_get` / `batched_get_non_blocking` are one pipeline each, `batched_put` pipelines of
+  at most 32 MiB (client.PIPELINE_BYTES), each chunk encoded as its pipeline goes;
 * an optional TTL (`?ttl=seconds` in the URL, or extra_config `larder.ttl_seconds`);
 * nothing raises into LMCache: an unreachable store, an error reply (a full disk, a cluster
   redirection), a value this LMCache cannot decode or no CPU memory for it is a miss (reads) or
@@ -145,6 +146,8 @@ class LarderConnector(RemoteConnector):
     def __init__(self, url, loop, local_cpu_backend, config=None, metadata=None):
         extra = getattr(config, "extra_config", None) or {}
         ttl = extra.get("larder.ttl_seconds")  # a positive whole number (ValueError here)
+        if isinstance(ttl, str) and ttl.isdigit():
+            ttl = int(ttl)  # a quoted YAML value, an environment override
         if ttl == 0 and not isinstance(ttl, bool):
             ttl = None  # 0: no expiry
         self.client = AsyncClient(url, ttl=ttl, max_connections=self.MAX_CONNECTIONS)

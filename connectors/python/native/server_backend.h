@@ -87,7 +87,7 @@ class Breaker {
 // Whether an error reply says this connection may run nothing (a password required and not
 // given, or refused): a failure of the connection, never a per-key refusal.
 inline bool RefusesTheConnection(const std::string& line) {
-  for (std::string_view code : {"NOAUTH", "WRONGPASS", "NOPERM"}) {
+  for (std::string_view code : {"NOAUTH", "WRONGPASS", "NOPERM", "DENIED"}) {
     if (line.rfind(code, 0) == 0) return true;
   }
   return false;
@@ -98,9 +98,13 @@ inline bool RefusesTheConnection(const std::string& line) {
 // not be reached, if so (it may start later: batches fail until then, not an error).
 inline std::optional<std::string> ProbeServer(const ServerOptions& o, std::string* unreachable) {
   RespConnection conn(o.address, o.timeout_ms);
+  static constexpr std::string_view kAuthRefused = "AUTH refused: ";
   if (!conn.Connect(o.username, o.password)) {
-    if (conn.error().rfind("AUTH refused", 0) == 0) return conn.error();
-    *unreachable = conn.error();
+    const std::string& e = conn.error();
+    if (e.rfind(kAuthRefused, 0) == 0 && RefusesTheConnection(e.substr(kAuthRefused.size()))) {
+      return e;
+    }
+    *unreachable = e;  // not up, or busy (max number of clients): it may answer later
     return std::nullopt;
   }
   ReplyHeader h;
@@ -108,7 +112,8 @@ inline std::optional<std::string> ProbeServer(const ServerOptions& o, std::strin
     *unreachable = conn.error();
     return std::nullopt;
   }
-  if (h.type == '-') return "PING refused: " + h.line;
+  if (h.type == '-' && RefusesTheConnection(h.line)) return "PING refused: " + h.line;
+  if (h.type == '-') *unreachable = h.line;
   return std::nullopt;
 }
 
