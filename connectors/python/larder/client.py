@@ -137,6 +137,17 @@ def _put_pipelines(items):
         yield batch
 
 
+def _set_pipelines(client, items, ttl):
+    """(pipeline, its keys) per PIPELINE_BYTES of `items`: SET with `ttl` queued, not sent;
+    `client` is a redis.Redis or redis.asyncio.Redis."""
+    ex = _set_args(ttl)
+    for batch in _put_pipelines(items):
+        pipe = client.pipeline(transaction=False)
+        for k, v in batch:
+            pipe.set(k, v, **ex)
+        yield pipe, [k for k, _ in batch]
+
+
 def _check_puts(keys, replies):
     failed = [(k, r) for k, r in zip(keys, replies) if r is not True]
     if failed:
@@ -271,17 +282,12 @@ class Client(_Settings):
         PIPELINE_BYTES each; True once all are stored, False if the store was unreachable
         (those of the pipelines before stay stored). A put the server refuses does not stop
         the others: redis.ResponseError names the refused ones once all were sent."""
-        ex = _set_args(_put_ttl(ttl, self.ttl))
         keys, replies = [], []
-        for batch in _put_pipelines(items):
-            pipe = self.redis.pipeline(transaction=False)
-            for k, v in batch:
-                pipe.set(k, v, **ex)
+        for pipe, sent in _set_pipelines(self.redis, items, _put_ttl(ttl, self.ttl)):
             got = self._call(None, pipe.execute, raise_on_error=False)
             if got is None:
                 return False
-            keys += [k for k, _ in batch]
-            replies += got
+            keys, replies = keys + sent, replies + got
         _check_puts(keys, replies)
         return True
 
@@ -364,17 +370,12 @@ class AsyncClient(_Settings):
         return await self._call(0, self.redis.delete, *keys)
 
     async def put_many(self, items, ttl=None):
-        ex = _set_args(_put_ttl(ttl, self.ttl))
         keys, replies = [], []
-        for batch in _put_pipelines(items):
-            pipe = self.redis.pipeline(transaction=False)
-            for k, v in batch:
-                pipe.set(k, v, **ex)
+        for pipe, sent in _set_pipelines(self.redis, items, _put_ttl(ttl, self.ttl)):
             got = await self._call(None, pipe.execute, raise_on_error=False)
             if got is None:
                 return False
-            keys += [k for k, _ in batch]
-            replies += got
+            keys, replies = keys + sent, replies + got
         _check_puts(keys, replies)
         return True
 
