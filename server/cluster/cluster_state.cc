@@ -17,6 +17,16 @@ bool Overlaps(const std::optional<SlotRange>& a, int slot) {
   return a && a->Contains(slot);
 }
 
+// Appends `slot` to `ranges`, built in ascending slot order: it extends the last range when it
+// follows it.
+void AppendSlot(std::vector<SlotRange>* ranges, int slot) {
+  if (!ranges->empty() && ranges->back().last + 1 == slot) {
+    ranges->back().last = slot;
+  } else {
+    ranges->push_back({slot, slot});
+  }
+}
+
 // Redis's redirect: "MOVED <slot> <host>:<port>".
 std::string Moved(int slot, const ClusterNode& node) {
   return "MOVED " + std::to_string(slot) + " " + node.host + ":" + std::to_string(node.port);
@@ -172,12 +182,7 @@ void ClusterState::ForgetGivenAway() {
       ++it;
       continue;
     }
-    const int slot = it->first;
-    if (!given_away_.empty() && given_away_.back().last + 1 == slot) {
-      given_away_.back().last = slot;
-    } else {
-      given_away_.push_back({slot, slot});
-    }
+    AppendSlot(&given_away_, it->first);
     it = migrated_.erase(it);
   }
 }
@@ -236,11 +241,7 @@ std::vector<SlotRange> ClusterState::FinishMigration(bool success) {
   const ClusterNode* myself = Myself();
   for (int s = migration_.range->first; s <= migration_.range->last; ++s) {
     if (topology_ && topology_->OwnerOf(s) != myself) {
-      if (!gone.empty() && gone.back().last + 1 == s) {
-        gone.back().last = s;
-      } else {
-        gone.push_back({s, s});
-      }
+      AppendSlot(&gone, s);
       continue;
     }
     migrated_[s] = migration_.destination_id;

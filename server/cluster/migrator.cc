@@ -127,12 +127,7 @@ void SlotMigrator::Run(SlotRange range, const ClusterNode& destination) {
   // more, and a later topology giving them back must not find them), but for a key of a slot
   // a topology gave back meanwhile (what clients write there stays).
   for (const SlotRange& gone : state_.FinishMigration(!error)) {
-    std::vector<std::string> keys;
-    ForEachKeyInRange(store_, gone, [&](const std::string& key) {
-      keys.push_back(key);
-      return true;
-    });
-    for (const std::string& key : keys) {
+    for (const std::string& key : KeysInRange(store_, gone)) {
       if (state_.Route({KeySlot(key), /*write=*/true})) (void)store_.Delete(key);
     }
   }
@@ -146,11 +141,7 @@ void SlotMigrator::Run(SlotRange range, const ClusterNode& destination) {
 
 std::optional<std::string> SlotMigrator::Migrate(SlotRange range, RespConnection& link) {
   if (auto e = Call(link, {"CLUSTER", "IMPORT", range.ToString(), "0"})) return e;
-  std::vector<std::string> keys;
-  ForEachKeyInRange(store_, range, [&](const std::string& key) {
-    keys.push_back(key);
-    return true;
-  });
+  std::vector<std::string> keys = KeysInRange(store_, range);
   if (auto e = SendKeys(keys, link)) return e;
   for (int round = 0; round < kCatchUpRounds; ++round) {
     keys = TakeNoted();

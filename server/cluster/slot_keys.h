@@ -25,16 +25,22 @@ void ForEachKeyInRange(Store& store, SlotRange range, Visit visit) {
   } while (cursor != 0);
 }
 
-// Deletes every key of `range` (an import's clean start, a failed import, a range a
-// migration gave away). Deletion errors are left to the engine's own reporting: a key that
-// stays is one this node no longer serves, and eviction reclaims it.
-inline void DeleteKeysInRange(Store& store, SlotRange range) {
+// Every key of `range`, with ForEachKeyInRange's guarantee: what a caller that deletes or
+// sends them walks, so that its own writes do not move the scan under it.
+inline std::vector<std::string> KeysInRange(Store& store, SlotRange range) {
   std::vector<std::string> keys;
   ForEachKeyInRange(store, range, [&](const std::string& key) {
     keys.push_back(key);
     return true;
   });
-  for (const std::string& key : keys) (void)store.Delete(key);
+  return keys;
+}
+
+// Deletes every key of `range` (an import's clean start, a range a topology gave away).
+// Deletion errors are left to the engine's own reporting: a key that stays is one this node no
+// longer serves, and eviction reclaims it.
+inline void DeleteKeysInRange(Store& store, SlotRange range) {
+  for (const std::string& key : KeysInRange(store, range)) (void)store.Delete(key);
 }
 
 }  // namespace larder::server::cluster

@@ -32,6 +32,7 @@ struct SlotRange {
   int last = 0;  // inclusive
 
   bool Contains(int slot) const { return slot >= first && slot <= last; }
+  bool Overlaps(SlotRange other) const { return first <= other.last && other.first <= last; }
   bool operator==(const SlotRange&) const = default;
   // "5" or "0-5460": Kvrocks's and the controller's form.
   std::string ToString() const;

@@ -2,8 +2,6 @@
 #include "core/core.h"
 
 #include <string>
-#include <utility>
-#include <vector>
 
 namespace larder::server {
 
@@ -21,22 +19,14 @@ void Core::Forget(ClientState& client, FailedImportKeys keys) {
 
 void Core::DeleteFailedImport(cluster::SlotRange range, uint64_t link) {
   std::shared_lock<FairSharedMutex> lock(exec_lock);
-  std::vector<std::string> keys;
-  cluster::ForEachKeyInRange(store, range, [&](const std::string& key) {
-    keys.push_back(key);
-    return true;
-  });
-  for (const std::string& key : keys) {
+  for (const std::string& key : cluster::KeysInRange(store, range)) {
     std::lock_guard still(import_starts);
     const cluster::ImportInfo now = cluster.Import();
     const bool still_this_failure =
         now.state == cluster::ImportState::kError && now.link == link && now.range == range;
     // An import of slots of this range started since (by any link, this one again too): its
     // start deleted them, and what its link writes from then on stays.
-    if (!still_this_failure && now.range && now.range->first <= range.last &&
-        range.first <= now.range->last) {
-      return;
-    }
+    if (!still_this_failure && now.range && now.range->Overlaps(range)) return;
     (void)store.Delete(key);
   }
 }
