@@ -156,30 +156,29 @@ bool Generations::IsBorrowed(const BlobFile& file) const {
   return it != holders_.end() && it->second > 1;
 }
 
-std::unordered_map<uint32_t, BlobFilePtr> Generations::BorrowedSegmentsOf(
-    const Generation& owner) const {
+std::unordered_map<uint32_t, BlobFilePtr> Generations::SegmentsWhere(
+    const std::function<bool(const Segment&)>& pred) const {
   std::unordered_map<uint32_t, BlobFilePtr> out;
   std::shared_lock lock(mu_);
   for (uint32_t id = 1; id < segs_.size(); ++id) {
     const Segment& s = segs_[id];
-    if (s.file && s.gen.get() != &owner && s.file->header().generation == owner.id) {
-      out.emplace(id, s.file);
-    }
+    if (s.file && pred(s)) out.emplace(id, s.file);
   }
   return out;
 }
 
+std::unordered_map<uint32_t, BlobFilePtr> Generations::BorrowedSegmentsOf(
+    const Generation& owner) const {
+  return SegmentsWhere([&](const Segment& s) {
+    return s.gen.get() != &owner && s.file->header().generation == owner.id;
+  });
+}
+
 std::unordered_map<uint32_t, BlobFilePtr> Generations::SegmentsOf(
     const std::vector<BlobFilePtr>& files) const {
-  std::unordered_map<uint32_t, BlobFilePtr> out;
-  std::shared_lock lock(mu_);
-  for (uint32_t id = 1; id < segs_.size(); ++id) {
-    const Segment& s = segs_[id];
-    if (s.file && std::find(files.begin(), files.end(), s.file) != files.end()) {
-      out.emplace(id, s.file);
-    }
-  }
-  return out;
+  return SegmentsWhere([&](const Segment& s) {
+    return std::find(files.begin(), files.end(), s.file) != files.end();
+  });
 }
 
 Generations::Segment Generations::SegmentOf(uint32_t seg) const {

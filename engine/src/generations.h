@@ -21,6 +21,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -212,6 +213,9 @@ class Generations {
   void ReleaseAll();
 
  private:
+  // The segments with a file that `pred` selects, each with its file (one walk, shared lock).
+  std::unordered_map<uint32_t, BlobFilePtr> SegmentsWhere(
+      const std::function<bool(const Segment&)>& pred) const;
   uint32_t AllocSegLocked(Segment s);
   Status CreatePartitionLocked(Generation& g, int64_t now_ms);
   // Takes n bytes that no longer occupy the disk off FileBytes().
