@@ -1,5 +1,5 @@
 # config_test: the option table, conf/larder.conf, CONFIG GET/SET/REWRITE.
-add_executable(config_test config_test.cc)
+add_executable(config_test config_test.cc config_rewrite_test.cc)
 target_link_libraries(config_test PRIVATE larder_config GTest::gtest_main)
 target_compile_definitions(config_test PRIVATE LARDER_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 gtest_discover_tests(config_test)

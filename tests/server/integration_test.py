@@ -5,11 +5,10 @@ import os
 import time
 import unittest
 
-import redis
-
-from server_harness import ServerProcess, drop_page_cache, encode, wait_for
+from server_harness import ServerProcess, encode, wait_for
 from integration_robustness import *  # noqa: F401,F403 (more TestCases)
 from integration_client_io import *  # noqa: F401,F403
+from integration_data_path import *  # noqa: F401,F403
 from integration_lifecycle import *  # noqa: F401,F403
 from integration_redis_parity import *  # noqa: F401,F403
 
@@ -356,7 +355,6 @@ class CommandsTest(unittest.TestCase):
         self.assertIsInstance(c("DBSIZE"), int)
 
     def test_command(self):
-        c = self.c
         n = int(self.raw("COMMAND", "COUNT")[1:])
         self.assertGreater(n, 60)
         self.assertTrue(self.raw("COMMAND", "LIST").startswith(b"*%d\r\n$4\r\nping" % n))
@@ -409,182 +407,6 @@ class CommandsTest(unittest.TestCase):
             self.assertTrue(r.execute_command("FLUSHALL", "SYNC"))
             self.assertIsNone(r.get("f3"))
             r.close()
-
-    # --- data path ---
-    def test_big_values_exact(self):
-        for mib in (2, 16, 80):
-            data = os.urandom(1 << 20) * mib
-            data = data[:-3] + b"end"
-            self.assertTrue(self.r.set("big:%d" % mib, data))
-            self.assertEqual(self.r.strlen("big:%d" % mib), len(data))
-            got = self.r.get("big:%d" % mib)
-            self.assertEqual(len(got), len(data))
-            self.assertTrue(got == data, "value of %d MiB differs" % mib)
-            self.r.delete("big:%d" % mib)
-
-    def test_every_sendfile_mode_sends_exact_bytes(self):
-        values = {"sf:%d" % i: os.urandom(n) for i, n in enumerate((300 << 10, 4 << 20, 9 << 20))}
-        for k, v in values.items():
-            self.r.set(k, v)
-        self.r.save()  # in their blob files now: GET may send them from there
-        try:
-            for mode in ("remote", "always", "never"):
-                self.assertTrue(self.r.config_set("sendfile", mode))
-                self.assertEqual(self.r.config_get("sendfile"), {"sendfile": mode})
-                for k, v in values.items():
-                    self.assertTrue(self.r.get(k) == v, "%s, sendfile %s" % (k, mode))
-                self.assertTrue(self.r.mget(list(values)) == list(values.values()), mode)
-            with self.assertRaises(redis.ResponseError) as bad:
-                self.r.config_set("sendfile", "sometimes")
-            self.assertIn("sendfile", str(bad.exception))
-            self.assertEqual(self.r.config_get("sendfile"), {"sendfile": "never"})
-        finally:
-            self.r.config_set("sendfile", "remote")
-            self.r.delete(*values)
-
-    def test_cold_values_stream_exact_bytes(self):
-        """A GET or MGET of a value the page cache does not hold sends it a piece (256 KiB) at
-        a time while it is read, the last piece after the whole value passed its checksum (INFO
-        gets_streamed counts values larger than one piece). Sizes around the piece, every
-        sendfile mode, RESP2 and RESP3, alone, pipelined and in MGET: the exact bytes."""
-        c = self.c
-        piece = 256 << 10
-        sizes = (piece - 1, piece, piece + 1, 1 << 20, (3 << 20) + 5)
-        values = {"cold:%d" % n: os.urandom(n) for n in sizes}
-        over_one_piece = sum(1 for n in sizes if n > piece)
-        for k, v in values.items():
-            self.r.set(k, v)
-
-        def make_cold():
-            # Each value anew: the kernel's readahead for one read may cache its neighbours.
-            c("SAVE")
-            self.assertEqual(self.raw("MEMORY", "PURGE"), b"+OK\r\n")
-            drop_page_cache(os.path.join(self.srv.tmp, "data", "values"))
-
-        def streamed():
-            return int(c("INFO", "stats")["gets_streamed"])
-        try:
-            for mode in ("remote", "always", "never"):
-                c("CONFIG", "SET", "sendfile", mode)
-                before = streamed()
-                for k, v in values.items():
-                    make_cold()
-                    self.assertTrue(self.r.get(k) == v, "%s, sendfile %s" % (k, mode))
-                self.assertEqual(streamed(), before + over_one_piece, mode)
-            make_cold()
-            p = self.r.pipeline(transaction=False)
-            for k in values:
-                p.get(k)
-            self.assertTrue(p.execute() == list(values.values()), "pipelined")
-            make_cold()
-            self.assertTrue(self.r.mget(list(values)) == list(values.values()), "MGET")
-            before = streamed()
-            rc = self.srv.raw()
-            try:
-                self.assertTrue(rc.call("HELLO", "3").startswith(b"%"))
-                for k, v in values.items():
-                    make_cold()
-                    self.assertTrue(rc.call("GET", k) == b"$%d\r\n%s\r\n" % (len(v), v), k)
-            finally:
-                rc.close()
-            self.assertEqual(streamed(), before + over_one_piece, "RESP3")
-        finally:
-            c("CONFIG", "SET", "sendfile", "remote")
-            c("DEL", *values)
-
-    def test_gets_of_values_in_memory_run_on_the_io_thread(self):
-        """A GET whose value is in memory and at most inline-get-max-bytes runs on the io thread
-        (INFO gets_on_io_thread); one over it, one whose value must come from the disk, and
-        every GET with the option 0 run on engine threads. The bytes are the same either way."""
-        c = self.c
-        small, big = os.urandom(1 << 20), os.urandom(3 << 20)
-        c("SET", "io:small", small)
-        c("SET", "io:big", big)
-
-        def on_io_thread():
-            return int(c("INFO", "stats")["gets_on_io_thread"])
-        try:
-            self.assertEqual(c("CONFIG", "SET", "inline-get-max-bytes", "2mb"), b"OK")
-            for mode in ("remote", "always", "never"):
-                c("CONFIG", "SET", "sendfile", mode)
-                before = on_io_thread()
-                self.assertTrue(c("GET", "io:small") == small, mode)
-                self.assertEqual(on_io_thread(), before + 1, mode)
-                self.assertTrue(c("GET", "io:big") == big, mode)
-                self.assertEqual(on_io_thread(), before + 1, "3 MiB over 2mb: " + mode)
-            # Written out, unmapped and dropped from the page cache: the next read is the disk's.
-            c("SAVE")
-            self.assertEqual(self.raw("MEMORY", "PURGE"), b"+OK\r\n")
-            drop_page_cache(os.path.join(self.srv.tmp, "data", "values"))
-            before = on_io_thread()
-            self.assertTrue(c("GET", "io:small") == small)
-            self.assertEqual(on_io_thread(), before, "a value on disk was read on the io thread")
-            self.assertTrue(c("GET", "io:small") == small)
-            self.assertEqual(on_io_thread(), before + 1, "read once, it is in memory")
-            c("CONFIG", "SET", "inline-get-max-bytes", "0")
-            self.assertTrue(c("GET", "io:small") == small)
-            self.assertEqual(on_io_thread(), before + 1, "inline-get-max-bytes 0")
-        finally:
-            c("CONFIG", "SET", "inline-get-max-bytes", "16mb")
-            c("CONFIG", "SET", "sendfile", "remote")
-            c("DEL", "io:small", "io:big")
-
-    def test_sets_that_stay_in_memory_run_on_the_io_thread(self):
-        """A plain SET whose write stays in memory (WAL off, room in the write-behind and the
-        budget) runs on the io thread (INFO sets_on_io_thread); a SET with options runs on the
-        engine threads. The value reads back the same either way."""
-        c = self.c
-
-        def on_io_thread():
-            return int(c("INFO", "stats")["sets_on_io_thread"])
-        value = os.urandom(1 << 20)
-        try:
-            before = on_io_thread()
-            self.assertTrue(c("SET", "ioset:a", value))
-            self.assertEqual(on_io_thread(), before + 1)
-            self.assertTrue(c("SET", "ioset:a", b"x" * 100))
-            self.assertEqual(on_io_thread(), before + 2, "a small value (the index's memtable)")
-            self.assertTrue(c("SET", "ioset:b", value, "EX", "100"))
-            self.assertTrue(c("SET", "ioset:c", value, "NX"))
-            self.assertEqual(on_io_thread(), before + 2, "SETs with options")
-            self.assertTrue(c("SET", "ioset:a", value))
-            self.assertTrue(c("GET", "ioset:a") == value)
-            self.assertTrue(c("GET", "ioset:b") == value)
-        finally:
-            c("DEL", "ioset:a", "ioset:b", "ioset:c")
-
-    def test_native_client_bytes(self):
-        """LMCache's native RESP client: exact +OK, :1/:0 and $<N> replies."""
-        rc = self.srv.raw()
-        value = os.urandom(4 << 20)
-        rc.send(b"*3\r\n$3\r\nSET\r\n$5\r\nnat:1\r\n$%d\r\n" % len(value) + value + b"\r\n")
-        self.assertEqual(rc.take(5), b"+OK\r\n")
-        rc.send(b"*2\r\n$6\r\nEXISTS\r\n$5\r\nnat:1\r\n")
-        self.assertEqual(rc.take(4), b":1\r\n")
-        rc.send(b"*2\r\n$3\r\nGET\r\n$5\r\nnat:1\r\n")
-        self.assertEqual(rc._line(), b"$%d\r\n" % len(value))
-        self.assertEqual(rc.take(len(value) + 2), value + b"\r\n")
-        rc.send(b"*2\r\n$3\r\nDEL\r\n$5\r\nnat:1\r\n")
-        self.assertEqual(rc.take(4), b":1\r\n")
-        rc.send(b"*2\r\n$3\r\nGET\r\n$5\r\nnat:1\r\n")
-        self.assertEqual(rc._line(), b"$-1\r\n")
-        rc.close()
-
-    def test_pipeline_1000(self):
-        p = self.r.pipeline(transaction=False)
-        for i in range(500):
-            p.set("pl:%d" % i, "v%d" % i)
-            p.get("pl:%d" % i)
-        out = p.execute()
-        self.assertEqual(len(out), 1000)
-        for i in range(500):
-            self.assertTrue(out[2 * i])
-            self.assertEqual(out[2 * i + 1], b"v%d" % i)
-        rc = self.srv.raw()  # one write, replies in order
-        rc.send(b"".join(encode("INCR", "plc") for _ in range(1000)))
-        for i in range(1, 1001):
-            self.assertEqual(rc.reply(), b":%d\r\n" % i)
-        rc.close()
 
     def test_redis_cli(self):
         import subprocess
