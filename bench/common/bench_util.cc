@@ -9,10 +9,31 @@
 #include <filesystem>
 #include <fstream>
 
+#include <gflags/gflags.h>
+
 #include "common/text.h"
 #include "common/units.h"
 
 namespace larder::bench {
+
+void ParseFlags(int* argc, char*** argv, const char* usage) {
+  gflags::SetUsageMessage(usage);
+  for (int i = 1; i < *argc; ++i) {
+    const std::string_view arg = (*argv)[i];
+    if (arg == "--") break;
+    if (arg != "--help" && arg != "-help") continue;
+    std::printf("%s: %s\n\n", std::filesystem::path((*argv)[0]).filename().c_str(), usage);
+    std::vector<gflags::CommandLineFlagInfo> flags;
+    gflags::GetAllFlags(&flags);  // sorted by file, then name
+    for (const gflags::CommandLineFlagInfo& f : flags) {
+      if (f.filename.find("/bench/") != std::string::npos) {
+        std::printf("%s", gflags::DescribeOneFlag(f).c_str());
+      }
+    }
+    std::exit(0);
+  }
+  gflags::ParseCommandLineFlags(argc, argv, true);
+}
 
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;

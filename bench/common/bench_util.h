@@ -1,6 +1,6 @@
-// Helpers every benchmark tool shares (byte sizes: common/units.h): percentiles, flag-list
-// parsing, the kernel's per-process I/O counters, and dropping the page cache of a data
-// directory for cold reads.
+// Helpers every benchmark tool shares (byte sizes: common/units.h): command-line flags,
+// percentiles, flag-list parsing, the kernel's per-process I/O counters, and dropping the page
+// cache of a data directory for cold reads.
 #ifndef LARDER_BENCH_COMMON_BENCH_UTIL_H_
 #define LARDER_BENCH_COMMON_BENCH_UTIL_H_
 
@@ -11,6 +11,11 @@
 #include <vector>
 
 namespace larder::bench {
+
+// gflags' ParseCommandLineFlags for a tool described by `usage`, except that --help (or -help)
+// lists only the tool's own flags (those defined under bench/) and exits with status 0: the
+// full list starts with gflags' own and, for tools that link RocksDB, its tools' dozens.
+void ParseFlags(int* argc, char*** argv, const char* usage);
 
 // The q-quantile of v by nearest rank (v[floor(q * n)] of v sorted, the last for q = 1); 0 if v
 // is empty. Latency percentiles of every tool.

@@ -309,8 +309,7 @@ bool RamPart(const std::string& base, std::string* report) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("in-process liblarder benchmark; see bench/README.md");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  larder::bench::ParseFlags(&argc, &argv, "in-process liblarder benchmark; see bench/README.md");
   if (!FLAGS_ram_measure_dir.empty()) {
     return larder::bench::RamMeasureChild(FLAGS_ram_measure_dir, FLAGS_ram_max_disk_bytes);
   }

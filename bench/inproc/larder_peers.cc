@@ -366,8 +366,8 @@ void RunCases(const std::string& base, const std::vector<std::string>& peers, ui
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("liblarder vs RocksDB vs files, in-process; see bench/README.md");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  larder::bench::ParseFlags(&argc, &argv,
+                            "liblarder vs RocksDB vs files, in-process; see bench/README.md");
   const larder::bench::WorkDir work(FLAGS_dir, "peers");
   const std::string& base = work.path();
   for (uint64_t size : SizeListOrExit("sizes", FLAGS_sizes)) {

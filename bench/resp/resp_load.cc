@@ -271,8 +271,8 @@ constexpr Phase kPhases[] = {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("RESP load generator with checked values; see bench/README.md");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  larder::bench::ParseFlags(&argc, &argv,
+                            "RESP load generator with checked values; see bench/README.md");
   if (FLAGS_pipeline < 1 || FLAGS_conns < 1 || FLAGS_keys == 0) {
     std::fprintf(stderr, "need --conns >= 1, --pipeline >= 1, --keys >= 1\n");
     return 2;

@@ -28,6 +28,18 @@ def run_peers(*args):
 
 
 class PeersSmoke(unittest.TestCase):
+    def test_help_lists_each_tools_own_flags(self):
+        # larder-peers links RocksDB, whose tools define dozens of gflags of their own.
+        for env, own in (("LARDER_PEERS", "-peers"), ("LARDER_BENCH", "-bytes_per_case"),
+                         ("LARDER_TRACE", "-capacities"), ("RESP_LOAD", "-conns")):
+            p = subprocess.run([os.environ[env], "--help"], capture_output=True, text=True,
+                               timeout=20)
+            self.assertEqual(p.returncode, 0, env)
+            self.assertIn("see bench/README.md", p.stdout.splitlines()[0], env)
+            self.assertIn("\n    " + own + " (", p.stdout, env)
+            self.assertNotIn("Flags from", p.stdout, env)
+            self.assertNotIn("-flagfile", p.stdout, env)
+
     def test_every_peer_reads_back_what_it_wrote(self):
         p, rows, left = run_peers("--peers", ",".join(PEERS), "--threads", "1,2")
         self.assertEqual(left, [], "a peer's directory was left behind")

@@ -132,8 +132,8 @@ void PrintTrace(const Trace& t, uint64_t ws_bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("hit ratio vs capacity on a request trace; see bench/README.md");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  larder::bench::ParseFlags(&argc, &argv,
+                            "hit ratio vs capacity on a request trace; see bench/README.md");
   if (FLAGS_value_bytes < 16) {
     std::fprintf(stderr, "--value_bytes must be >= 16\n");
     return 2;
