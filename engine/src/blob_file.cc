@@ -124,13 +124,22 @@ Result<std::shared_ptr<BlobFile>> BlobFile::Create(const std::string& path,
 }
 
 Result<std::shared_ptr<BlobFile>> BlobFile::Open(const std::string& path, bool writable) {
-  int fd = ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+  int injected = 0;
+  testing::SyncPoint("BlobFile::Open", &injected);
+  int fd = injected != 0 ? (errno = injected, -1)
+                         : ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
   if (fd < 0) return Status::IOError("opening " + path + ": " + ErrnoText(errno));
   struct stat st {};
   char buf[format::kValueAlign];
   ssize_t n = ::fstat(fd, &st) == 0 ? ::pread(fd, buf, sizeof(buf), 0) : -1;
-  std::optional<format::BlobFileHeader> h;
-  if (n > 0) h = format::BlobFileHeader::Decode(std::string_view(buf, static_cast<size_t>(n)));
+  if (n < 0) {
+    // Not evidence about the file (EIO, ENOMEM...): the caller must not take it for damage.
+    const int err = errno;
+    ::close(fd);
+    return Status::IOError("reading the header of " + path + ": " + ErrnoText(err));
+  }
+  std::optional<format::BlobFileHeader> h =
+      format::BlobFileHeader::Decode(std::string_view(buf, static_cast<size_t>(n)));
   if (!h) {
     ::close(fd);
     return Status::Corruption(path + " has no valid blob file header");

@@ -36,10 +36,14 @@ Status StoreImpl::DropDamagedGenerations() {
     rocksdb::Status rs = reader.Open(path);
     if (rs.ok()) rs = reader.VerifyChecksum();
     if (rs.ok()) continue;
-    // A compaction that started with the open may have replaced the file meanwhile: gone is
-    // not damaged (its records live on in the compaction's output).
-    std::error_code ec;
-    if (!rs.IsCorruption() && !std::filesystem::exists(path, ec) && !ec) continue;
+    if (!rs.IsCorruption()) {
+      // A compaction that started with the open may have replaced the file meanwhile: gone is
+      // not damaged (its records live on in the compaction's output). Any other failure to
+      // read it (too many open files, EIO) says nothing of its records: the open fails.
+      std::error_code ec;
+      if (!std::filesystem::exists(path, ec) && !ec) continue;
+      return Status::IOError("checking the index file " + path + ": " + rs.ToString());
+    }
     found_.damaged_sst_files.push_back(path + " (" + rs.ToString() + ")");
     found_.damaged_generations.insert(*id);
   }
@@ -70,6 +74,11 @@ Status StoreImpl::LoadBlobFiles() {
     GenerationPtr g = gens_->Find(name->first);
     if (g && g->HasPartition(name->second)) continue;  // created by this open (a conversion)
     auto file = BlobFile::Open(f.path().string(), /*writable=*/!options_.read_only);
+    if (!file.ok() && !file.status().IsCorruption()) {
+      // Could not be read (too many open files, EIO, ...): nothing is known to be wrong with
+      // it, and its values must not be dropped for that. The open fails, naming it.
+      return Status::IOError("opening the store's value files: " + file.status().message());
+    }
     if (file.ok() && (*file)->header().generation == name->first &&
         (*file)->header().partition == name->second) {
       // A file of a dropped generation stays while records of later ones may point into it
@@ -78,14 +87,20 @@ Status StoreImpl::LoadBlobFiles() {
         : gens_->AdoptOrphan(std::move(file).value());
       continue;
     }
-    if (f.file_size(ec) >= format::kValueAlign) {
+    const bool damaged = f.file_size(ec) >= format::kValueAlign;
+    if (damaged) {
       found_.damaged_files.push_back(f.path().string() + " (bad header)");
       found_.damaged_partitions.insert(*name);
     }
     // Shorter than its header: its creation never became durable (a power cut), and its
-    // records' values with it: lost writes, not damage. One that cannot be read: its values
-    // are gone either way.
-    if (!options_.read_only) std::filesystem::remove(f.path(), ec);
+    // records' values with it: lost writes, not damage. A header that reads whole but is not
+    // this file's: its values cannot be trusted.
+    if (!options_.read_only) {
+      rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, info_log_, "removing %s: %s",
+                   f.path().c_str(),
+                   damaged ? "its header is damaged" : "shorter than its header (never durable)");
+      std::filesystem::remove(f.path(), ec);
+    }
   }
   if (ec) return Status::IOError("listing " + dir + ": " + ec.message());
   return Status::OK();

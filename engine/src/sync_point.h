@@ -20,6 +20,10 @@ namespace larder::testing {
 //                                    to fail the sync with instead (0: sync)
 //   "BlobFile::Sync:Result"          a blob file is about to be synced (BlobFile::Sync); int*
 //                                    errno to fail the fdatasync with instead (0: sync)
+//   "BlobFile::Open"                 an existing blob file is about to be opened; int* errno to
+//                                    fail the open() with instead (0: open)
+//   "StoreImpl::Reinsert"            eviction is about to keep an entry (move its record), its
+//                                    stripe not taken; const std::string* its key
 //   "StoreImpl::RemoveFailedWrites"  the maintenance thread is about to remove the keys whose
 //                                    background writes failed
 //   "StoreImpl::RemoveFailedWrites:Remove"  ... one of them, under its stripe: Status* to fail

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "larder/store.h"
+#include "sync_point.h"
 #include "test_util.h"
 
 namespace larder {
@@ -227,6 +228,35 @@ TEST(Integrity, DamagedGenerationSstIsDroppedAtOpenNeverParsed) {
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_TRUE(report->clean());
   EXPECT_EQ(report->ok, static_cast<uint64_t>(good));
+}
+
+// A value file that cannot be opened (too many open files, EIO) says nothing about its values:
+// the open fails naming why, and deletes nothing; with the cause gone, every value is there.
+TEST(Integrity, AValueFileThatCannotBeOpenedFailsTheOpenAndLosesNothing) {
+  test::TempDir dir;
+  Options o;
+  o.maintenance_interval_ms = 0;
+  o.max_disk_bytes = 1ull << 30;
+  o.generation_bytes = 2 << 20;  // several generations, several files
+  const int n = 8;
+  const size_t size = 1 << 20;
+  ASSERT_NO_FATAL_FAILURE(PutValuesAndClose(o, dir.path(), n, size));
+  {
+    testing::ScopedSyncPoint emfile("BlobFile::Open",
+                                    [](void* err) { *static_cast<int*>(err) = EMFILE; });
+    auto r = Store::Open(o, dir.path());
+    ASSERT_FALSE(r.ok()) << "opened without its value files";
+    EXPECT_EQ(r.status().code(), Status::Code::kIOError) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("Too many open files"), std::string::npos)
+        << r.status().ToString();
+  }
+  auto s = OpenOrDie(o, dir.path());
+  ASSERT_NE(s, nullptr);
+  int good = 0;
+  std::vector<std::string> missing;
+  ASSERT_NO_FATAL_FAILURE(ReadBack(*s, n, size, &good, &missing));
+  EXPECT_EQ(good, n) << "values lost by an open that could not read their file";
+  EXPECT_EQ(s->GetStats().corruptions, 0u);
 }
 
 // The MANIFEST that CURRENT names in `dir`.
