@@ -174,8 +174,15 @@ bool StoreImpl::KeepsInPlaceByRecency(EvictionPolicy policy) const {
 }
 
 bool StoreImpl::Reinsert(RecordMember& m, const GenerationPtr& to) {
+  testing::SyncPoint("StoreImpl::Reinsert", &m.key);
   std::lock_guard stripe(Stripe(m.hash));
-  if (!StillIndexed(m.at)) return false;           // replaced or removed meanwhile
+  // The version still indexed, its record and entry as they are now: the walk's copies would
+  // undo a TTL change (EXPIRE, PERSIST) made since.
+  format::IndexRecord rec;
+  std::string rec_bytes;  // an inline value's bytes, which rec points into
+  if (!StillIndexed(m.at) || !RecordMatches(m.hash, m.key, m.at, &rec, &rec_bytes)) return false;
+  Entry e = m.at.entry;
+  index_.Update(m.at.entry, [&](const Entry& x) { e = x; });
   std::optional<Generations::WriteTicket> ticket;  // a copy appends to the head
   if (!to) {
     auto t = gens_->BeginWrite();
@@ -183,20 +190,18 @@ bool StoreImpl::Reinsert(RecordMember& m, const GenerationPtr& to) {
     ticket.emplace(std::move(*t));
   }
   Generation& dest = to ? *to : ticket->gen();
-  Entry e = m.at.entry;
   e.reuse = 0;  // it must be reused again to be kept again
   e.flags &= static_cast<uint8_t>(~Entry::kDirty);
-  format::IndexRecord rec = *format::IndexRecord::Decode(m.rec_bytes);
   rec.reuse_count = 0;
   rec.last_access_ms = e.last_access_ms;
   if (e.is_inline()) {
     rec.generation = dest.id;
     e.seg = dest.inline_seg;
-    dest.bytes += m.rec_bytes.size();
+    dest.bytes += rec_bytes.size();
   } else if (to) {
     // The record moves, naming the file it already names; the bytes stay.
     e.seg = gens_->Borrow(dest, m.at.seg.file);
-    dest.bytes += m.rec_bytes.size();
+    dest.bytes += rec_bytes.size();
   } else {
     rec.generation = dest.id;
     auto lease = gens_->LeasePartition(*ticket, NowMs());

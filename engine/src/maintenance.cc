@@ -33,21 +33,20 @@ void StoreImpl::ForEachRecord(const Generation& g, const std::function<void(Reco
     m.key.assign(ik->second);
     m.hash = ik->first;
     m.at = std::move(*at);
-    m.rec_bytes.assign(it->value().data(), it->value().size());
-    m.rec = *rec;
-    m.rec.inline_value = {};
     fn(std::move(m));
   }
 }
 
 Status StoreImpl::DropGeneration(const GenerationPtr& g,
                                  const std::function<void()>& remove_entries) {
-  // The drop of its column family is durable at once. With the WAL off, the records moved out
-  // of it (entries eviction kept, in place or copied) may still be only in the memtables: they
-  // reach disk first, or a crash would lose entries that were durable before the move.
+  // The drop of its column family is durable at once. Unless every write is synced, the records
+  // moved out of it (entries eviction kept, in place or copied) may still be only in the
+  // memtables and an unsynced WAL, and copied values only in the page cache: they reach disk
+  // first (the flush syncs the blob files), or a power cut would lose entries that were
+  // durable before the move.
   // A blob file whose sync failed (it keeps failing, and was reported) must not stop every drop,
   // and eviction with it: the records are flushed all the same, as RocksDB's own flushes do.
-  if (!options_.wal && !options_.read_only) {
+  if (!(options_.wal && options_.sync_writes) && !options_.read_only) {
     if (Status s = FlushIndex(/*values_must_sync=*/false); !s.ok()) return s;
   }
   if (Status s = gens_->DropIndex(g); !s.ok()) return s;

@@ -54,14 +54,13 @@ bool RecordIs(const format::IndexRecord& r, std::string_view key, const Located&
 // read's failure as a Corruption, or a Corruption "checksum mismatch".
 Status CheckRead(const Status& read, uint64_t sum, std::string_view key, const Entry& e);
 
-// An index record of a generation together with its entry in the index: what eviction,
-// persistence and verification walk.
+// An index record of a generation together with its entry in the index, as a walk found them:
+// what eviction, persistence and verification walk. Whoever acts on one later reads the record
+// and the entry again under the key's stripe (RecordMatches, KeyIndex::Update).
 struct RecordMember {
   std::string key;
   uint64_t hash = 0;
   Located at;
-  std::string rec_bytes;    // the encoded record
-  format::IndexRecord rec;  // decoded; its inline_value is not kept (decode rec_bytes again)
 };
 
 class StoreImpl final : public Store {

@@ -97,6 +97,31 @@ TEST(EvictionInPlace, AKeptEntryMovesToTheGenerationOfItsLastUse) {
   EXPECT_TRUE(f.store->Contains(Fixture::Key(next - 1)));
 }
 
+TEST(EvictionInPlace, AnExpirySetWhileEvictionKeepsTheEntryStands) {
+  // Eviction walks the victim's records, then moves the kept ones one by one: an EXPIRE (or
+  // PERSIST) acknowledged in between must not be undone by the walk's copy of the record.
+  Fixture f(EvictionPolicy::kLruReuse);
+  f.PutN(0, 5);  // keys 0-3 fill A, key 4 opens B
+  EXPECT_TRUE(f.Has(0));
+  const int64_t expire_at = f.store->NowMs() + 3'600'000;
+  int moved = 0;
+  testing::ScopedSyncPoint expire("StoreImpl::Reinsert", [&](void* key) {
+    if (*static_cast<const std::string*>(key) != Fixture::Key(0) || moved++ > 0) return;
+    EXPECT_TRUE(f.store->SetExpiry(Fixture::Key(0), expire_at).ok());
+  });
+  for (int next = 5; f.store->Contains(Fixture::Key(1)) && next < 100; ++next) {
+    f.PutN(next, next + 1);  // until A is evicted
+  }
+  ASSERT_EQ(moved, 1) << "key 0 was not kept by the eviction of its generation";
+  auto info = f.store->Info(Fixture::Key(0));
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->expire_at_ms, expire_at) << "the eviction undid an acknowledged EXPIRE";
+  ASSERT_NO_FATAL_FAILURE(Reopen(f));  // and its record says so too
+  info = f.store->Info(Fixture::Key(0));
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->expire_at_ms, expire_at);
+}
+
 TEST(EvictionInPlace, HitsCloseTheHeadAsWritesDo) {
   // A generation is a window of accesses: after a generation's worth of hits, the next write
   // closes the head, so entries read before and after are told apart. Where eviction ignores

@@ -17,10 +17,12 @@ Run: LARDER_SERVER=... LARDER_POWER_CUT_SHIM=build/lib/libpower_cut_shim.so \\
   /usr/bin/python3 -m unittest -v power_cut_test"""
 import os
 import random
+import signal
 import sys
 import unittest
 
-from crash_cycles_test import CrashCycles, report
+from crash_cycles_test import CrashCycles, info_field, read_all, report
+from server_harness import ServerProcess
 
 LONG = os.environ.get("LARDER_LONG") == "1"
 CYCLES = 100 if LONG else 8
@@ -38,35 +40,49 @@ class PowerCuts(CrashCycles):
         return super().args() + ["--wal-sync", "yes" if self.wal_sync else "no"]
 
     def wrapper(self):
-        env = ["LD_PRELOAD=" + SHIM, "LARDER_DURABLE_LOG=" + self.durable_log]
-        if os.environ.get("LARDER_SANITIZER") == "asan":
-            # ASan insists on its runtime coming first in the library list, and a preloaded
-            # library comes before it. The shim only forwards calls and allocates nothing.
-            env.append("ASAN_OPTIONS=%s:verify_asan_link_order=0"
-                       % os.environ.get("ASAN_OPTIONS", ""))
-        return ["env"] + env
+        return shim_wrapper(self.durable_log)
 
     def after_kill(self):
         """Rolls every file back to its last synced size (a file never synced: to empty), or in
         half of the cuts to a random point of its unsynced tail."""
-        durable = {}
-        if os.path.exists(self.durable_log):
-            with open(self.durable_log) as f:
-                for line in f:
-                    kind, ino, *size = line.split()
-                    durable[int(ino)] = int(size[0]) if kind == "S" else 0
-        partial = self.rng.random() < 0.5
-        for root, _, files in os.walk(os.path.join(self.tmp, "data")):
-            for name in files:
-                path = os.path.join(root, name)
-                st = os.stat(path)
-                keep = durable.get(st.st_ino, 0)
-                if st.st_size <= keep:
-                    continue
-                if partial:
-                    keep += self.rng.randrange(st.st_size - keep + 1)
-                os.truncate(path, keep)
-                self.cut_bytes += st.st_size - keep
+        partial = self.rng if self.rng.random() < 0.5 else None
+        self.cut_bytes += roll_back(os.path.join(self.tmp, "data"), self.durable_log, partial)
+
+
+def shim_wrapper(durable_log):
+    """The command prefix that runs a server under the shim, logging to `durable_log`."""
+    env = ["LD_PRELOAD=" + SHIM, "LARDER_DURABLE_LOG=" + durable_log]
+    if os.environ.get("LARDER_SANITIZER") == "asan":
+        # ASan insists on its runtime coming first in the library list, and a preloaded
+        # library comes before it. The shim only forwards calls and allocates nothing.
+        env.append("ASAN_OPTIONS=%s:verify_asan_link_order=0"
+                   % os.environ.get("ASAN_OPTIONS", ""))
+    return ["env"] + env
+
+
+def roll_back(data_dir, durable_log, partial=None):
+    """Truncates every file below `data_dir` to its last synced size as `durable_log` recorded
+    it (a file never synced: to empty), or, given a random.Random `partial`, to a random point
+    of its unsynced tail. Returns the bytes cut."""
+    durable = {}
+    if os.path.exists(durable_log):
+        with open(durable_log) as f:
+            for line in f:
+                kind, ino, *size = line.split()
+                durable[int(ino)] = int(size[0]) if kind == "S" else 0
+    cut = 0
+    for root, _, files in os.walk(data_dir):
+        for name in files:
+            path = os.path.join(root, name)
+            st = os.stat(path)
+            keep = durable.get(st.st_ino, 0)
+            if st.st_size <= keep:
+                continue
+            if partial:
+                keep += partial.randrange(st.st_size - keep + 1)
+            os.truncate(path, keep)
+            cut += st.st_size - keep
+    return cut
 
 
 @unittest.skipIf(not SHIM, "LARDER_POWER_CUT_SHIM is not set (ctest sets it)")
@@ -106,6 +122,62 @@ class PowerCutTest(unittest.TestCase):
         r = self.run_mode(True, True)
         self.assertEqual(r.lost_acked(), 0, "acknowledged writes lost with wal-sync: %r"
                          % r.totals)
+
+
+@unittest.skipIf(not SHIM, "LARDER_POWER_CUT_SHIM is not set (ctest sets it)")
+class EvictionPowerCutTest(unittest.TestCase):
+    """Entries made durable (SAVE) and then kept by an eviction, which moves their records out
+    of the generation it drops: a power cut right after must lose none of them, in any mode."""
+
+    KEYS = ["saved:%d" % i for i in range(24)]
+
+    def saved_then_kept_then_cut(self, wal, wal_sync):
+        srv = ServerProcess(["--wal", wal, "--wal-sync", wal_sync, "--max-disk-bytes", "48mb",
+                             "--generation-bytes", "4mb", "--keep-in-place", "yes",
+                             "--unixsocket", ""])
+        durable_log = os.path.join(srv.tmp, "durable.log")
+        srv.wrapper = shim_wrapper(durable_log)
+        try:
+            srv.start()
+            r = srv.client()
+            value = os.urandom(1 << 20)
+            for k in self.KEYS:
+                r.set(k, value)
+            for _ in range(2):  # reused, and read late: eviction keeps them
+                for k in self.KEYS:
+                    self.assertEqual(r.get(k), value)
+            r.save()
+            kept_before = info_field(srv, "reinserted_keys")
+            for n in range(200):
+                r.set("new:%d" % n, value)
+                if info_field(srv, "reinserted_keys") > kept_before:
+                    break
+            self.assertGreater(info_field(srv, "reinserted_keys"), kept_before, "none kept")
+            present = [k for k, v in read_all(srv, self.KEYS).items() if v is not None]
+            self.assertGreater(len(present), len(self.KEYS) // 2)
+            r.close()
+            srv.stop(signal.SIGKILL)
+            cut = roll_back(os.path.join(srv.tmp, "data"), durable_log)
+            if wal_sync == "no":
+                self.assertGreater(cut, 0, "the cut dropped nothing: the shim recorded nothing?")
+            srv.start(timeout=60)
+            after = read_all(srv, present)
+            lost = [k for k in present if after[k] is None]
+            self.assertEqual(lost, [], "SAVEd, kept by eviction, lost by a power cut")
+            self.assertEqual([k for k in present if after[k] not in (None, value)], [])
+            self.assertEqual(info_field(srv, "corruptions"), 0)
+        finally:
+            srv.stop(signal.SIGKILL)
+            srv.cleanup()
+
+    def test_wal_no(self):
+        self.saved_then_kept_then_cut("no", "no")
+
+    def test_wal_yes(self):
+        self.saved_then_kept_then_cut("yes", "no")
+
+    def test_wal_yes_and_wal_sync_yes(self):
+        self.saved_then_kept_then_cut("yes", "yes")
 
 
 if __name__ == "__main__":
