@@ -97,8 +97,9 @@ void StoreImpl::DropEmptyGenerations() {
       g->retired = false;
       continue;
     }
-    // A drop that fails leaves the generation for the next pass.
-    if (!DropGeneration(g, [] {}).ok()) break;
+    // A drop that fails leaves the generation for the next pass. Its files that newer
+    // generations' entries still point into lose every other range now, as in a whole drop.
+    if (!DropGeneration(g, [&] { PunchAroundLive(gens_->BorrowedSegmentsOf(*g)); }).ok()) break;
   }
 }
 

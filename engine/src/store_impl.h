@@ -467,6 +467,8 @@ class StoreImpl final : public Store {
     std::vector<std::string> dropped_keys;  // "generation G key 'k': why", the first 1000
     std::set<uint64_t> damaged_generations;
     std::string torn_manifest;  // ManifestBreak::Describe() of a torn MANIFEST tail, or ""
+    // Ranges of the records the open removed (expired, or older versions): freed after it.
+    std::vector<Generation::Extent> unnamed_ranges;
   } found_;
 
   int64_t last_flush_ms_ = 0;                // maintenance thread only

@@ -125,6 +125,8 @@ void StoreImpl::LoadRecord(Generation& g, std::string_view ik_bytes, std::string
   if (rec->expire_at_ms != 0 && rec->expire_at_ms <= now) {
     counters_.expired_keys++;
     cleanup->Delete(g.cf, rocksdb::Slice(ik_bytes.data(), ik_bytes.size()));
+    const BlobFilePtr f = rec->is_inline ? nullptr : gens_->FileOf(rec->generation, rec->partition);
+    if (f) found_.unnamed_ranges.push_back({f, rec->offset, rec->value_size});
     return;
   }
   Entry e;
@@ -169,6 +171,11 @@ void StoreImpl::LoadRecord(Generation& g, std::string_view ik_bytes, std::string
   if (std::optional<Located> older = LookupExact(e.hash, ik->second)) {
     if (index_.Replace(older->entry, e) && older->seg.gen) older->seg.gen->live--;
     if (older->seg.gen) cleanup->Delete(older->seg.gen->cf, format::IndexKey(e.hash, ik->second));
+    const bool same_range = older->seg.file && older->seg.file == gens_->SegmentOf(e.seg).file &&
+                            older->entry.offset == e.offset;
+    if (older->seg.file && !same_range) {
+      found_.unnamed_ranges.push_back({older->seg.file, older->entry.offset, older->entry.size});
+    }
   } else {
     index_.Insert(e);
   }
@@ -198,10 +205,14 @@ Status StoreImpl::LoadIndex() {
     }
   }
   if (!options_.read_only) {
+    // The values of the records removed above, which nothing names now (their removal reaches
+    // disk later: a record a crash brings back points into a hole, and the next open drops it).
+    for (const Generation::Extent& x : found_.unnamed_ranges) gens_->Punch(x);
     // A crash between a drop and its punches left ranges of the kept files no record names.
     const std::vector<BlobFilePtr> kept = gens_->DropUnheldOrphans();
     if (!kept.empty()) PunchAroundLive(gens_->SegmentsOf(kept));
   }
+  found_.unnamed_ranges = {};
   index_.ShrinkToFit();
   malloc_trim(0);  // what the load allocated for a while goes back to the system
   return Status::OK();

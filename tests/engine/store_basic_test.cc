@@ -185,6 +185,28 @@ TEST_F(StoreTest, FullyExpiredGenerationIsDroppedWhole) {
   EXPECT_EQ(GetStr("keep"), MakeValue("keep", 1 << 20));
 }
 
+TEST_F(StoreTest, ValuesThatExpiredWhileClosedGiveTheirBytesBackAtOpen) {
+  // The open removes their records; their ranges of the file they share with a live value are
+  // freed with them, not when the generation goes.
+  store_.reset();
+  opts_.wal = true;  // one file per generation: the expired values share the live one's
+  Reopen();
+  PutOptions po;
+  po.expire_at_ms = clock_->NowMs() + 10;
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(store_->Put("e" + std::to_string(i), MakeValue("e", 1 << 20), po).ok());
+  }
+  ASSERT_TRUE(store_->Put("keep", MakeValue("keep", 1 << 20)).ok());
+  const uint64_t before = store_->GetStats().value_file_bytes;
+  clock_->Advance(10);
+  Reopen();
+  const Stats s = store_->GetStats();
+  EXPECT_EQ(s.keys, 1u);
+  EXPECT_LE(s.value_file_bytes, before - (4 << 20)) << "expired values kept their blocks";
+  EXPECT_EQ(s.value_file_bytes, test::DirBytes(dir_.path() + "/values"));
+  EXPECT_EQ(GetStr("keep"), MakeValue("keep", 1 << 20));
+}
+
 TEST_F(StoreTest, ConditionalPutsAndKeepTtl) {
   PutOptions nx;
   nx.mode = PutMode::kIfAbsent;
