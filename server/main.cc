@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -61,7 +63,16 @@ std::optional<int> LoadConfig(std::vector<std::string> args, Config* config) {
   return std::nullopt;
 }
 
-// Log level and file, daemon mode, SIGPIPE. False (after saying why) on failure.
+// The pid file, as Redis writes it; a failure is logged (the server runs on without it).
+void WritePidFile(const std::string& path) {
+  std::ofstream out(path);
+  out << getpid() << "\n";
+  out.flush();
+  if (!out) Log(LogLevel::kWarning, "Failed to write PID file " + path + ": " + strerror(errno));
+}
+
+// Log level and file, daemon mode, SIGPIPE and SIGHUP (ignored, as Redis does: a closed
+// terminal must not end the server without its shutdown). False (after saying why) on failure.
 bool SetUpProcess(const ServerConfig& cfg, const std::string& config_path) {
   larder::server::SetLogLevel(larder::server::ParseLogLevel(cfg.loglevel));
   if (!larder::server::SetLogFile(cfg.logfile)) {
@@ -73,6 +84,7 @@ bool SetUpProcess(const ServerConfig& cfg, const std::string& config_path) {
     return false;
   }
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
   std::string where = config_path.empty() ? ", no config file" : ", config " + config_path;
   Log(LogLevel::kNotice, std::string("Larder ") + LARDER_VERSION +
                              " starting, pid=" + std::to_string(getpid()) + where);
@@ -240,7 +252,7 @@ int Serve(larder::Store& store, Config* config, const ServerConfig& cfg, const l
     }
     metrics.Start();
   }
-  if (!cfg.pidfile.empty()) std::ofstream(cfg.pidfile) << getpid() << "\n";
+  if (!cfg.pidfile.empty()) WritePidFile(cfg.pidfile);
   server.Start();
   Log(LogLevel::kNotice, "ready to accept connections on " + ListenersNote(cfg));
   server.WaitForStopRequest();

@@ -3,6 +3,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import time
 import shutil
 import unittest
 
@@ -57,6 +58,23 @@ class LifecycleTest(unittest.TestCase):
             r = srv.client()
             self.assertEqual(r.get("keep:big"), big)
             r.close()
+        finally:
+            srv.stop(signal.SIGKILL)
+
+    def test_sighup_is_ignored_and_a_pidfile_that_cannot_be_written_is_logged(self):
+        # As Redis: a closed terminal (SIGHUP) must not end the server without its shutdown.
+        pidfile = os.path.join(self.tmp, "no-such-dir", "larder.pid")
+        srv = ServerProcess(["--pidfile", pidfile], tmp=self.tmp).start()
+        try:
+            r = srv.client()
+            r.set("k", "v")
+            srv.proc.send_signal(signal.SIGHUP)
+            time.sleep(0.3)
+            self.assertIsNone(srv.proc.poll(), "SIGHUP ended the server")
+            self.assertEqual(r.get("k"), b"v")
+            r.close()
+            self.assertIn("Failed to write PID file " + pidfile, srv.read_log())
+            self.assertEqual(srv.stop(signal.SIGTERM), 0)
         finally:
             srv.stop(signal.SIGKILL)
 
