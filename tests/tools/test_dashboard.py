@@ -61,7 +61,8 @@ KNOWN_UNITS = {"bytes", "decbytes", "Bps", "binBps", "percentunit", "percent", "
 
 # What an inference platform operator needs to find on the dashboard (the metrics behind it).
 REQUIRED_METRICS = {
-    "larder_disk_bytes", "larder_max_disk_bytes", "larder_live_bytes", "larder_keys",
+    "larder_disk_bytes", "larder_budget_used_bytes", "larder_max_disk_bytes", "larder_live_bytes",
+    "larder_keys",
     "larder_hits_total", "larder_misses_total", "larder_command_duration_seconds_count",
     "larder_command_duration_seconds_bucket", "larder_bytes_read_total",
     "larder_bytes_written_total", "larder_evicted_keys_total", "larder_evicted_bytes_total",
@@ -318,7 +319,7 @@ class DashboardStructure(unittest.TestCase):
         self.assertTrue(any("histogram_quantile(0.99," in e.replace(" ", "") for e in exprs),
                         "no p99 latency")
         budget = [p for p in all_panels(self.d) for t in p.get("targets", [])
-                  if re.search(r"larder_disk_bytes\{[^}]*\}\s*/\s*larder_max_disk_bytes",
+                  if re.search(r"larder_budget_used_bytes\{[^}]*\}\s*/\s*larder_max_disk_bytes",
                                t.get("expr", ""))]
         self.assertTrue({"gauge", "timeseries"} <= {p["type"] for p in budget},
                         "disk budget used wants a gauge and a time series")
