@@ -157,9 +157,9 @@ class EvictionPowerCutTest(unittest.TestCase):
             self.assertGreater(len(present), len(self.KEYS) // 2)
             r.close()
             srv.stop(signal.SIGKILL)
-            cut = roll_back(os.path.join(srv.tmp, "data"), durable_log)
-            if wal_sync == "no":
-                self.assertGreater(cut, 0, "the cut dropped nothing: the shim recorded nothing?")
+            # Whatever was not synced goes (PowerCutTest checks that the shim records syncs;
+            # here the drop's flush may have left nothing unsynced, which is the point).
+            roll_back(os.path.join(srv.tmp, "data"), durable_log)
             srv.start(timeout=60)
             after = read_all(srv, present)
             lost = [k for k in present if after[k] is None]
