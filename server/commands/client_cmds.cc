@@ -291,7 +291,7 @@ void Client(Ctx& ctx) {
 }
 
 constexpr CommandRow kRows[] = {
-    {"client", -2, "fast loading stale", kNoKeys, Client},
+    {"client", -2, "fast loading stale", kNoKeys, Client, kSubcommands},
 };
 
 }  // namespace

@@ -304,7 +304,7 @@ void Asking(Ctx& ctx) {
 }
 
 constexpr CommandRow kRows[] = {
-    {"cluster", -2, "loading stale", kNoKeys, Cluster},
+    {"cluster", -2, "loading stale", kNoKeys, Cluster, kSubcommands},
     {"readonly", 1, "fast loading stale", kNoKeys, ReadOnly},
     {"readwrite", 1, "fast loading stale", kNoKeys, ReadWrite},
     {"asking", 1, "fast", kNoKeys, Asking},

@@ -123,7 +123,7 @@ constexpr CommandRow kRows[] = {
     // that gives a migrated range away takes it to delete the range), and MIGRATE SYNC waits
     // for a migration whose last step takes it exclusively. `no_multi` (refused inside MULTI)
     // for the same reason: EXEC would run it under its exclusive hold.
-    {"clusterx", -2, "admin loading stale no_multi locks_itself", kNoKeys, ClusterX},
+    {"clusterx", -2, "admin loading stale no_multi locks_itself", kNoKeys, ClusterX, kSubcommands},
 };
 
 }  // namespace

@@ -117,7 +117,7 @@ void Command(Ctx& ctx) {
 }
 
 constexpr CommandRow kRows[] = {
-    {"command", -1, "fast loading stale", kNoKeys, Command},
+    {"command", -1, "fast loading stale", kNoKeys, Command, kSubcommands},
 };
 
 }  // namespace

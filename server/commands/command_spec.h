@@ -113,32 +113,6 @@ void ForEachKeyPosition(const KeySpec& k, std::span<const std::string> argv, Vis
   }
 }
 
-// One command as its family declares it.
-struct CommandRow {
-  std::string_view name;   // lowercase
-  int arity;               // argc including the name; negative = at least -arity
-  std::string_view flags;  // words of kFlagWords, separated by spaces
-  KeySpec keys;
-  Handler handler;
-};
-
-// One command as the table holds it: a row with its flags parsed.
-struct CommandSpec {
-  uint32_t id;  // position in the command table (indexes per-command statistics)
-  std::string_view name;
-  int arity;
-  uint32_t flags;
-  KeySpec keys;
-  Handler handler;
-
-  bool Has(CommandFlag f) const { return (flags & f) != 0; }
-};
-
-// Whether argc (the name included) satisfies `arity`.
-inline bool ArityOk(int arity, size_t argc) {
-  return arity >= 0 ? argc == static_cast<size_t>(arity) : argc >= static_cast<size_t>(-arity);
-}
-
 // One subcommand of a container command (CLIENT, CONFIG, COMMAND, OBJECT, MEMORY), declared
 // beside its handler; commands/subcommands.h dispatches them and generates `<CMD> HELP`.
 struct SubcommandRow {
@@ -150,5 +124,35 @@ struct SubcommandRow {
   uint32_t flags = 0;      // CommandFlag bits of its own (kAdmin: hidden from MONITOR, as
                            // Redis hides CLIENT LIST but shows CLIENT SETNAME)
 };
+
+// One command as its family declares it.
+struct CommandRow {
+  std::string_view name;   // lowercase
+  int arity;               // argc including the name; negative = at least -arity
+  std::string_view flags;  // words of kFlagWords, separated by spaces
+  KeySpec keys;
+  Handler handler;
+  // A container command's subcommands: a call naming none of them, or with the wrong arity
+  // for it, is refused before it runs or is queued by MULTI, as Redis's lookup refuses it.
+  std::span<const SubcommandRow> subcommands = {};
+};
+
+// One command as the table holds it: a row with its flags parsed.
+struct CommandSpec {
+  uint32_t id;  // position in the command table (indexes per-command statistics)
+  std::string_view name;
+  int arity;
+  uint32_t flags;
+  KeySpec keys;
+  Handler handler;
+  std::span<const SubcommandRow> subcommands;
+
+  bool Has(CommandFlag f) const { return (flags & f) != 0; }
+};
+
+// Whether argc (the name included) satisfies `arity`.
+inline bool ArityOk(int arity, size_t argc) {
+  return arity >= 0 ? argc == static_cast<size_t>(arity) : argc >= static_cast<size_t>(-arity);
+}
 
 }  // namespace larder::server

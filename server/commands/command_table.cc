@@ -82,8 +82,8 @@ std::optional<std::string> BuildCommandTable(std::span<const CommandFamily> fami
       if (auto err = CheckRow(row)) return fail(*err);
       if ((flags & kFast) && (flags & kExclusive)) return fail("both fast and exclusive");
       if (!seen.emplace(row.name, true).second) return fail("declared twice");
-      out->push_back(
-          {static_cast<uint32_t>(out->size()), row.name, row.arity, flags, row.keys, row.handler});
+      out->push_back({static_cast<uint32_t>(out->size()), row.name, row.arity, flags, row.keys,
+                      row.handler, row.subcommands});
     }
   }
   return std::nullopt;

@@ -19,6 +19,7 @@ struct Ctx {
   resp::ReplyWriter& w;
   const CommandSpec& spec;
   uint32_t subcommand_flags = 0;  // the flags of the subcommand row that ran (RunSubcommand)
+  bool in_exec = false;           // run by EXEC (what Redis's CLIENT_DENY_BLOCKING marks)
 
   Store& store() { return core.store; }
   size_t argc() const { return argv.size(); }

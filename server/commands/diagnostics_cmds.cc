@@ -169,13 +169,14 @@ void Latency(Ctx& ctx) {
 // From here on the client receives every command the server runs (core/monitors.h). RESET or
 // disconnecting ends it.
 void Monitor(Ctx& ctx) {
+  if (ctx.in_exec) return ctx.w.Error("ERR MONITOR isn't allowed for DENY BLOCKING client");
   ctx.core.monitors.Add(ctx.client);
   ctx.w.SimpleString("OK");
 }
 
 constexpr CommandRow kRows[] = {
-    {"slowlog", -2, "admin loading stale", kNoKeys, Slowlog},
-    {"latency", -2, "admin loading stale", kNoKeys, Latency},
+    {"slowlog", -2, "admin loading stale", kNoKeys, Slowlog, kSlowlogSubcommands},
+    {"latency", -2, "admin loading stale", kNoKeys, Latency, kLatencySubcommands},
     {"monitor", 1, "admin loading stale fast", kNoKeys, Monitor},
 };
 

@@ -8,6 +8,7 @@
 
 #include "cluster/key_slot.h"
 #include "commands/command_table.h"
+#include "commands/subcommands.h"
 #include "commands/util.h"
 #include "config/option_table.h"
 #include "log.h"
@@ -15,6 +16,13 @@
 namespace larder::server {
 
 namespace {
+
+// A container command's call that names no subcommand of it, or with the wrong arity for it.
+std::optional<std::string> SubcommandRefusalOf(const CommandSpec& spec,
+                                               const std::vector<std::string>& argv) {
+  if (spec.subcommands.empty() || argv.size() < 2) return std::nullopt;
+  return SubcommandRefusal(spec.name, argv, spec.subcommands);
+}
 
 // An HTTP request line or header sent to the port ("POST ...", "Host: ..."): a browser tricked
 // into talking to the server (cross-protocol scripting). As Redis does, the connection closes
@@ -272,12 +280,16 @@ bool Dispatcher::Admit(const CommandSpec* spec, ClientState& client,
   } else if (spec == nullptr) {
     error = UnknownCommandError(argv);
   } else if (!ArityOk(spec->arity, argv.size())) {
-    error = "ERR wrong number of arguments for '" + std::string(spec->name) + "' command";
+    error = ArityError(spec->name);
+  } else if (auto refused = SubcommandRefusalOf(*spec, argv)) {
+    error = std::move(*refused);  // as Redis's lookup: before AUTH, MULTI's queue, the context
   } else if (!client.authenticated && !spec->Has(kNoAuth) &&
              !core_.config.snapshot()->requirepass.empty()) {
     error = "NOAUTH Authentication required.";
   } else if (client.resp == 2 && client.subscribed() && !spec->Has(kPubSubContext)) {
-    error = "ERR Can't execute '" + std::string(spec->name) +
+    // A subcommand by its full name, as Redis: 'client|id'.
+    const bool sub = !spec->subcommands.empty() && argv.size() >= 2;
+    error = "ERR Can't execute '" + std::string(spec->name) + (sub ? "|" + ToLower(argv[1]) : "") +
             "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
             "this context";
   } else if (client.in_multi && spec->Has(kNoMulti)) {
@@ -350,6 +362,7 @@ std::optional<std::string> TransactionRedirect(const Core& core, const ClientSta
 
 void RunQueued(Core& core, ClientState& client, QueuedRequest& request, resp::ReplyWriter& w) {
   Ctx ctx{core, client, request.argv, w, *request.spec};
+  ctx.in_exec = true;
   RunObserved(ctx, RunHandler);
 }
 

@@ -36,22 +36,27 @@ void Expire(Ctx& ctx) {
   ctx.w.Integer(1);
 }
 
+// Milliseconds (>= 0) in `unit`, rounded to the nearest as Redis's ttlGenericCommand does.
+int64_t RoundedTo(const TimeUnit& unit, int64_t ms) {
+  return (ms + unit.ms / 2) / unit.ms;
+}
+
 // TTL / PTTL key: the time left in `unit` (rounded), -1 without expiry, -2 without the key.
 template <const TimeUnit& unit>
 void Ttl(Ctx& ctx) {
   int64_t t = ctx.store().Ttl(ctx.argv[1]);
   if (t < 0) return ctx.w.Integer(t);
-  ctx.w.Integer((t + unit.ms / 2) / unit.ms);
+  ctx.w.Integer(RoundedTo(unit, t));
 }
 
-// EXPIRETIME / PEXPIRETIME key: the Unix expiry time in `unit`, -1 without expiry, -2 without
-// the key.
+// EXPIRETIME / PEXPIRETIME key: the Unix expiry time in `unit` (rounded), -1 without expiry,
+// -2 without the key.
 template <const TimeUnit& unit>
 void ExpireTime(Ctx& ctx) {
   auto info = ctx.store().Info(ctx.argv[1]);
   if (!info.ok()) return ctx.w.Integer(-2);
   if (info->expire_at_ms == 0) return ctx.w.Integer(-1);
-  ctx.w.Integer(info->expire_at_ms / unit.ms);
+  ctx.w.Integer(RoundedTo(unit, info->expire_at_ms));
 }
 
 // A SCAN cursor as Redis reads it (strtoul): an optional sign, then decimal digits up to
@@ -278,8 +283,8 @@ constexpr CommandRow kRows[] = {
     {"randomkey", 1, "readonly", kNoKeys, RandomKey},
     {"rename", 3, "write exclusive", {1, 2, 1}, Rename<false>},
     {"renamenx", 3, "write exclusive", {1, 2, 1}, Rename<true>},
-    {"object", -2, "readonly fast", {2, 2, 1}, Object},
-    {"memory", -2, "readonly fast", {2, 2, 1, "usage"}, Memory},
+    {"object", -2, "readonly fast", {2, 2, 1}, Object, kObjectSubcommands},
+    {"memory", -2, "readonly fast", {2, 2, 1, "usage"}, Memory, kMemorySubcommands},
 };
 
 }  // namespace

@@ -117,7 +117,7 @@ constexpr CommandRow kRows[] = {
     {"punsubscribe", -1, "pubsub fast loading stale pubsub_context", kNoKeys,
      Unsubscribe<Kind::kPattern>},
     {"publish", 3, "pubsub fast loading stale may_replicate", kNoKeys, Publish},
-    {"pubsub", -2, "pubsub fast loading stale", kNoKeys, PubSubCommand},
+    {"pubsub", -2, "pubsub fast loading stale", kNoKeys, PubSubCommand, kPubSubSubcommands},
 };
 
 }  // namespace

@@ -158,7 +158,7 @@ void Wait(Ctx& ctx) {
 }
 
 constexpr CommandRow kRows[] = {
-    {"config", -2, "admin loading stale", kNoKeys, Config},
+    {"config", -2, "admin loading stale", kNoKeys, Config, kConfigSubcommands},
     {"dbsize", 1, "readonly fast", kNoKeys, DbSize},
     {"flushdb", -1, "write", kNoKeys, FlushAll},
     {"flushall", -1, "write", kNoKeys, FlushAll},

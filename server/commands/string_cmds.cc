@@ -349,10 +349,19 @@ void GetRange(Ctx& ctx) {
       r->view().substr(static_cast<size_t>(start), static_cast<size_t>(end - start + 1)));
 }
 
+// Redis's checkStringLength: false (after the error reply) when a string the command would
+// make is longer than proto-max-bulk-len.
+bool WithinBulkLimit(Ctx& ctx, uint64_t bytes) {
+  if (bytes <= ctx.core.config.snapshot()->proto_max_bulk_len) return true;
+  ctx.w.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+  return false;
+}
+
 void Append(Ctx& ctx) {
   std::string cur;
   bool found;
   if (!ReadString(ctx, ctx.argv[1], &cur, &found)) return;
+  if (!WithinBulkLimit(ctx, cur.size() + ctx.argv[2].size())) return;
   cur += ctx.argv[2];
   if (PutKeepingTtl(ctx, ctx.argv[1], cur, "append")) {
     ctx.w.Integer(static_cast<int64_t>(cur.size()));
@@ -369,10 +378,7 @@ void SetRange(Ctx& ctx) {
   if (!ReadString(ctx, ctx.argv[1], &cur, &found)) return;
   // As Redis: writing nothing answers the length, whatever the offset.
   if (part.empty()) return ctx.w.Integer(static_cast<int64_t>(cur.size()));
-  if (static_cast<uint64_t>(offset) + part.size() >
-      ctx.core.config.snapshot()->proto_max_bulk_len) {
-    return ctx.w.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
-  }
+  if (!WithinBulkLimit(ctx, static_cast<uint64_t>(offset) + part.size())) return;
   size_t need = static_cast<size_t>(offset) + part.size();
   if (cur.size() < need) cur.resize(need, '\0');
   cur.replace(static_cast<size_t>(offset), part.size(), part);

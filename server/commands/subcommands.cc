@@ -21,10 +21,10 @@ void ReplyHelp(Ctx& ctx, std::span<const SubcommandRow> table) {
   ctx.w.SimpleString("    Prints this help.");
 }
 
-// The row of argv[1], or nullptr (HELP has none).
-const SubcommandRow* RowOf(const Ctx& ctx, std::span<const SubcommandRow> table) {
+// The row of `sub`, or nullptr (HELP has none).
+const SubcommandRow* RowOf(std::string_view sub, std::span<const SubcommandRow> table) {
   for (const SubcommandRow& row : table) {
-    if (EqualsNoCase(ctx.argv[1], row.name)) return &row;
+    if (EqualsNoCase(sub, row.name)) return &row;
   }
   return nullptr;
 }
@@ -37,24 +37,32 @@ void NoteFullName(Ctx& ctx, const std::string& full) {
 
 }  // namespace
 
+std::optional<std::string> SubcommandRefusal(std::string_view cmd,
+                                             std::span<const std::string> argv,
+                                             std::span<const SubcommandRow> table) {
+  const std::string& sub = argv[1];
+  const bool help = EqualsNoCase(sub, "help");
+  const SubcommandRow* row = help ? nullptr : RowOf(sub, table);
+  if (!help && row == nullptr) return UnknownSubError(sub, cmd);
+  if (!ArityOk(help ? 2 : row->arity, argv.size())) {
+    return ArityError(std::string(cmd) + "|" + ToLower(sub));
+  }
+  return std::nullopt;
+}
+
 bool SubcommandRuns(const Ctx& ctx, std::span<const SubcommandRow> table) {
-  if (EqualsNoCase(ctx.argv[1], "help")) return ctx.argc() == 2;
-  const SubcommandRow* row = RowOf(ctx, table);
-  return row != nullptr && ArityOk(row->arity, ctx.argc());
+  return !SubcommandRefusal(ctx.spec.name, ctx.argv, table);
 }
 
 void RunSubcommand(Ctx& ctx, std::span<const SubcommandRow> table) {
   const std::string& sub = ctx.argv[1];
-  const std::string full = std::string(ctx.spec.name) + "|" + ToLower(sub);
-  if (EqualsNoCase(sub, "help")) {
-    NoteFullName(ctx, full);
-    if (ctx.argc() != 2) return ReplyArity(ctx, full);
-    return ReplyHelp(ctx, table);
+  const bool help = EqualsNoCase(sub, "help");
+  const SubcommandRow* row = help ? nullptr : RowOf(sub, table);
+  if (help || row != nullptr) NoteFullName(ctx, std::string(ctx.spec.name) + "|" + ToLower(sub));
+  if (auto refused = SubcommandRefusal(ctx.spec.name, ctx.argv, table)) {
+    return ctx.w.Error(*refused);
   }
-  const SubcommandRow* row = RowOf(ctx, table);
-  if (row == nullptr) return ReplyUnknownSub(ctx, sub, ctx.spec.name);
-  NoteFullName(ctx, full);
-  if (!ArityOk(row->arity, ctx.argc())) return ReplyArity(ctx, full);
+  if (help) return ReplyHelp(ctx, table);
   ctx.subcommand_flags = row->flags;
   row->handler(ctx);
 }

@@ -2,7 +2,10 @@
 // table of SubcommandRow declared beside the handlers; `<CMD> HELP` is generated from it.
 #pragma once
 
+#include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "commands/context.h"
 
@@ -19,5 +22,11 @@ void RunSubcommand(Ctx& ctx, std::span<const SubcommandRow> table);
 // container command checks before a refusal of its own that Redis makes only then (CLUSTER
 // with the cluster disabled). Precondition: ctx.argc() >= 2.
 bool SubcommandRuns(const Ctx& ctx, std::span<const SubcommandRow> table);
+// The error RunSubcommand would give `argv` of container `cmd` without running anything
+// (unknown subcommand, wrong arity), or nullopt: what the dispatcher refuses a call with
+// before running or queuing it. Precondition: argv.size() >= 2.
+std::optional<std::string> SubcommandRefusal(std::string_view cmd,
+                                             std::span<const std::string> argv,
+                                             std::span<const SubcommandRow> table);
 
 }  // namespace larder::server

@@ -18,13 +18,21 @@ void ReplyStatus(Ctx& ctx, const Status& s) {
   }
 }
 
+std::string ArityError(std::string_view name) {
+  return "ERR wrong number of arguments for '" + ToLower(name) + "' command";
+}
+
 void ReplyArity(Ctx& ctx, std::string_view name) {
-  ctx.w.Error("ERR wrong number of arguments for '" + ToLower(name) + "' command");
+  ctx.w.Error(ArityError(name));
+}
+
+std::string UnknownSubError(std::string_view sub, std::string_view cmd) {
+  return "ERR unknown subcommand '" + std::string(sub.substr(0, 128)) + "'. Try " +
+         common::ToUpper(cmd) + " HELP.";
 }
 
 void ReplyUnknownSub(Ctx& ctx, std::string_view sub, std::string_view cmd) {
-  ctx.w.Error("ERR unknown subcommand '" + std::string(sub.substr(0, 128)) + "'. Try " +
-              common::ToUpper(cmd) + " HELP.");
+  ctx.w.Error(UnknownSubError(sub, cmd));
 }
 
 void ReplySubcommandSyntax(Ctx& ctx) {

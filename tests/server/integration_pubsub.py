@@ -93,7 +93,8 @@ class PubSubParityTest(unittest.TestCase):
                          b"*3\r\n$7\r\nmessage\r\n$2\r\nc1\r\n$5\r\nhello\r\n")
         self.assertEqual([c.reply() for c in subs][0],
                          b"*4\r\n$8\r\npmessage\r\n$2\r\nc*\r\n$2\r\nc1\r\n$5\r\nhello\r\n")
-        for args in (["PING"], ["PING", "x"], ["GET", "k"], ["PUBLISH", "c1", "x"],
+        for args in (["PING"], ["PING", "x"], ["GET", "k"], ["CLIENT", "ID"],
+                     ["PUBLISH", "c1", "x"],
                      ["PSUBSCRIBE"], ["UNSUBSCRIBE", "c2"], ["PUNSUBSCRIBE", "nope"],
                      ["PUNSUBSCRIBE"], ["UNSUBSCRIBE"], ["UNSUBSCRIBE"], ["GET", "k"]):
             self.same(subs, *args)

@@ -195,6 +195,18 @@ SESSION_SEQUENCES = {
         ["CONFIG", "SET", "latency-tracking-info-percentiles", ""],
         ["CONFIG", "GET", "latency-tracking-info-percentiles"],
         ["CONFIG", "SET", "latency-tracking-info-percentiles", "50 99 99.9"]],
+    "a transaction with a malformed subcommand aborts at EXEC": [
+        ["DEL", "t:m"], ["MULTI"], ["OBJECT", "ENCODING"], ["SET", "t:m", "1"],
+        ["CLIENT", "NOSUCH"], ["CONFIG", "GET"], ["EXEC"], ["GET", "t:m"]],
+    "MONITOR is refused in a transaction": [
+        ["MULTI"], ["MONITOR"], ["EXEC"], ["PING"]],
+    "expiry times round to the nearest second": [
+        ["SET", "t:e", "v", "PXAT", "4102444800600"], ["EXPIRETIME", "t:e"],
+        ["PEXPIRETIME", "t:e"], ["PEXPIREAT", "t:e", "4102444800499"], ["EXPIRETIME", "t:e"]],
+    "APPEND past proto-max-bulk-len": [
+        ["CONFIG", "SET", "proto-max-bulk-len", "1mb"], ["SET", "t:a", "x" * 1048000],
+        ["APPEND", "t:a", "y" * 1000], ["APPEND", "t:a", "y" * 576], ["STRLEN", "t:a"],
+        ["APPEND", "t:a", "y"], ["STRLEN", "t:a"], ["CONFIG", "SET", "proto-max-bulk-len", "512mb"]],
     "CLUSTER with the cluster disabled": [
         ["CLUSTER", "FOO"], ["CLUSTER", "HELP"], ["CLUSTER", "HELP", "x"], ["CLUSTER", "INFO", "x"],
         ["CLUSTER", "KEYSLOT"], ["CLUSTER", "INFO"]],
