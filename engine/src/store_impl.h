@@ -156,7 +156,10 @@ class StoreImpl final : public Store {
   void LoadRecord(Generation& g, std::string_view ik, std::string_view value, int64_t now,
                   rocksdb::WriteBatch* cleanup);
 
+  // A key a write may store: InvalidArgument for an empty one or one over max_key_bytes.
   Status CheckKey(std::string_view key) const;
+  // A key a read or removal looks up: one that could not have been stored is NotFound.
+  Status CheckLookupKey(std::string_view key) const;
   Status CheckOpen() const;
   // CheckOpen, and NotSupported for a store opened read-only: the first check of every write.
   Status CheckWritable() const;

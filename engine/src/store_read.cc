@@ -165,12 +165,12 @@ Result<uint64_t> StoreImpl::ReadInto(uint64_t hash, std::string_view key, char* 
 }
 
 Result<uint64_t> StoreImpl::GetInto(std::string_view key, char* buf, size_t cap) {
-  if (Status s = CheckKey(key); !s.ok()) return s;
+  if (Status s = CheckLookupKey(key); !s.ok()) return s;
   return ReadInto(format::KeyHash(key), key, buf, cap);
 }
 
 Result<Value> StoreImpl::Get(std::string_view key) {
-  if (Status s = CheckKey(key); !s.ok()) return s;
+  if (Status s = CheckLookupKey(key); !s.ok()) return s;
   const uint64_t hash = format::KeyHash(key);
   for (int attempt = 0; attempt < 3; ++attempt) {
     std::optional<Located> at = LookupFast(hash, key);
@@ -283,7 +283,7 @@ int64_t StoreImpl::Ttl(std::string_view key) {
 }
 
 Result<KeyInfo> StoreImpl::Info(std::string_view key) {
-  if (Status s = CheckKey(key); !s.ok()) return s;
+  if (Status s = CheckLookupKey(key); !s.ok()) return s;
   const uint64_t hash = format::KeyHash(key);
   std::optional<Located> at = LookupFast(hash, key);
   if (!at) return Status::NotFound();

@@ -76,6 +76,11 @@ Status StoreImpl::CheckKey(std::string_view key) const {
   return Status::OK();
 }
 
+Status StoreImpl::CheckLookupKey(std::string_view key) const {
+  Status s = CheckKey(key);
+  return s.IsInvalidArgument() ? Status::NotFound() : s;
+}
+
 rocksdb::WriteOptions StoreImpl::WriteOpts() const {
   rocksdb::WriteOptions wo;
   wo.disableWAL = !options_.wal;
@@ -367,7 +372,7 @@ Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::str
 
 Status StoreImpl::Delete(std::string_view key) {
   if (Status s = CheckWritable(); !s.ok()) return s;
-  if (Status s = CheckKey(key); !s.ok()) return s;
+  if (Status s = CheckLookupKey(key); !s.ok()) return s;
   const uint64_t hash = format::KeyHash(key);
   std::unique_lock lock(Stripe(hash));
   std::optional<Located> at = LookupExact(hash, key);
@@ -385,7 +390,7 @@ Status StoreImpl::Delete(std::string_view key) {
 
 Status StoreImpl::SetExpiry(std::string_view key, int64_t expire_at_ms) {
   if (Status s = CheckWritable(); !s.ok()) return s;
-  if (Status s = CheckKey(key); !s.ok()) return s;
+  if (Status s = CheckLookupKey(key); !s.ok()) return s;
   const uint64_t hash = format::KeyHash(key);
   std::lock_guard lock(Stripe(hash));
   std::optional<Located> at = LookupExact(hash, key);

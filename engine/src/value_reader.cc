@@ -87,7 +87,7 @@ class ValueReaderImpl final : public ValueReader {
 }  // namespace
 
 Result<std::unique_ptr<ValueReader>> StoreImpl::OpenValue(std::string_view key) {
-  if (Status s = CheckKey(key); !s.ok()) return s;
+  if (Status s = CheckLookupKey(key); !s.ok()) return s;
   const uint64_t hash = format::KeyHash(key);
   std::shared_ptr<const void> hold;
   std::optional<Located> at;
@@ -119,7 +119,7 @@ Result<std::unique_ptr<ValueReader>> StoreImpl::OpenValue(std::string_view key) 
 }
 
 Result<Store::FileRange> StoreImpl::GetFileRange(std::string_view key) {
-  if (Status s = CheckKey(key); !s.ok()) return s;
+  if (Status s = CheckLookupKey(key); !s.ok()) return s;
   const uint64_t hash = format::KeyHash(key);
   // Held from before the hash until the caller has sent the range: a range freed in place
   // (a replaced or evicted value, see BlobFile::Punch) waits for it, so what is sent is what

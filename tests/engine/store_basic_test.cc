@@ -85,7 +85,15 @@ TEST_F(StoreTest, BadArgumentsChangeNothing) {
   Status s = store_->Put(long_key, "v");
   EXPECT_TRUE(s.IsInvalidArgument());
   EXPECT_NE(s.message().find("max_key_bytes"), std::string::npos) << s.message();
-  EXPECT_TRUE(store_->Get("").status().IsInvalidArgument());
+  // A key no Put can store is absent to every read and removal, as any other absent key.
+  for (const std::string& k : {std::string(), long_key}) {
+    EXPECT_TRUE(store_->Get(k).status().IsNotFound());
+    EXPECT_TRUE(store_->Info(k).status().IsNotFound());
+    EXPECT_TRUE(store_->Delete(k).IsNotFound());
+    EXPECT_TRUE(store_->SetExpiry(k, 0).IsNotFound());
+    char buf[8];
+    EXPECT_TRUE(store_->GetInto(k, buf, sizeof(buf)).status().IsNotFound());
+  }
   store_.reset();
   opts_.max_value_bytes = 1024;
   Reopen();

@@ -207,6 +207,12 @@ SESSION_SEQUENCES = {
         ["CONFIG", "SET", "proto-max-bulk-len", "1mb"], ["SET", "t:a", "x" * 1048000],
         ["APPEND", "t:a", "y" * 1000], ["APPEND", "t:a", "y" * 576], ["STRLEN", "t:a"],
         ["APPEND", "t:a", "y"], ["STRLEN", "t:a"], ["CONFIG", "SET", "proto-max-bulk-len", "512mb"]],
+    "the empty key is absent to reads and removals": [
+        ["DEL", ""], ["SET", "t:x", "1"], ["GET", ""], ["GETDEL", ""], ["GETEX", "", "EX", "5"],
+        ["DUMP", ""], ["GETRANGE", "", "0", "-1"], ["LCS", "", "t:x"], ["STRLEN", ""],
+        ["EXISTS", "", "t:x"], ["TTL", ""], ["EXPIRE", "", "10"], ["PERSIST", ""],
+        ["OBJECT", "FREQ", ""], ["TOUCH", "", "t:x"], ["MGET", "", "t:x"], ["DEL", "", "t:x"],
+        ["UNLINK", ""], ["TYPE", ""]],
     "CLUSTER with the cluster disabled": [
         ["CLUSTER", "FOO"], ["CLUSTER", "HELP"], ["CLUSTER", "HELP", "x"], ["CLUSTER", "INFO", "x"],
         ["CLUSTER", "KEYSLOT"], ["CLUSTER", "INFO"]],

@@ -119,7 +119,9 @@ class Store {
   virtual Status CheckPut(std::string_view key, uint64_t value_bytes) const = 0;
 
   // The value of `key`, verified, or NotFound (absent, expired, or failed verification — the
-  // last is counted in Stats::corruptions and the key removed). Counts a reuse.
+  // last is counted in Stats::corruptions and the key removed). Counts a reuse. Here and in
+  // every read, removal and expiry change, a key no Put could store (empty, or over
+  // Options::max_key_bytes) is NotFound, as any other absent key.
   virtual Result<Value> Get(std::string_view key) = 0;
 
   // Get for many keys; one Result per key, in order.
