@@ -319,8 +319,11 @@ Status StoreImpl::OpenDb() {
     std::filesystem::create_directories(dir_ + "/" + format::kValuesDir, ec);
   } else if (!std::filesystem::is_directory(dir_, ec)) {
     // Before RocksDB's open, which would create it (and its LOCK) on the way to failing.
+    if (std::filesystem::exists(dir_, ec)) return Status::NotFound(dir_ + ": not a directory");
     return Status::NotFound(dir_ + ": no such directory (" +
                             (ec ? ec.message() : std::string("create_if_missing is false")) + ")");
+  } else if (!std::filesystem::exists(dir_ + "/CURRENT", ec)) {
+    return Status::NotFound(dir_ + " is not a Larder data directory (it has no CURRENT file)");
   }
   if (ec) return Status::IOError("creating " + dir_ + ": " + ec.message());
   LegacyHandles legacy;

@@ -80,10 +80,8 @@ class AdminTest(unittest.TestCase):
             self.assertTrue(self.snapshot() == before, f"{args} changed a file")
 
     def test_errors_other_than_a_miss_are_errors(self):
-        r = self.admin("get", "")
-        self.assertEqual(r.returncode, 2)
-        self.assertIn(b"get failed: InvalidArgument: empty key", r.stderr)
-        r = self.admin("del", "")
+        self.assertEqual(self.admin("get", "").returncode, 1)  # no key "" can exist: a miss
+        r = self.admin("put", "", stdin=b"x")
         self.assertEqual(r.returncode, 2)
         self.assertIn(b"empty key", r.stderr)
         r = run("--help")
@@ -162,6 +160,17 @@ class AdminTest(unittest.TestCase):
         self.assertIn(b"cannot open", r.stderr)
         self.assertIn(b"no such directory", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "missing")), "created it")
+        r = run("--dir", ADMIN, "stats")  # a file
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"not a directory", r.stderr)
+        r = run("--dir", self.tmp, "stats")  # a directory, not a store
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"not a Larder data directory", r.stderr)
+        r = run("--dir=" + self.dir, "stats")  # the = form opens the same store
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.admin("evict")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"larder-admin: evict: wrong number of arguments", r.stderr)
 
 
 if __name__ == "__main__":

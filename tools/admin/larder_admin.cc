@@ -241,7 +241,10 @@ int RunCommand(const std::string& dir, const std::string& name, const Args& args
   if (name == "verify") return args.empty() ? Verify(dir) : Usage();
   for (const Command& c : kCommands) {
     if (c.name != name) continue;
-    if (args.size() < c.min_args || args.size() > c.max_args) return Usage();
+    if (args.size() < c.min_args || args.size() > c.max_args) {
+      Fail(name + ": wrong number of arguments");
+      return Usage();
+    }
     if (c.check) {
       if (auto err = c.check(args)) return Fail(*err);
     }
@@ -260,6 +263,9 @@ int main(int argc, char** argv) {
   if (args.size() >= 2 && args[0] == "--dir") {
     dir = args[1];
     args.erase(args.begin(), args.begin() + 2);
+  } else if (!args.empty() && args[0].starts_with("--dir=")) {
+    dir = args[0].substr(6);
+    args.erase(args.begin());
   }
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) return Usage(/*asked=*/true);
   if (args.empty()) return Usage();
