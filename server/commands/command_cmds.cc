@@ -20,7 +20,8 @@ void ReplyInfo(Ctx& ctx, const CommandSpec& spec) {
   }
   ctx.w.SetHeader(flags.size());
   for (std::string_view f : flags) ctx.w.SimpleString(f);
-  const KeySpec reported = spec.keys.subcommand.empty() ? spec.keys : kNoKeys;
+  // A container's keys belong to its subcommands: none at its level, as in Redis.
+  const KeySpec reported = spec.subcommands.empty() ? spec.keys : kNoKeys;
   ctx.w.Integer(reported.first);
   ctx.w.Integer(reported.last);
   ctx.w.Integer(reported.step);

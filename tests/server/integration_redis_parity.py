@@ -5,6 +5,7 @@ of the string and keyspace family (INCRBYFLOAT, LCS, COPY, DUMP/RESTORE) with th
 of SLOWLOG, LATENCY and CLIENT PAUSE, in RESP2 and RESP3; transactions (what MULTI queues,
 refuses or runs at once), SHUTDOWN's options, CLIENT LIST/KILL filters, SCAN cursors, KEYS
 patterns and the cross-protocol guard. Every case compares the raw replies."""
+import re
 import unittest
 
 from server_harness import RedisProcess, ServerProcess
@@ -265,6 +266,14 @@ class RedisParityTest(unittest.TestCase):
                 self.fresh(key)
                 self.assert_same(*[key if a == "k" else a for a in case])
                 self.assert_same("EXISTS", key)
+
+    def test_command_info_key_positions_as_redis(self):
+        for name in ("get", "mset", "del", "object", "memory", "client", "command"):
+            with self.subTest(command=name):
+                # The reply's integers: arity, then first key, last key, step.
+                larder, redis = [re.findall(rb":(-?\d+)\r\n", r)[1:4]
+                                 for r in self.on_both("COMMAND", "INFO", name)]
+                self.assertEqual(larder, redis)
 
     def test_expiry_conditions_follow_the_current_expiry_as_redis(self):
         for i, seq in enumerate(CONDITION_SEQUENCES):
