@@ -7,31 +7,11 @@ import unittest
 
 import redis
 
-from server_harness import ServerProcess, drop_page_cache, encode
+from server_harness import SharedServerCase, drop_page_cache, encode
 
 
-class DataPathTest(unittest.TestCase):
+class DataPathTest(SharedServerCase):
     """Values through GET, MGET, SET and pipelines on one shared server, checked byte for byte."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.srv = ServerProcess(["--unixsocket", ""]).start()
-        cls.r = cls.srv.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.r.close()
-        cls.srv.cleanup()
-
-    def c(self, *args):
-        return self.r.execute_command(*args)
-
-    def raw(self, *args):
-        rc = self.srv.raw()
-        try:
-            return rc.call(*args)
-        finally:
-            rc.close()
 
     def test_big_values_exact(self):
         for mib in (2, 16, 80):

@@ -5,7 +5,7 @@ import os
 import time
 import unittest
 
-from server_harness import ServerProcess, encode, wait_for
+from server_harness import ServerProcess, SharedServerCase, encode, wait_for
 from integration_robustness import *  # noqa: F401,F403 (more TestCases)
 from integration_client_io import *  # noqa: F401,F403
 from integration_data_path import *  # noqa: F401,F403
@@ -13,28 +13,10 @@ from integration_lifecycle import *  # noqa: F401,F403
 from integration_redis_parity import *  # noqa: F401,F403
 
 
-class CommandsTest(unittest.TestCase):
+class CommandsTest(SharedServerCase):
     """Every command on one shared server (RESP2 unless stated)."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.srv = ServerProcess(["--unixsocket", "", "--maxclients", "200"]).start()
-        cls.r = cls.srv.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.r.close()
-        cls.srv.cleanup()
-
-    def c(self, *args):
-        return self.r.execute_command(*args)
-
-    def raw(self, *args):
-        rc = self.srv.raw()
-        try:
-            return rc.call(*args)
-        finally:
-            rc.close()
+    SERVER_ARGS = ["--unixsocket", "", "--maxclients", "200"]
 
     # --- connection ---
     def test_ping_echo(self):

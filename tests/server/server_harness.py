@@ -13,6 +13,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import unittest
 
 SERVER = os.environ.get("LARDER_SERVER") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "bin", "larder-server")
@@ -402,3 +403,30 @@ class RawClient:
             return True
         except socket.timeout:
             return False
+
+
+class SharedServerCase(unittest.TestCase):
+    """Tests sharing one larder-server started with SERVER_ARGS: `r` is a redis-py client to it,
+    `c(*args)` a command through it, `raw(*args)` one command's raw RESP reply."""
+
+    SERVER_ARGS = ["--unixsocket", ""]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = ServerProcess(cls.SERVER_ARGS).start()
+        cls.r = cls.srv.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.r.close()
+        cls.srv.cleanup()
+
+    def c(self, *args):
+        return self.r.execute_command(*args)
+
+    def raw(self, *args):
+        rc = self.srv.raw()
+        try:
+            return rc.call(*args)
+        finally:
+            rc.close()
