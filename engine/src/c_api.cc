@@ -172,7 +172,7 @@ int IntoCode(larder::Store& store, std::string_view key, const larder::Result<ui
     *vlen = *r;
     return LARDER_OK;
   }
-  if (r.status().IsInvalidArgument() && !key.empty()) {
+  if (r.status().IsInvalidArgument()) {
     auto info = store.Info(key);
     if (info.ok()) {
       *vlen = info->value_size;

@@ -155,6 +155,9 @@ class StoreImpl final : public Store {
   void NoteDroppedKey(uint64_t gen, std::string_view key, const char* why);
   void LoadRecord(Generation& g, std::string_view ik, std::string_view value, int64_t now,
                   rocksdb::WriteBatch* cleanup);
+  // Puts a loaded entry in the index, in place of an older version of its key (whose record
+  // goes into `cleanup` and whose range is freed after the load).
+  void IndexLoaded(const Entry& e, std::string_view key, rocksdb::WriteBatch* cleanup);
 
   // A key a write may store: InvalidArgument for an empty one or one over max_key_bytes.
   Status CheckKey(std::string_view key) const;

@@ -166,21 +166,24 @@ void StoreImpl::LoadRecord(Generation& g, std::string_view ik_bytes, std::string
     e.seg = gens_->Borrow(g, f);
     e.offset = rec->offset;
   }
-  // Generations load oldest first, so a key found again is a newer version (left behind by
-  // a crash between writes that normally delete the older record in the same batch).
-  if (std::optional<Located> older = LookupExact(e.hash, ik->second)) {
-    if (index_.Replace(older->entry, e) && older->seg.gen) older->seg.gen->live--;
-    if (older->seg.gen) cleanup->Delete(older->seg.gen->cf, format::IndexKey(e.hash, ik->second));
-    const bool same_range = older->seg.file && older->seg.file == gens_->SegmentOf(e.seg).file &&
-                            older->entry.offset == e.offset;
-    if (older->seg.file && !same_range) {
-      found_.unnamed_ranges.push_back({older->seg.file, older->entry.offset, older->entry.size});
-    }
-  } else {
-    index_.Insert(e);
-  }
+  IndexLoaded(e, ik->second, cleanup);
   g.live++;
   if (g.start_ms == 0 || rec->created_ms < g.start_ms) g.start_ms = rec->created_ms;
+}
+
+void StoreImpl::IndexLoaded(const Entry& e, std::string_view key, rocksdb::WriteBatch* cleanup) {
+  // Generations load oldest first, so a key found again is a newer version (left behind by
+  // a crash between writes that normally delete the older record in the same batch): the
+  // older record goes, and its value's range with it.
+  std::optional<Located> older = LookupExact(e.hash, key);
+  if (!older) return index_.Insert(e);
+  if (index_.Replace(older->entry, e) && older->seg.gen) older->seg.gen->live--;
+  if (older->seg.gen) cleanup->Delete(older->seg.gen->cf, format::IndexKey(e.hash, key));
+  const bool same_range = older->seg.file && older->seg.file == gens_->SegmentOf(e.seg).file &&
+                          older->entry.offset == e.offset;
+  if (older->seg.file && !same_range) {
+    found_.unnamed_ranges.push_back({older->seg.file, older->entry.offset, older->entry.size});
+  }
 }
 
 Status StoreImpl::LoadIndex() {

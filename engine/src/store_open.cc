@@ -323,6 +323,7 @@ Status StoreImpl::OpenDb() {
     return Status::NotFound(dir_ + ": no such directory (" +
                             (ec ? ec.message() : std::string("create_if_missing is false")) + ")");
   } else if (!std::filesystem::exists(dir_ + "/CURRENT", ec)) {
+    if (ec) return Status::IOError("reading " + dir_ + "/CURRENT: " + ec.message());
     return Status::NotFound(dir_ + " is not a Larder data directory (it has no CURRENT file)");
   }
   if (ec) return Status::IOError("creating " + dir_ + ": " + ec.message());

@@ -31,7 +31,7 @@ struct ClientOutputBufferLimit {
 };
 
 // `notify-keyspace-events` classes, as Redis's notify.c numbers them, plus Larder's own
-// generation class. The letters are config/option_table.cc's (KeyspaceEvents).
+// generation class. The letters are config/option_builders.cc's (KeyspaceEvents).
 enum NotifyClass : uint32_t {
   kNotifyKeyspace = 1u << 0,     // K: __keyspace@0__:<key> channels
   kNotifyKeyevent = 1u << 1,     // E: __keyevent@0__:<event> channels

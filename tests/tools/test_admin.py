@@ -154,7 +154,9 @@ class AdminTest(unittest.TestCase):
 
     def test_bad_invocations(self):
         self.assertEqual(run().returncode, 2)
-        self.assertEqual(self.admin("frobnicate").returncode, 2)
+        r = self.admin("frobnicate")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"larder-admin: unknown command 'frobnicate'", r.stderr)
         r = run("--dir", os.path.join(self.tmp, "missing"), "stats")
         self.assertEqual(r.returncode, 2)
         self.assertIn(b"cannot open", r.stderr)

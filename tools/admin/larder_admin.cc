@@ -237,13 +237,20 @@ const Command kCommands[] = {
     {"compact", 0, 0, Compact, Access::kWrite},
 };
 
+// The usage, after a line naming what was wrong with the command line.
+int UsageAfter(const std::string& what) {
+  Fail(what);
+  return Usage();
+}
+
 int RunCommand(const std::string& dir, const std::string& name, const Args& args) {
-  if (name == "verify") return args.empty() ? Verify(dir) : Usage();
+  if (name == "verify") {
+    return args.empty() ? Verify(dir) : UsageAfter("verify: wrong number of arguments");
+  }
   for (const Command& c : kCommands) {
     if (c.name != name) continue;
     if (args.size() < c.min_args || args.size() > c.max_args) {
-      Fail(name + ": wrong number of arguments");
-      return Usage();
+      return UsageAfter(name + ": wrong number of arguments");
     }
     if (c.check) {
       if (auto err = c.check(args)) return Fail(*err);
@@ -252,7 +259,7 @@ int RunCommand(const std::string& dir, const std::string& name, const Args& args
     std::unique_ptr<larder::Store> store = OpenOrExplain(dir, &rc, c.access);
     return store ? c.run(*store, args) : rc;
   }
-  return Usage();
+  return UsageAfter("unknown command '" + name + "' (--dir goes before the command)");
 }
 
 }  // namespace

@@ -66,7 +66,8 @@ int larder_close(larder_t* db, char** errptr);
 int larder_put(larder_t* db, const char* key, size_t klen, const char* val, size_t vlen,
                int64_t ttl_ms, char** errptr);
 /* On LARDER_OK *out holds the verified value (no copy); release it with larder_value_free.
- * A miss returns LARDER_NOT_FOUND and leaves *out NULL. */
+ * A miss returns LARDER_NOT_FOUND and leaves *out NULL. A key no put can store (empty, or
+ * over max_key_bytes) is a miss here and in get_into, delete, expire and persist. */
 int larder_get(larder_t* db, const char* key, size_t klen, larder_value_t** out, char** errptr);
 const char* larder_value_data(const larder_value_t* v);
 size_t larder_value_size(const larder_value_t* v);
