@@ -31,10 +31,6 @@ std::string UnknownSubError(std::string_view sub, std::string_view cmd) {
          common::ToUpper(cmd) + " HELP.";
 }
 
-void ReplyUnknownSub(Ctx& ctx, std::string_view sub, std::string_view cmd) {
-  ctx.w.Error(UnknownSubError(sub, cmd));
-}
-
 void ReplySubcommandSyntax(Ctx& ctx) {
   ctx.w.Error("ERR unknown subcommand or wrong number of arguments for '" + ctx.argv[1] +
               "'. Try " + common::ToUpper(ctx.spec.name) + " HELP.");

@@ -38,8 +38,7 @@ void ReplyStatus(Ctx& ctx, const Status& s);
 void ReplyArity(Ctx& ctx, std::string_view name);
 std::string ArityError(std::string_view name);  // its text
 // "ERR unknown subcommand '<sub>'. Try <CMD> HELP." with `cmd` uppercased.
-void ReplyUnknownSub(Ctx& ctx, std::string_view sub, std::string_view cmd);
-std::string UnknownSubError(std::string_view sub, std::string_view cmd);  // its text
+std::string UnknownSubError(std::string_view sub, std::string_view cmd);
 // "ERR unknown subcommand or wrong number of arguments for '<argv[1]>'. Try <CMD> HELP.": what
 // Redis replies when a subcommand's own check of its arguments fails.
 void ReplySubcommandSyntax(Ctx& ctx);
