@@ -409,8 +409,7 @@ void Connection::OnRead(const asio::error_code& ec, size_t n, bool direct) {
     CloseNow();
     return;
   }
-  ServerStats::Count(server_.core().stats.total_net_input_bytes, n);
-  state_->last_active_ms = server_.core().NowMs();
+  NoteTransferred(server_.core().stats.total_net_input_bytes, n);
   if (direct) {
     parser_.CommitDirect(n);
     if (QueryLimitExceeded()) return;

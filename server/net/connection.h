@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 
 #include <asio.hpp>
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -134,6 +135,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool QueryLimitExceeded();
   void StartWrite();
   void OnWrite(const asio::error_code& ec, size_t n);
+  // Counts n bytes moved on the socket in `counter` (INFO's total_net_*_bytes); any byte read
+  // or written is activity for the idle `timeout`. Any thread.
+  void NoteTransferred(std::atomic<uint64_t>& counter, size_t n);
   void CloseNow();
 
   Server& server_;

@@ -39,8 +39,12 @@ void Connection::WriteNow(int fd, resp::OutputQueue& q) {
     q.Consume(static_cast<size_t>(n));
     written += static_cast<size_t>(n);
   }
-  ServerStats::Count(server_.core().stats.total_net_output_bytes, written);
-  if (written > 0) state_->last_active_ms = server_.core().NowMs();
+  NoteTransferred(server_.core().stats.total_net_output_bytes, written);
+}
+
+void Connection::NoteTransferred(std::atomic<uint64_t>& counter, size_t n) {
+  ServerStats::Count(counter, n);
+  if (n > 0) state_->last_active_ms = server_.core().NowMs();
 }
 
 const config::ClientOutputBufferLimit& Connection::OutputLimit() {
@@ -155,8 +159,7 @@ void Connection::OnWrite(const asio::error_code& ec, size_t n) {
     CloseNow();
     return;
   }
-  ServerStats::Count(server_.core().stats.total_net_output_bytes, n);
-  if (n > 0) state_->last_active_ms = server_.core().NowMs();  // a reply read is activity
+  NoteTransferred(server_.core().stats.total_net_output_bytes, n);  // a reply read is activity
   pending_out_ -= n;
   state_->output_bytes = pending_out_;
   while (n > 0) {
