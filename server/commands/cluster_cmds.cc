@@ -208,10 +208,8 @@ void Reset(Ctx& ctx) {
   if (ctx.argc() == 3 && !EqualsNoCase(ctx.argv[2], "hard") && !EqualsNoCase(ctx.argv[2], "soft")) {
     return ctx.w.Error(kErrSyntax);
   }
-  if (ctx.argc() > 3) {  // Redis's own text here (its CLUSTER falls through to the end)
-    return ctx.w.Error("ERR unknown subcommand or wrong number of arguments for '" +
-                       ctx.argv[1].substr(0, 128) + "'. Try CLUSTER HELP.");
-  }
+  // Redis's own text here (its CLUSTER falls through to the end)
+  if (ctx.argc() > 3) return ReplySubcommandSyntax(ctx);
   if (!ctx.store().Scan(0, "", 64).keys.empty()) {
     return ctx.w.Error("ERR CLUSTER RESET can't be called with master nodes containing keys");
   }

@@ -32,8 +32,8 @@ std::string UnknownSubError(std::string_view sub, std::string_view cmd) {
 }
 
 void ReplySubcommandSyntax(Ctx& ctx) {
-  ctx.w.Error("ERR unknown subcommand or wrong number of arguments for '" + ctx.argv[1] +
-              "'. Try " + common::ToUpper(ctx.spec.name) + " HELP.");
+  ctx.w.Error("ERR unknown subcommand or wrong number of arguments for '" +
+              ctx.argv[1].substr(0, 128) + "'. Try " + common::ToUpper(ctx.spec.name) + " HELP.");
 }
 
 }  // namespace larder::server

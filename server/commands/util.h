@@ -39,8 +39,8 @@ void ReplyArity(Ctx& ctx, std::string_view name);
 std::string ArityError(std::string_view name);  // its text
 // "ERR unknown subcommand '<sub>'. Try <CMD> HELP." with `cmd` uppercased.
 std::string UnknownSubError(std::string_view sub, std::string_view cmd);
-// "ERR unknown subcommand or wrong number of arguments for '<argv[1]>'. Try <CMD> HELP.": what
-// Redis replies when a subcommand's own check of its arguments fails.
+// "ERR unknown subcommand or wrong number of arguments for '<argv[1], at most 128 bytes>'. Try
+// <CMD> HELP.": what Redis replies when a subcommand's own check of its arguments fails.
 void ReplySubcommandSyntax(Ctx& ctx);
 
 }  // namespace larder::server
