@@ -287,7 +287,8 @@ class Client(_Settings):
             got = self._call(None, pipe.execute, raise_on_error=False)
             if got is None:
                 return False
-            keys, replies = keys + sent, replies + got
+            keys += sent
+            replies += got
         _check_puts(keys, replies)
         return True
 
@@ -375,7 +376,8 @@ class AsyncClient(_Settings):
             got = await self._call(None, pipe.execute, raise_on_error=False)
             if got is None:
                 return False
-            keys, replies = keys + sent, replies + got
+            keys += sent
+            replies += got
         _check_puts(keys, replies)
         return True
 
