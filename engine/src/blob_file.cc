@@ -23,15 +23,8 @@ std::string ErrnoText(int err) {
   return std::strerror(err);
 }
 
-Status SyncDirectoryOf(const std::string& path) {
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return Status::IOError("opening " + dir + ": " + ErrnoText(errno));
-  int rc = ::fsync(dfd);
-  int err = errno;
-  ::close(dfd);
-  if (rc != 0) return Status::IOError("syncing " + dir + ": " + ErrnoText(err));
-  return Status::OK();
+std::string DirectoryOf(const std::string& path) {
+  return std::filesystem::path(path).parent_path().string();
 }
 
 // Writes all of buf at offset; returns 0 or the errno.
@@ -89,6 +82,16 @@ BlobFile::~BlobFile() {
   if (direct_fd_ >= 0) ::close(direct_fd_);
 }
 
+Status BlobFile::SyncDirectory(const std::string& dir) {
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return Status::IOError("opening " + dir + ": " + ErrnoText(errno));
+  int rc = ::fsync(dfd);
+  int err = errno;
+  ::close(dfd);
+  if (rc != 0) return Status::IOError("syncing " + dir + ": " + ErrnoText(err));
+  return Status::OK();
+}
+
 Result<std::shared_ptr<BlobFile>> BlobFile::Create(const std::string& path,
                                                    const format::BlobFileHeader& header,
                                                    bool durable) {
@@ -114,12 +117,13 @@ Result<std::shared_ptr<BlobFile>> BlobFile::Create(const std::string& path,
       f->MarkDeleted();
       return f->WriteError("syncing", err);
     }
-    if (Status s = SyncDirectoryOf(path); !s.ok()) {
+    if (Status s = SyncDirectory(DirectoryOf(path)); !s.ok()) {
       f->MarkDeleted();
       return s;
     }
   }
   f->synced_ = durable ? h.size() : 0;
+  f->name_synced_ = durable;
   return f;
 }
 
@@ -455,6 +459,11 @@ Status BlobFile::Sync() {
     err = err != 0 ? err : errno;
     sync_error_.store(err, std::memory_order_release);
     return WriteError("syncing", err);
+  }
+  if (!name_synced_) {
+    // The bytes are no use without the name: a power cut could drop a new file whole.
+    if (Status s = SyncDirectory(DirectoryOf(path_)); !s.ok()) return s;
+    name_synced_ = true;
   }
   synced_.store(target, std::memory_order_release);
   return Status::OK();

@@ -147,6 +147,11 @@ class StoreImpl final : public Store {
   // Checks every SST of the index and drops each generation holding a damaged one unread
   // (Debian's librocksdb aborts on a malformed block); its entries are lost, counted.
   Status DropDamagedGenerations();
+  // Before RocksDB's open (whose WAL recovery may flush records naming them): fdatasync of
+  // every value file an earlier process left, then of their directory, so that a crashed
+  // process's unsynced bytes are durable before any index record that names them is.
+  // A file that does not sync is logged (its values are still checked on every read).
+  Status SyncLeftValueFiles();
   // Attaches the blob files to their generations; deletes files of dropped generations.
   Status LoadBlobFiles();
   // Rebuilds the in-memory index from the records, oldest generation first.

@@ -227,6 +227,9 @@ Status StoreImpl::CheckManifestRecords() {
 
 Status StoreImpl::OpenRocks(LegacyHandles* legacy) {
   rocksdb::DBOptions db = DbOptions();
+  if (!options_.read_only) {
+    if (Status s = SyncLeftValueFiles(); !s.ok()) return s;
+  }
   const rocksdb::ColumnFamilyOptions index_cf = IndexCfOptions(memtable_bytes_);
   std::vector<std::string> names;
   if (!rocksdb::DB::ListColumnFamilies(db, dir_, &names).ok()) {
