@@ -1,11 +1,12 @@
 """Power cuts through larder-server: the crash cycles of crash_cycles_test, but after each
 SIGKILL every file of the data directory is rolled back to what the server had made durable,
 as if the machine had lost power. power_cut_shim.c, LD_PRELOADed into the server, records each
-file's size at every successful fsync/fdatasync; the roll-back truncates each file to it,
-and in half of the cuts keeps a random part of the unsynced tail instead (pages written back
-before the cut, a torn last record). Then the server restarts and every key is checked against
-the journal of acknowledged writes. What the model leaves out (directory entries, reordered
-pages) is listed in power_cut_shim.c.
+file's size at every successful fsync/fdatasync, each file created and each directory synced;
+the roll-back removes every file created since its directory's last sync and truncates each
+other file to its synced size, and in half of the cuts keeps a random part of the unsynced
+tail instead (pages written back before the cut, a torn last record). Then the server restarts
+and every key is checked against the journal of acknowledged writes. What the model leaves out
+(renames, unlinks, reordered pages) is listed in power_cut_shim.c.
 
 Asserted, every mode: zero wrong values (bytes never written to that key), zero failed restarts,
 zero corruptions counted. Asserted with `wal yes` + `wal-sync yes`: no acknowledged write is
@@ -61,20 +62,33 @@ def shim_wrapper(durable_log):
 
 
 def roll_back(data_dir, durable_log, partial=None):
-    """Truncates every file below `data_dir` to its last synced size as `durable_log` recorded
-    it (a file never synced: to empty), or, given a random.Random `partial`, to a random point
-    of its unsynced tail. Returns the bytes cut."""
-    durable = {}
+    """Removes every file below `data_dir` created since its directory's last sync, and
+    truncates every other one to its last synced size as `durable_log` recorded it (a file never
+    synced: to empty), or, given a random.Random `partial`, to a random point of its unsynced
+    tail. Returns the bytes cut."""
+    durable, created_in, dir_synced = {}, {}, {}
     if os.path.exists(durable_log):
         with open(durable_log) as f:
-            for line in f:
-                kind, ino, *size = line.split()
-                durable[int(ino)] = int(size[0]) if kind == "S" else 0
+            for n, line in enumerate(f):
+                kind, ino, *arg = line.split()
+                ino = int(ino)
+                if kind == "D":
+                    dir_synced[ino] = n
+                    continue
+                durable[ino] = int(arg[0]) if kind == "S" else 0
+                if kind == "C":
+                    created_in[ino] = (int(arg[0]), n)
     cut = 0
     for root, _, files in os.walk(data_dir):
         for name in files:
             path = os.path.join(root, name)
             st = os.stat(path)
+            if st.st_ino in created_in:
+                parent, at = created_in[st.st_ino]
+                if dir_synced.get(parent, -1) < at:  # its name never became durable
+                    os.unlink(path)
+                    cut += st.st_size
+                    continue
             keep = durable.get(st.st_ino, 0)
             if st.st_size <= keep:
                 continue
