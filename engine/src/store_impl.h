@@ -289,6 +289,9 @@ class StoreImpl final : public Store {
   // write of it that failed before then is queued for removal again. Caller holds the key's
   // stripe.
   void SettlePut(uint64_t hash, std::string_view key, const Entry& e);
+  // A Put's value appended (or pending) in its file but never indexed (its record's write or
+  // its sync failed): no record names its range, so it is freed now, as a replaced version's.
+  void AbandonStaged(const Entry& e);
   // Writes the record of a new version of `key` (replacing `old`'s in another generation)
   // and updates the index. Caller holds the key's stripe.
   Status Commit(uint64_t hash, std::string_view key, const Entry& e, const format::IndexRecord& rec,

@@ -227,6 +227,14 @@ Status StoreImpl::StageValue(uint64_t hash, std::string_view key, std::string_vi
   return Status::OK();
 }
 
+void StoreImpl::AbandonStaged(const Entry& e) {
+  if (e.is_inline() || !punch_) return;
+  // A value that failed before it was appended has no segment (0, never used): no file.
+  if (BlobFilePtr file = gens_->SegmentOf(e.seg).file) {
+    gens_->Punch(Generation::Extent{std::move(file), e.offset, e.size});
+  }
+}
+
 Status StoreImpl::Commit(uint64_t hash, std::string_view key, const Entry& e,
                          const format::IndexRecord& rec, Generation& gen,
                          const std::optional<Located>& old) {
@@ -350,6 +358,7 @@ Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::str
   e.expire_at_ms = rec.expire_at_ms = opts.expire_at_ms;
   e.last_access_ms = rec.created_ms = rec.last_access_ms = now;
   if (Status s = StageValue(hash, key, value, owned, value_hash, *ticket, &e, &rec); !s.ok()) {
+    AbandonStaged(e);
     return s;
   }
   testing::SyncPoint("StoreImpl::PutImpl:BeforeCommit");
@@ -363,7 +372,10 @@ Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::str
   }
   Status committed = Commit(hash, key, e, rec, gen, old);
   if (MayWriteBehind(owned)) SettlePut(hash, key, e);
-  if (!committed.ok()) return committed;
+  if (!committed.ok()) {
+    AbandonStaged(e);
+    return committed;
+  }
   stripe.unlock();
   counters_.bytes_written += value.size();
   if (gen.bytes + hit_bytes_.load(std::memory_order_relaxed) >= generation_bytes_) MaybeRotate();
