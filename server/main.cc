@@ -139,8 +139,8 @@ std::unique_ptr<larder::Store> OpenStore(const ServerConfig& cfg,
              " verify` lists what. It holds only cached data: move it away (or empty it) and "
              "start again";
     }
-    Log(LogLevel::kWarning,
-        "can't open the store in " + cfg.dir + ": " + opened.status().ToString() + hint);
+    Log(LogLevel::kWarning, "can't open the store in " + cfg.dir + ": " +
+                                larder::config::InOptionTerms(opened.status().ToString()) + hint);
     return nullptr;
   }
   std::unique_ptr<larder::Store> store = std::move(opened).value();

@@ -1,5 +1,7 @@
 #include "commands/util.h"
 
+#include "config/engine_options.h"
+
 namespace larder::server {
 
 bool ArgInt64(Ctx& ctx, std::string_view s, int64_t* out) {
@@ -12,9 +14,9 @@ void ReplyStatus(Ctx& ctx, const Status& s) {
   if (s.IsNoSpace()) {
     ctx.w.Error(kErrOom);
   } else if (s.IsInvalidArgument()) {
-    ctx.w.Error("ERR " + s.message());
+    ctx.w.Error("ERR " + config::InOptionTerms(s.message()));
   } else {
-    ctx.w.Error("ERR " + s.ToString());
+    ctx.w.Error("ERR " + config::InOptionTerms(s.ToString()));
   }
 }
 

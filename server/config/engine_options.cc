@@ -1,6 +1,8 @@
 #include "config/engine_options.h"
 
 #include <algorithm>
+#include <string_view>
+#include <utility>
 
 namespace larder::config {
 
@@ -26,6 +28,23 @@ larder::Options EngineOptions(const ServerConfig& c) {
   // A value the protocol accepts must fit in the store.
   o.max_value_bytes = std::max<uint64_t>(o.max_value_bytes, c.proto_max_bulk_len);
   return o;
+}
+
+std::string InOptionTerms(std::string engine_message) {
+  // The fields of EngineOptions above that the engine's messages name; each with its option.
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+      {"max_disk_bytes", "max-disk-bytes"},      {"max_key_bytes", "max-key-bytes"},
+      {"max_value_bytes", "proto-max-bulk-len"}, {"max_reinsert_fraction", "max-reinsert-fraction"},
+      {"generation_bytes", "generation-bytes"},  {"memtable_bytes", "memtable-bytes"},
+      {"read_queue_depth", "read-queue-depth"},
+  };
+  for (const auto& [field, option] : kNames) {
+    for (size_t at = engine_message.find(field); at != std::string::npos;
+         at = engine_message.find(field, at + option.size())) {
+      engine_message.replace(at, field.size(), option);
+    }
+  }
+  return engine_message;
 }
 
 }  // namespace larder::config

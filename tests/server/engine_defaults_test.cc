@@ -2,10 +2,16 @@
 // engine option defaults to the engine's value (larder::Options), or differs for the reason
 // its ServerConfig comment gives. (config_test ties the option table's default texts to
 // ServerConfig and conf/larder.conf to the table, so a changed engine default fails there too
-// until the texts follow.)
+// until the texts follow.) And the engine's messages reach server users naming the options.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <sstream>
 
 #include "config/engine_options.h"
+#include "config/option_table.h"
+#include "larder/store.h"
 
 namespace larder::config {
 namespace {
@@ -83,6 +89,31 @@ TEST(EngineDefaults, EveryMappedOptionReachesTheEngine) {
   EXPECT_EQ(o.flush_interval_ms, 7u);
   EXPECT_EQ(o.max_value_bytes, 1ull << 30);
   EXPECT_EQ(o.evict_together, c.evict_together);
+}
+
+// A refusal the engine words with its Options field reaches a server user naming the option.
+TEST(EngineOptions, EngineMessagesNameTheServersOptions) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("larder-engine-options-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ServerConfig c;
+  c.max_key_bytes = 8;
+  c.max_disk_bytes = 1ull << 30;
+  {
+    auto store = larder::Store::Open(EngineOptions(c), dir.string());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    const larder::Status s = (*store)->Put("123456789", "v");
+    ASSERT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_EQ(InOptionTerms(s.message()), "key of 9 bytes exceeds max-key-bytes (8)");
+  }
+  std::filesystem::remove_all(dir);
+  // Every name it puts in is an option of the table.
+  const std::string named = InOptionTerms(
+      "max_disk_bytes max_key_bytes max_value_bytes max_reinsert_fraction generation_bytes "
+      "memtable_bytes read_queue_depth");
+  std::istringstream words(named);
+  for (std::string w; words >> w;) EXPECT_NE(FindOption(w), nullptr) << w;
+  EXPECT_EQ(named.find('_'), std::string::npos) << named;
 }
 
 }  // namespace
