@@ -109,10 +109,7 @@ void Auth(Ctx& ctx) {
 }
 
 void Select(Ctx& ctx) {
-  int64_t db;
-  if (!ParseInt64(ctx.argv[1], &db)) return ctx.w.Error(kErrNotInt);
-  if (db != 0) return ctx.w.Error("ERR DB index is out of range");
-  ctx.w.SimpleString("OK");
+  if (ArgDbZero(ctx, ctx.argv[1])) ctx.w.SimpleString("OK");
 }
 
 void Quit(Ctx& ctx) {

@@ -238,6 +238,7 @@ void MemoryUsage(Ctx& ctx) {
       return ctx.w.Error(kErrSyntax);
     }
     if (!ArgInt64(ctx, ctx.argv[i + 1], &samples)) return;
+    if (samples < 0) return ctx.w.Error(kErrSyntax);
   }
   auto info = ctx.store().Info(ctx.argv[2]);
   if (!info.ok()) return ctx.w.Null();

@@ -17,9 +17,7 @@ void Copy(Ctx& ctx) {
     if (EqualsNoCase(ctx.argv[i], "replace")) {
       replace = true;
     } else if (EqualsNoCase(ctx.argv[i], "db") && i + 1 < ctx.argc()) {
-      int64_t db;
-      if (!ArgInt64(ctx, ctx.argv[++i], &db)) return;
-      if (db != 0) return ctx.w.Error("ERR DB index is out of range");
+      if (!ArgDbZero(ctx, ctx.argv[++i])) return;
     } else {
       return ctx.w.Error(kErrSyntax);
     }

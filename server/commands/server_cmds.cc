@@ -113,12 +113,15 @@ void Save(Ctx& ctx) {
   if (FlushStore(ctx)) ctx.w.SimpleString("OK");
 }
 
-// BGSAVE [SCHEDULE]: flushes now (on the engine pool), then answers as Redis does.
+// BGSAVE [SCHEDULE]: flushes now (on the engine pool), then answers as Redis does (which, in a
+// transaction, schedules its save for after it).
 void BgSave(Ctx& ctx) {
   if (ctx.argc() > 2 || (ctx.argc() == 2 && !EqualsNoCase(ctx.argv[1], "schedule"))) {
     return ctx.w.Error(kErrSyntax);
   }
-  if (FlushStore(ctx)) ctx.w.SimpleString("Background saving started");
+  if (FlushStore(ctx)) {
+    ctx.w.SimpleString(ctx.in_exec ? "Background saving scheduled" : "Background saving started");
+  }
 }
 
 // SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: the store is always closed cleanly (flushed),

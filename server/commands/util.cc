@@ -10,6 +10,17 @@ bool ArgInt64(Ctx& ctx, std::string_view s, int64_t* out) {
   return false;
 }
 
+bool ArgDbZero(Ctx& ctx, std::string_view s) {
+  int64_t db;
+  if (!ArgInt64(ctx, s, &db)) return false;
+  if (db < INT32_MIN || db > INT32_MAX) {
+    ctx.w.Error("ERR value is out of range, value must between -2147483648 and 2147483647");
+    return false;
+  }
+  if (db != 0) ctx.w.Error("ERR DB index is out of range");
+  return db == 0;
+}
+
 void ReplyStatus(Ctx& ctx, const Status& s) {
   if (s.IsNoSpace()) {
     ctx.w.Error(kErrOom);

@@ -31,6 +31,9 @@ using resp::ParseInt64;  // Redis's string2ll, shared with the protocol parser
 
 // Parses like ParseInt64 and replies kErrNotInt on failure.
 bool ArgInt64(Ctx& ctx, std::string_view s, int64_t* out);
+// A database index as SELECT and COPY ... DB read it (Redis's getIntFromObjectOrReply, then
+// its database check): true for 0, the only one; else replies Redis's error and false.
+bool ArgDbZero(Ctx& ctx, std::string_view s);
 
 // Replies the error for a failed engine call (NoSpace → OOM, others → ERR <message>).
 void ReplyStatus(Ctx& ctx, const Status& s);

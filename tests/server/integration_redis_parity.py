@@ -88,6 +88,7 @@ CONTAINER_CASES = [
     ["COMMAND", "nope"], ["CONFIG", "GET"], ["CONFIG", "SET", "a"], ["CLIENT", "SETNAME"],
     ["OBJECT", "ENCODING"], ["CONFIG", "HELP", "x"], ["CLIENT", "KILL"], ["COMMAND", "COUNT", "x"],
     ["MEMORY", "USAGE", "k", "SAMPLES"], ["MEMORY", "USAGE", "k", "FOO", "1"],
+    ["MEMORY", "USAGE", "k", "SAMPLES", "-5"],
     ["CLIENT", "SETNAME", "a b"], ["MEMORY", "PURGE"], ["MEMORY", "PURGE", "x"],
     # Keys by subcommand (cluster mode routes by them).
     ["COMMAND", "GETKEYS", "MEMORY", "USAGE", "k"], ["COMMAND", "GETKEYS", "MEMORY", "PURGE"],
@@ -123,6 +124,8 @@ FAMILY_SEQUENCES = {
         ["GET", "dst"], ["TTL", "dst"], ["COPY", "src", "src"], ["COPY", "missing", "dst"],
         ["COPY", "src", "dst", "DB", "0", "REPLACE"], ["COPY", "src", "dst", "DB", "x"],
         ["COPY", "src", "dst", "FOO"], ["COPY", "src", "dst", "DB"], ["COPY", "src"],
+        ["COPY", "src", "dst", "DB", "99999999999"], ["COPY", "src", "dst", "DB", "-2147483649"],
+        ["COPY", "src", "dst", "DB", "-1"],
     ],
     "dump": [
         ["SET", "d", "hello"], ["DUMP", "d"], ["DUMP", "missing"], ["SET", "n", "12345"],
@@ -199,6 +202,10 @@ SESSION_SEQUENCES = {
     "a transaction with a malformed subcommand aborts at EXEC": [
         ["DEL", "t:m"], ["MULTI"], ["OBJECT", "ENCODING"], ["SET", "t:m", "1"],
         ["CLIENT", "NOSUCH"], ["CONFIG", "GET"], ["EXEC"], ["GET", "t:m"]],
+    "SELECT of a database index out of range": [
+        ["SELECT", "99999999999"], ["SELECT", "-2147483649"], ["SELECT", "-1"], ["SELECT", "x"],
+        ["SELECT", "0"]],
+    "BGSAVE in a transaction is scheduled": [["MULTI"], ["BGSAVE"], ["EXEC"]],
     "MONITOR is refused in a transaction": [
         ["MULTI"], ["MONITOR"], ["EXEC"], ["PING"]],
     "expiry times round to the nearest second": [
