@@ -32,8 +32,9 @@ Connection::~Connection() {
   SharedReserve().Give(read_ahead_reserved_);
 }
 
-// The bytes big bulks reserve ahead of their bodies and paused connections read ahead, over
-// all connections: at most client-query-buffer-limit (static: a parser may outlive the Server).
+// The bytes big bulks reserve ahead of their bodies, over all connections: at most
+// client-query-buffer-limit; paused connections' read-ahead counts in it while it has room
+// (static: a parser may outlive the Server).
 resp::ReserveAheadPool& Connection::SharedReserve() {
   static resp::ReserveAheadPool pool;
   return pool;
@@ -388,11 +389,14 @@ void Connection::ReadAhead() {
   }
   if (QueryLimitExceeded()) return;
   if (wpos_ == inbuf_.size()) {
-    // Within the budget big bulks reserve from too; past it, nothing more is read until the
-    // replies drain (Process calls again then).
+    // Counted in the budget big bulks reserve ahead from while it has room, and read past it
+    // too: each connection is bounded by its own client-query-buffer-limit (above), as Redis
+    // bounds each client. A budget shared as a gate let one client that never reads hold it
+    // whole, and then every other paused connection stopped reading: a pipeline sent whole
+    // before its replies (redis-py's) waited on the server, and the server on it, for as long
+    // as that client stayed.
     const size_t grow = inbuf_.size();
-    if (!SharedReserve().Take(grow, Cfg().client_query_buffer_limit)) return;
-    read_ahead_reserved_ += grow;
+    if (SharedReserve().Take(grow, Cfg().client_query_buffer_limit)) read_ahead_reserved_ += grow;
     inbuf_.resize(inbuf_.size() + grow);
   }
   reading_ = true;

@@ -1,5 +1,6 @@
 """A client's bytes in and out beside Redis 7: a pipeline sent whole before its replies are
-read, a slow download under `timeout`, CLIENT KILL of oneself mid-pipeline, and the pre-AUTH
+read (also while another client that never reads holds as much input as it may), a slow
+download under `timeout`, CLIENT KILL of oneself mid-pipeline, and the pre-AUTH
 limits once the password is gone. Each case runs the same raw bytes against both servers."""
 import socket
 import time
@@ -45,6 +46,40 @@ class ClientIoBesideRedisTest(unittest.TestCase):
                 self.assertTrue(all(r == bulk for r in replies[:100]), name)
                 self.assertEqual(replies[100:], [b"+OK\r\n"] * 100, name)
                 rc.close()
+
+    def test_a_client_that_never_reads_does_not_stop_another_pipeline(self):
+        # `hog` pauses its own output (GETs it never reads), then sends request bytes up to its
+        # query buffer limit, which the server reads ahead and keeps. The pipeline of another
+        # client, sent whole before its replies are read, must still complete: the read-ahead
+        # of each client is bounded by its own limit, not by one budget the hog can hold.
+        big = b"b" * (64 * MiB)
+        for name, srv in self.servers:
+            with self.subTest(server=name):
+                admin = srv.raw()
+                self.assertEqual(admin.call("CONFIG", "SET", "client-query-buffer-limit",
+                                            "128mb"), b"+OK\r\n")
+                self.assertEqual(admin.call("SET", "hog:big", big), b"+OK\r\n")
+                hog = srv.raw()
+                hog.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                hog.sock.sendall(encode("GET", "hog:big") * 3)
+                time.sleep(0.3)
+                hog.sock.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nh\r\n$%d\r\n" % (200 * MiB) +
+                                 b"h" * (120 * MiB))
+                time.sleep(0.3)
+                rc = srv.raw()
+                rc.sock.settimeout(60)  # a stall fails here instead of hanging the suite
+                rc.sock.sendall(encode("GET", "hog:big") * 2 +
+                                encode("SET", "hog:s1", b"s" * (32 * MiB)) +
+                                encode("SET", "hog:s2", b"t" * (32 * MiB)))
+                bulk_len = len(b"$%d\r\n" % len(big)) + len(big) + 2
+                self.assertEqual([len(rc.reply()) for _ in range(2)], [bulk_len] * 2, name)
+                self.assertEqual([rc.reply(), rc.reply()], [b"+OK\r\n"] * 2, name)
+                rc.close()
+                hog.close()
+                self.assertEqual(admin.call("CONFIG", "SET", "client-query-buffer-limit",
+                                            "1gb"), b"+OK\r\n")
+                self.assertEqual(admin.call("DEL", "hog:big", "hog:s1", "hog:s2"), b":3\r\n")
+                admin.close()
 
     def test_a_slow_download_is_not_an_idle_client(self):
         # `timeout` closes clients idle that long; one reading a large reply slowly sends
