@@ -258,46 +258,52 @@ void Connection::Execute() {
   // replies: they reach the client without waiting for this io thread's turn.
   // Not past the hard output limit, though: as in Redis, a reply over it closes the client.
   int direct_fd = pending_out_ == 0 && !writing_ && !tls_ ? socket_.native_handle() : -1;
-  uint64_t hard_limit = OutputLimit().hard_bytes;
+  const uint64_t hard_limit = OutputLimit().hard_bytes;
+  // The room the replies have under it (AfterCommand closed a client already past it).
+  const uint64_t room = hard_limit == 0 ? 0 : hard_limit - std::min(hard_limit - 1, pending_out_);
   // Bytes buffered behind this request mean the client pipelines: throughput work.
   asio::thread_pool& pool = rpos_ < wpos_ ? server_.pipeline_pool() : server_.pool();
   planned_ = plan;  // read by RunBatch on the pool (the post orders the two)
-  asio::post(pool, [self = shared_from_this(), rpos = rpos_, wpos = wpos_, direct_fd, hard_limit] {
-    resp::ReplyWriter w;
-    w.set_protocol(self->state_->resp);
-    w.set_error_listener(&self->server_.core().errors);
-    // Commands may send their replies as they produce them (a large cold GET does), unless a
-    // hard output limit bounds every reply as a whole.
-    SocketFlusher flusher(*self, direct_fd);
-    if (direct_fd >= 0 && hard_limit == 0) w.set_flusher(&flusher);
-    bool close = false, held = false;
-    size_t new_rpos = self->RunBatch(w, rpos, wpos, &close, &held);
-    const bool abandoned = w.abandoned();
-    if (!abandoned && direct_fd >= 0 && (hard_limit == 0 || w.queue().bytes() <= hard_limit)) {
-      self->WriteNow(direct_fd, w.queue());
-    }
-    asio::post(self->socket_.get_executor(),
-               [self, q = std::move(w.queue()), new_rpos, close, held, abandoned]() mutable {
-                 self->busy_ = false;
-                 self->server_.inflight.fetch_sub(1);
-                 if (self->closed_) {
-                   asio::error_code ignored;
-                   self->socket_.close(ignored);  // deferred by CloseNow while the job ran
-                   return;
-                 }
-                 // A reply cut short: whatever followed would be read as its missing bytes.
-                 if (abandoned) return self->CloseNow();
-                 self->rpos_ = new_rpos;
-                 if (close) self->close_after_write_ = true;
-                 self->state_->last_active_ms = self->server_.core().NowMs();
-                 self->AppendOutput(q);
-                 self->AfterCommand();
-                 if (self->closed_) return;
-                 self->AppendPushed();
-                 if (held && !self->closed_) self->Execute();  // plans it again: held or run
-                 self->Process();
-               });
-  });
+  asio::post(
+      pool, [self = shared_from_this(), rpos = rpos_, wpos = wpos_, direct_fd, hard_limit, room] {
+        resp::ReplyWriter w;
+        w.set_protocol(self->state_->resp);
+        w.set_error_listener(&self->server_.core().errors);
+        w.set_limit(room);
+        // Commands may send their replies as they produce them (a large cold GET does), unless a
+        // hard output limit bounds every reply as a whole.
+        SocketFlusher flusher(*self, direct_fd);
+        if (direct_fd >= 0 && hard_limit == 0) w.set_flusher(&flusher);
+        bool close = false, held = false;
+        size_t new_rpos = self->RunBatch(w, rpos, wpos, &close, &held);
+        const bool abandoned = w.abandoned();
+        const bool over_limit = w.limit_exceeded();
+        if (!abandoned && direct_fd >= 0 && (hard_limit == 0 || w.queue().bytes() <= hard_limit)) {
+          self->WriteNow(direct_fd, w.queue());
+        }
+        asio::post(self->socket_.get_executor(), [self, q = std::move(w.queue()), new_rpos, close,
+                                                  held, abandoned, over_limit]() mutable {
+          self->busy_ = false;
+          self->server_.inflight.fetch_sub(1);
+          if (self->closed_) {
+            asio::error_code ignored;
+            self->socket_.close(ignored);  // deferred by CloseNow while the job ran
+            return;
+          }
+          if (over_limit) return self->CloseForOutputLimit();
+          // A reply cut short: whatever followed would be read as its missing bytes.
+          if (abandoned) return self->CloseNow();
+          self->rpos_ = new_rpos;
+          if (close) self->close_after_write_ = true;
+          self->state_->last_active_ms = self->server_.core().NowMs();
+          self->AppendOutput(q);
+          self->AfterCommand();
+          if (self->closed_) return;
+          self->AppendPushed();
+          if (held && !self->closed_) self->Execute();  // plans it again: held or run
+          self->Process();
+        });
+      });
 }
 
 // Pipelined GETs and MGETs: the disk reads of the next values start together, before the

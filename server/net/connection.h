@@ -105,7 +105,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // One non-blocking send of q's first bytes: sendfile for a file segment, sendmsg for the
   // memory segments before the next one. Returns what the call returned (errno set on -1).
   static ssize_t SendSome(int fd, const resp::OutputQueue& q);
+  // After a command's reply is appended: closes a client past its output buffer's hard limit
+  // (CloseForOutputLimit, which logs and counts it) or one that asked to be closed.
   void AfterCommand();
+  void CloseForOutputLimit();
   // The output limit of the client's class: `pubsub` while it has a subscription, `normal`
   // otherwise.
   const config::ClientOutputBufferLimit& OutputLimit();

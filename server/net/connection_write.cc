@@ -56,12 +56,14 @@ void Connection::AfterCommand() {
   if (closed_) return;
   if (state_->close_after_reply) close_after_write_ = true;
   uint64_t hard = OutputLimit().hard_bytes;
-  if (hard > 0 && pending_out_ > hard) {
-    Log(LogLevel::kNotice, "closing client id=" + std::to_string(state_->id) +
-                               " that reached the output buffer limit");
-    ServerStats::Count(server_.core().stats.client_output_buffer_limit_disconnections);
-    CloseNow();
-  }
+  if (hard > 0 && pending_out_ > hard) CloseForOutputLimit();
+}
+
+void Connection::CloseForOutputLimit() {
+  Log(LogLevel::kNotice,
+      "closing client id=" + std::to_string(state_->id) + " that reached the output buffer limit");
+  ServerStats::Count(server_.core().stats.client_output_buffer_limit_disconnections);
+  CloseNow();
 }
 
 void Connection::AppendOutput(resp::OutputQueue& q) {

@@ -142,7 +142,10 @@ class ReplyWriter {
   void BulkPart(const char* p, size_t n, std::shared_ptr<void> keepalive) {
     queue_.AppendExternal(p, n, std::move(keepalive));
   }
-  void BulkEnd() { queue_.Append("\r\n"); }
+  void BulkEnd() {
+    queue_.Append("\r\n");
+    if (limit_ > 0 && queue_.bytes() > limit_) limit_exceeded_ = abandoned_ = true;
+  }
   void Null();                 // RESP2 $-1, RESP3 _
   void NullArray();            // RESP2 *-1, RESP3 _
   void Boolean(bool value);    // RESP3 #t / #f, RESP2 :1 / :0
@@ -179,6 +182,13 @@ class ReplyWriter {
   // appended after this call (the rest of an EXEC's or an MGET's) are discarded with it.
   void AbandonReply() { abandoned_ = true; }
   bool abandoned() const { return abandoned_; }
+  // A bound on the queue (0, the default: none), checked at the end of each bulk string: one
+  // that takes the queue past it abandons the reply (so MGET stops reading values) and sets
+  // limit_exceeded(), and the connection closes the client as for its output buffer's hard
+  // limit. Redis checks that limit at every reply it adds, so one command's reply cannot grow
+  // far past it either.
+  void set_limit(uint64_t bytes) { limit_ = bytes; }
+  bool limit_exceeded() const { return limit_exceeded_; }
 
  private:
   // Appends <type><value>\r\n.
@@ -192,6 +202,8 @@ class ReplyWriter {
   ErrorReplyListener* error_listener_ = nullptr;
   Flusher* flusher_ = nullptr;
   bool abandoned_ = false;
+  uint64_t limit_ = 0;
+  bool limit_exceeded_ = false;
 };
 
 // `items` as a RESP2 array of bulk strings, in one string: a Pub/Sub message frame, encoded
