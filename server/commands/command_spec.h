@@ -148,6 +148,15 @@ struct CommandSpec {
   std::span<const SubcommandRow> subcommands;
 
   bool Has(CommandFlag f) const { return (flags & f) != 0; }
+  // Whether dispatch runs it under the server lock: every command but `locks_itself` ones and
+  // the `fast` ones that touch no key (neither `write` nor `readonly`), are not `admin` and
+  // publish nothing (`may_replicate`: a PUBLISH stays out of an EXEC's keyspace events):
+  // connection and transaction-state commands (PING, CLIENT, HELLO, SUBSCRIBE, MULTI, ...),
+  // which a writer holding the lock exclusively (MSET, EXEC) has no reason to hold up.
+  bool TakesServerLock() const {
+    if (Has(kLocksItself)) return false;
+    return !Has(kFast) || (flags & (kWrite | kReadonly | kAdmin | kMayReplicate)) != 0;
+  }
 };
 
 // Whether argc (the name included) satisfies `arity`.

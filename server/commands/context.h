@@ -18,8 +18,9 @@ struct Ctx {
   std::vector<std::string>& argv;
   resp::ReplyWriter& w;
   const CommandSpec& spec;
-  uint32_t subcommand_flags = 0;  // the flags of the subcommand row that ran (RunSubcommand)
-  bool in_exec = false;           // run by EXEC (what Redis's CLIENT_DENY_BLOCKING marks)
+  uint32_t subcommand_flags = 0;   // the flags of the subcommand row that ran (RunSubcommand)
+  bool in_exec = false;            // run by EXEC (what Redis's CLIENT_DENY_BLOCKING marks)
+  bool holds_server_lock = false;  // shared, taken by PlanOf (Plan::holds_server_lock)
 
   Store& store() { return core.store; }
   size_t argc() const { return argv.size(); }

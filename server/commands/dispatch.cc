@@ -91,8 +91,9 @@ bool QueuedByMulti(const ClientState& client, const CommandSpec& spec) {
 }
 
 // Runs the handler; while a slot migration runs, tells it the keys a write command wrote.
-// Called with the server lock held (but for `locks_itself` commands, which write no keys), so
-// the migrator's drain, which takes the lock exclusively, waits for the noting too.
+// Called with the server lock held (but for the commands that write no key: `locks_itself`
+// ones and those CommandSpec::TakesServerLock leaves out), so the migrator's drain, which
+// takes the lock exclusively, waits for the noting too.
 void RunHandler(Ctx& ctx) {
   std::vector<std::unique_lock<std::mutex>> ordered;  // see KeyspaceEvents::OrderWrites
   if (ctx.spec.Has(kWrite) && ctx.core.events.Publishing()) {
@@ -118,15 +119,18 @@ bool RoutedAwayMeanwhile(Ctx& ctx) {
   return true;
 }
 
-// Runs the handler under the server lock its flags ask for.
+// Runs the handler under the server lock its flags ask for (CommandSpec::TakesServerLock).
 void Execute(Ctx& ctx) {
   if (ctx.spec.Has(kLocksItself)) {
     ctx.spec.handler(ctx);
+  } else if (!ctx.spec.TakesServerLock()) {
+    RunHandler(ctx);  // no key: no write to note, none to order
   } else if (ctx.spec.Has(kExclusive)) {
     std::unique_lock<FairSharedMutex> lock(ctx.core.exec_lock);
     if (!RoutedAwayMeanwhile(ctx)) RunHandler(ctx);
   } else {
-    std::shared_lock<FairSharedMutex> lock(ctx.core.exec_lock);
+    std::shared_lock<FairSharedMutex> lock(ctx.core.exec_lock, std::defer_lock);
+    if (!ctx.holds_server_lock) lock.lock();
     if (!RoutedAwayMeanwhile(ctx)) RunHandler(ctx);
   }
 }
@@ -265,8 +269,15 @@ Plan Dispatcher::PlanOf(const ClientState& client, const std::vector<std::string
     plan.route = Route::kPool;
     return plan;
   }
-  bool cheap = !arity_ok || QueuedByMulti(client, *spec) || spec->Has(kFast);
+  const bool runs_handler = arity_ok && !QueuedByMulti(client, *spec);
+  bool cheap = !runs_handler || spec->Has(kFast);
   if (!cheap) cheap = plan.in_memory = RunsFromMemory(*spec, argv);
+  // Execute takes the lock shared for these (an exclusive command is never cheap to run).
+  const bool locks = runs_handler && spec->TakesServerLock() && !spec->Has(kExclusive);
+  if (cheap && locks) {
+    cheap = plan.holds_server_lock = core_.exec_lock.try_lock_shared();
+    plan.in_memory = plan.in_memory && cheap;
+  }
   plan.route = cheap ? Route::kInline : Route::kPool;
   return plan;
 }
@@ -314,6 +325,10 @@ bool Dispatcher::Admit(const CommandSpec* spec, ClientState& client,
 
 void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::string>& argv,
                      resp::ReplyWriter& w) {
+  // Released on every way out, the refusals too.
+  std::shared_lock<FairSharedMutex> held;
+  if (plan.holds_server_lock)
+    held = std::shared_lock<FairSharedMutex>(core_.exec_lock, std::adopt_lock);
   ServerStats::Count(core_.stats.total_commands_processed);
   if (plan.in_memory) {
     ServerStats::Count(plan.spec->Has(kFastIfInMemory) ? core_.stats.gets_on_io_thread
@@ -344,6 +359,7 @@ void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::str
     return;
   }
   Ctx ctx{core_, client, argv, w, spec};
+  ctx.holds_server_lock = plan.holds_server_lock;
   RunObserved(ctx, Execute);
 }
 

@@ -25,6 +25,14 @@ class FairSharedMutex {
     }
     cv_.notify_all();
   }
+  // lock_shared without waiting: false where lock_shared would wait (a writer holds the lock
+  // or waits for it).
+  bool try_lock_shared() {
+    std::lock_guard<std::mutex> l(mu_);
+    if (writer_ || writers_waiting_ > 0) return false;
+    ++readers_;
+    return true;
+  }
   void lock_shared() {
     std::unique_lock<std::mutex> l(mu_);
     cv_.wait(l, [this] { return !writer_ && writers_waiting_ == 0; });

@@ -30,6 +30,10 @@ struct Plan {
   Route route = Route::kInline;
   const CommandSpec* spec = nullptr;  // null: not a known command (Run replies the error)
   bool in_memory = false;  // kInline because the value it reads or writes stays in memory
+  // kInline with the server lock already held shared (PlanOf took it; Run releases it): an io
+  // thread never waits for the lock, where a writer holding it (MSET, EXEC) would stall every
+  // connection of the thread. A request that would wait for it goes to the pool instead.
+  bool holds_server_lock = false;
 };
 
 class RequestExecutor {
@@ -37,7 +41,8 @@ class RequestExecutor {
   virtual ~RequestExecutor() = default;
   // Looks argv[0] up and decides where the request runs, given the client's state: kHold, or
   // for kPoolBatch kPool (where it already is), for kIoThread kInline or kPool. Changes
-  // nothing.
+  // nothing, but for taking the server lock of an inline plan (Plan::holds_server_lock): the
+  // caller must then Run the plan, at once.
   virtual Plan PlanOf(const ClientState& client, const std::vector<std::string>& argv,
                       Planner planner) const = 0;
   // Executes the request PlanOf planned for these very argv and client state (argv may be
