@@ -329,6 +329,14 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, uint64_t goal, int64_t n
   std::vector<RecordMember>& list = evicting_.droppable;
   std::vector<RecordMember> gone;
   uint64_t bytes = 0;
+  // Each record's deletion is written under its key's stripe: a Put of the key that kept a
+  // ticket on the member's generation (a demoted first write's, which is not retired) may
+  // commit its new record under the same index key right after the stripe is released, and a
+  // deletion written later would remove that record instead. Not synced: a record that a crash
+  // brings back points into a hole, and the open drops it.
+  rocksdb::WriteOptions delete_opts = WriteOpts();
+  delete_opts.sync = false;
+  rocksdb::Status rs;
   for (; evicting_.next < list.size() && bytes < goal; ++evicting_.next) {
     RecordMember& m = list[evicting_.next];
     if (m.at.entry.is_inline()) continue;  // its record's bytes go with the column family
@@ -345,23 +353,20 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, uint64_t goal, int64_t n
     if (!StillIndexed(m.at)) continue;  // the list is older than this round
     if (!index_.Update(m.at.entry, check) || used || !index_.Erase(m.at.entry)) continue;
     LeftIndex(m.at);  // its range is freed now
+    rocksdb::WriteBatch batch;
+    batch.Delete(m.at.seg.gen->cf, format::IndexKey(m.hash, m.key));
+    if (rocksdb::Status ws = db_->Write(delete_opts, &batch); !ws.ok() && rs.ok()) rs = ws;
     bytes += m.at.entry.size;
     if (demoted) counters_.demoted_keys++;
     gone.push_back(std::move(m));
   }
-  // A record that a crash brings back points into a hole, and the open drops it.
-  rocksdb::WriteBatch batch;
-  for (const RecordMember& m : gone) {
-    batch.Delete(m.at.seg.gen->cf, format::IndexKey(m.hash, m.key));
-  }
-  rocksdb::Status rs = db_->Write(WriteOpts(), &batch);
   ReportDropped(gone, now, *victim, report);
   if (options_.listener) options_.listener->OnGenerationEvicted(*report);
   if (!rs.ok()) {
     const std::string msg = "eviction failed: " + rs.ToString();
     return rs.IsNoSpace() ? Status::NoSpace(msg) : Status::IOError(msg);
   }
-  index_writes_++;
+  index_writes_ += gone.size();
   return Status::OK();
 }
 
