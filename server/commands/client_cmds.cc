@@ -39,16 +39,21 @@ std::string ClientInfoLine(const ClientState& c, int64_t now_ms) {
   const Names n = NamesOf(c);
   const int64_t age = (now_ms - c.created_ms) / 1000;
   const int64_t idle = std::max<int64_t>(0, (now_ms - c.last_active_ms.load()) / 1000);
+  // Redis's fields for a client's memory: its query buffer (Larder's unparsed input and the
+  // arguments received so far) and its pending replies; the rest of Redis's are 0.
+  const uint64_t input = c.input_bytes.load();
+  const uint64_t output = c.output_bytes.load();
   return "id=" + std::to_string(c.id) + " addr=" + c.addr + " laddr=" + c.laddr +
          " fd=" + std::to_string(c.fd) + " name=" + n.name + " age=" + std::to_string(age) +
          " idle=" + std::to_string(idle) + " flags=" + FlagsOf(c) +
          " db=0 sub=" + std::to_string(c.channels.load()) +
          " psub=" + std::to_string(c.patterns.load()) +
          " ssub=0 multi=" + std::to_string(c.multi_reported.load()) +
-         " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0"
+         " qbuf=" + std::to_string(input) +
+         " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0"
          " rbp=0 obl=0 oll=0 omem=" +
-         std::to_string(c.output_bytes.load()) +
-         " tot-mem=0 events=r cmd=" + (n.last_cmd.empty() ? "NULL" : n.last_cmd) +
+         std::to_string(output) + " tot-mem=" + std::to_string(input + output) +
+         " events=r cmd=" + (n.last_cmd.empty() ? "NULL" : n.last_cmd) +
          " user=default redir=-1 resp=" + std::to_string(c.resp.load()) +
          " lib-name=" + n.lib_name + " lib-ver=" + n.lib_ver + "\n";
 }

@@ -86,6 +86,9 @@ struct ClientState {
   std::string name, lib_name, lib_ver, last_cmd;
   std::atomic<int64_t> last_active_ms{0};
   std::atomic<uint64_t> output_bytes{0};  // pending reply bytes (for CLIENT LIST)
+  // Request bytes received and not yet run: unparsed input and the arguments parsed so far
+  // (CLIENT LIST's qbuf), as the io thread last saw them.
+  std::atomic<uint64_t> input_bytes{0};
   // Subscriptions, kept by PubSub (core/pubsub.h): channels and patterns.
   std::atomic<uint32_t> channels{0}, patterns{0};
   std::atomic<bool> monitor{false};  // in MONITOR mode (kept by Monitors, core/monitors.h)

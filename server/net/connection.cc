@@ -200,6 +200,7 @@ void Connection::Process() {
     }
   }
   if (closed_) return;
+  if (!busy_) state_->input_bytes = (wpos_ - rpos_) + parser_.buffered_bytes();
   StartWrite();
 }
 

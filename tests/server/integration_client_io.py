@@ -81,6 +81,31 @@ class ClientIoBesideRedisTest(unittest.TestCase):
                 self.assertEqual(admin.call("DEL", "hog:big", "hog:s1", "hog:s2"), b":3\r\n")
                 admin.close()
 
+    def test_client_list_shows_a_partial_request_in_qbuf(self):
+        # An operator looking for the client that holds memory: a SET whose 2 MiB of a 4 MiB
+        # value arrived shows them in qbuf and tot-mem, as Redis shows them.
+        for name, srv in self.servers:
+            with self.subTest(server=name):
+                admin = srv.raw()
+                slow = srv.raw()
+                slow.call("CLIENT", "SETNAME", "partial")
+                slow.sock.sendall(b"*3\r\n$3\r\nSET\r\n$4\r\nqbuf\r\n$%d\r\n" % (4 * MiB) +
+                                  b"q" * (2 * MiB))
+
+                def fields():
+                    listing = admin.call("CLIENT", "LIST").decode()
+                    line = next(l for l in listing.split("\n") if " name=partial " in l)
+                    return dict(f.split("=", 1) for f in line.split() if "=" in f)
+
+                deadline = time.time() + 30
+                while int(fields()["qbuf"]) < 2 * MiB and time.time() < deadline:
+                    time.sleep(0.05)
+                f = fields()
+                self.assertGreaterEqual(int(f["qbuf"]), 2 * MiB, (name, f))
+                self.assertGreaterEqual(int(f["tot-mem"]), int(f["qbuf"]), (name, f))
+                slow.close()
+                admin.close()
+
     def test_a_slow_download_is_not_an_idle_client(self):
         # `timeout` closes clients idle that long; one reading a large reply slowly sends
         # nothing meanwhile, and is not idle (Redis counts every write as activity).
