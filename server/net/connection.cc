@@ -172,8 +172,8 @@ const config::ServerConfig& Connection::Cfg() {
 // Parses and executes buffered requests until one goes to the pool, input runs out, or
 // output backs up; then reads and/or writes as needed.
 void Connection::Process() {
-  while (!closed_ && !busy_ && !held_ && !close_after_write_ && pending_out_ < kPauseOutputBytes &&
-         !server_.stopping() && rpos_ < wpos_) {
+  while (!closed_ && !busy_ && !held_ && !yielding_ && !close_after_write_ &&
+         pending_out_ < kPauseOutputBytes && !server_.stopping() && rpos_ < wpos_) {
     size_t used = 0;
     auto st = FeedParser(ConfiguredLimits(), inbuf_.data() + rpos_, wpos_ - rpos_, &used);
     rpos_ += used;
@@ -192,7 +192,17 @@ void Connection::Process() {
     Execute();
   }
   if (closed_) return;
-  if (!busy_ && !close_after_write_ && !reading_ && !server_.stopping()) {
+  if (yielding_ && rpos_ == wpos_) yielding_ = false;  // no request waits behind it
+  if (yielding_) {
+    // The copy and checksum of one large value at a time, then the thread's other connections.
+    if (!yield_posted_) {
+      yield_posted_ = true;
+      asio::post(socket_.get_executor(), [self = shared_from_this()] {
+        self->yield_posted_ = self->yielding_ = false;
+        self->Process();
+      });
+    }
+  } else if (!busy_ && !close_after_write_ && !reading_ && !server_.stopping()) {
     if (pending_out_ >= kPauseOutputBytes) {
       ReadAhead();
     } else if (rpos_ == wpos_) {
@@ -246,6 +256,7 @@ void Connection::Execute() {
   if (plan.route == Route::kInline) {
     w_.set_protocol(state_->resp);
     server_.executor().Run(plan, *state_, argv, w_);
+    yielding_ = w_.queue().bytes() >= kYieldAfterReplyBytes;
     AppendOutput(w_.queue());
     AfterCommand();
     return;

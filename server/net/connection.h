@@ -68,6 +68,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Stop executing new commands while this much reply data is waiting to be written (reading
   // goes on: ReadAhead).
   static constexpr size_t kPauseOutputBytes = 64ull << 20;
+  // An inline reply this large (a GET of a value in memory) ends the connection's turn.
+  static constexpr size_t kYieldAfterReplyBytes = 1ull << 20;
   // Replies smaller than this are copied into the current output block rather than queued.
   static constexpr size_t kCopyReplyBytes = 64 * 1024;
   static constexpr size_t kMaxIov = 64;
@@ -172,6 +174,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Plan planned_;       // the plan of the request handed to the pool
   bool busy_ = false;  // a command is running on the engine pool
   bool held_ = false;  // the parsed request waits for CLIENT PAUSE to end
+  // An inline command's reply was large: the io thread serves its other connections before
+  // this one's next request (Process posts itself again).
+  bool yielding_ = false;
+  bool yield_posted_ = false;  // the Process that ends the yield is posted
   asio::steady_timer hold_timer_;
   bool close_after_write_ = false;  // protocol error / QUIT: close once replies are out
   bool closed_ = false;
