@@ -35,7 +35,12 @@ void Exec(Ctx& ctx) {
   // redirect discards it.
   if (auto redirect = TransactionRedirect(ctx.core, c, queued)) return ctx.w.Error(*redirect);
   ctx.w.ArrayHeader(queued.size());
-  for (QueuedRequest& request : queued) RunQueued(ctx.core, c, request, ctx.w);
+  for (QueuedRequest& request : queued) {
+    // Once the reply is abandoned (past the client's hard output limit: it is closed), a
+    // read's reply would be thrown away; the writes still run, the transaction being atomic.
+    if (ctx.w.abandoned() && request.spec->Has(kReadonly)) continue;
+    RunQueued(ctx.core, c, request, ctx.w);
+  }
 }
 
 void Discard(Ctx& ctx) {

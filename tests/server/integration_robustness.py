@@ -182,30 +182,38 @@ class LimitsTest(unittest.TestCase):
             r.close()
 
 
-    def test_one_mget_stops_at_the_output_limit(self):
-        # MGET of one 16 MiB key 40 times asks for 640 MiB of reply in a 700-byte request. Under
-        # a 64 MiB hard limit the server stops reading values once its reply passes the limit
-        # and closes the client, as Redis does, instead of building the whole reply first.
+    def test_one_reply_stops_at_the_output_limit(self):
+        # MGET of one 16 MiB key 40 times asks for 640 MiB of reply in a 700-byte request, and
+        # so does a transaction of 40 GETs of it. Under a 64 MiB hard limit the server stops
+        # reading values once the reply passes the limit and closes the client, as Redis does,
+        # instead of building the whole reply first.
         def peak_rss(pid):
             with open("/proc/%d/status" % pid) as f:
                 return next(int(line.split()[1]) << 10 for line in f
                             if line.startswith("VmHWM:"))
 
+        requests = {
+            "MGET": encode("MGET", *["v16"] * 40),
+            "EXEC": encode("MULTI") + encode("GET", "v16") * 40 + encode("SET", "after", "1") +
+                    encode("EXEC"),
+        }
         with ServerProcess().start() as srv:
             r = srv.client()
             r.set("v16", b"x" * (16 << 20))
             self.assertEqual(len(r.get("v16")), 16 << 20)
             r.execute_command("CONFIG", "SET", "client-output-buffer-limit", "normal 64mb 0 0")
-            before = peak_rss(srv.proc.pid)
-            rc = srv.raw()
-            rc.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-            rc.send(encode("MGET", *["v16"] * 40))
-            wait_for(lambda: info_stat(srv, "client_output_buffer_limit_disconnections") == 1,
-                     timeout=60)
-            self.assertTrue(rc.closed_by_server())
-            rc.close()
-            grown = peak_rss(srv.proc.pid) - before
-            self.assertLess(grown, 320 << 20, "the reply was built far past the limit")
+            for n, (name, request) in enumerate(requests.items(), 1):
+                before = peak_rss(srv.proc.pid)
+                rc = srv.raw()
+                rc.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+                rc.send(request)
+                wait_for(lambda: info_stat(srv, "client_output_buffer_limit_disconnections") == n,
+                         timeout=60)
+                self.assertTrue(rc.closed_by_server(), name)
+                rc.close()
+                grown = peak_rss(srv.proc.pid) - before
+                self.assertLess(grown, 320 << 20, name + ": the reply was built past the limit")
+            self.assertEqual(r.get("after"), b"1")  # the transaction's write still ran
             r.execute_command("CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0")
             self.assertEqual(len(r.get("v16")), 16 << 20)
             r.close()
