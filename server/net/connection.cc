@@ -73,7 +73,15 @@ void Connection::Push(std::shared_ptr<const std::string> frame) {
     if (!(message ? push || self->state_->subscribed() : self->state_->monitor.load())) return;
     self->pushed_.Append(push ? ">" : bytes.substr(0, 1));
     self->pushed_.Append(bytes.substr(1));
-    if (self->busy_) return;  // the pool job may be writing to the socket: after its reply
+    if (self->busy_) {
+      // The pool job may be writing to the socket: held for after its reply, and bounded by
+      // the output limit meanwhile, as every message is.
+      const uint64_t hard = self->OutputLimit().hard_bytes;
+      if (hard > 0 && self->pending_out_ + self->pushed_.bytes() > hard) {
+        self->CloseForOutputLimit();
+      }
+      return;
+    }
     self->AppendPushed();
     if (self->closed_) return;
     self->StartWrite();
