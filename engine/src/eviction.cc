@@ -329,11 +329,13 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, uint64_t goal, int64_t n
   std::vector<RecordMember>& list = evicting_.droppable;
   std::vector<RecordMember> gone;
   uint64_t bytes = 0;
-  // Each record's deletion is written under its key's stripe: a Put of the key that kept a
-  // ticket on the member's generation (a demoted first write's, which is not retired) may
-  // commit its new record under the same index key right after the stripe is released, and a
-  // deletion written later would remove that record instead. Not synced: a record that a crash
-  // brings back points into a hole, and the open drops it.
+  // Each record's deletion is written under its key's stripe, before the entry leaves the
+  // index: a Put of the key that kept a ticket on the member's generation (a demoted first
+  // write's, which is not retired) may commit its new record under the same index key once
+  // the stripe is released, and a deletion written later would remove that one instead; a
+  // deletion that fails leaves the entry, and the round ends there. Not synced: a record that
+  // a crash brings back points into a hole where ranges are freed (the open drops it), and
+  // elsewhere brings back the evicted value, its key's own bytes, as a cache may.
   rocksdb::WriteOptions delete_opts = WriteOpts();
   delete_opts.sync = false;
   rocksdb::Status rs;
@@ -351,11 +353,15 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, uint64_t goal, int64_t n
       used = demoted ? ReadSinceWritten(x, home) : AccessedSince(x, victim->id + 1);
     };
     if (!StillIndexed(m.at)) continue;  // the list is older than this round
-    if (!index_.Update(m.at.entry, check) || used || !index_.Erase(m.at.entry)) continue;
-    LeftIndex(m.at);  // its range is freed now
+    if (!index_.Update(m.at.entry, check) || used) continue;
     rocksdb::WriteBatch batch;
     batch.Delete(m.at.seg.gen->cf, format::IndexKey(m.hash, m.key));
-    if (rocksdb::Status ws = db_->Write(delete_opts, &batch); !ws.ok() && rs.ok()) rs = ws;
+    if (rs = db_->Write(delete_opts, &batch); !rs.ok()) {
+      evicting_.droppable_bytes += m.at.entry.size;  // the next round tries it again
+      break;
+    }
+    if (!index_.Erase(m.at.entry)) continue;  // StillIndexed under the stripe: not expected
+    LeftIndex(m.at);                          // its range is freed now
     bytes += m.at.entry.size;
     if (demoted) counters_.demoted_keys++;
     gone.push_back(std::move(m));

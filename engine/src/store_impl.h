@@ -152,6 +152,7 @@ class StoreImpl final : public Store {
   // process's unsynced bytes are durable before any index record that names them is.
   // A file that does not sync is logged (its values are still checked on every read).
   Status SyncLeftValueFiles();
+  std::string ValuesDir() const { return dir_ + "/" + format::kValuesDir; }
   // Attaches the blob files to their generations; deletes files of dropped generations.
   Status LoadBlobFiles();
   // Rebuilds the in-memory index from the records, oldest generation first.

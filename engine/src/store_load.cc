@@ -71,7 +71,7 @@ Status StoreImpl::DropDamagedGenerations() {
 }
 
 Status StoreImpl::SyncLeftValueFiles() {
-  const std::string dir = dir_ + "/" + format::kValuesDir;
+  const std::string dir = ValuesDir();
   std::error_code ec;
   for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
     if (!format::ParseBlobFileName(f.path().filename().string())) continue;  // not ours

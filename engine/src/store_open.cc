@@ -265,7 +265,7 @@ Status StoreImpl::OpenRocks(LegacyHandles* legacy) {
   // starts with one file per 64 MiB of it, up to one per writer (more open when all are held).
   const auto spread = static_cast<uint16_t>(
       std::clamp<uint64_t>(generation_bytes_ / (64 * kMiB), 1, kValueWriterThreads));
-  gens_ = std::make_unique<Generations>(db_.get(), index_cf, dir_ + "/" + format::kValuesDir,
+  gens_ = std::make_unique<Generations>(db_.get(), index_cf, ValuesDir(),
                                         options_.wal && options_.sync_writes,
                                         options_.wal ? 1 : spread);
   for (size_t i = 0; i < descs.size(); ++i) {
@@ -319,7 +319,7 @@ Status StoreImpl::OpenDb() {
   if (options_.tune_allocator) TuneAllocatorOnce();
   std::error_code ec;
   if (options_.create_if_missing && !options_.read_only) {
-    std::filesystem::create_directories(dir_ + "/" + format::kValuesDir, ec);
+    std::filesystem::create_directories(ValuesDir(), ec);
   } else if (!std::filesystem::is_directory(dir_, ec)) {
     // Before RocksDB's open, which would create it (and its LOCK) on the way to failing.
     if (std::filesystem::exists(dir_, ec)) return Status::NotFound(dir_ + ": not a directory");
