@@ -76,9 +76,8 @@ void Connection::Push(std::shared_ptr<const std::string> frame) {
     if (self->busy_) {
       // The pool job may be writing to the socket: held for after its reply, and bounded by
       // the output limit meanwhile, as every message is.
-      const uint64_t hard = self->OutputLimit().hard_bytes;
-      if (hard > 0 && self->pending_out_ + self->pushed_.bytes() > hard) {
-        self->CloseForOutputLimit();
+      if (self->OverHardLimit(self->pushed_.bytes())) {
+        self->CloseForOutputLimit("reached the output buffer limit");
       }
       return;
     }
@@ -157,10 +156,7 @@ void Connection::Cron(int64_t now_ms) {
       if (self->soft_since_ms_ == 0) {
         self->soft_since_ms_ = now_ms;
       } else if (now_ms - self->soft_since_ms_ >= lim.soft_seconds * 1000) {
-        Log(LogLevel::kNotice, "closing client id=" + std::to_string(self->state_->id) +
-                                   " over the soft output buffer limit");
-        ServerStats::Count(self->server_.core().stats.client_output_buffer_limit_disconnections);
-        self->CloseNow();
+        self->CloseForOutputLimit("stayed over the soft output buffer limit");
       }
     } else {
       self->soft_since_ms_ = 0;
@@ -278,52 +274,51 @@ void Connection::Execute() {
   // replies: they reach the client without waiting for this io thread's turn.
   // Not past the hard output limit, though: as in Redis, a reply over it closes the client.
   int direct_fd = pending_out_ == 0 && !writing_ && !tls_ ? socket_.native_handle() : -1;
+  // A reply larger than the hard limit alone is cut off as it passes it (ReplyWriter::set_limit);
+  // the rest of the rule (with the replies still pending then) is AfterCommand's.
   const uint64_t hard_limit = OutputLimit().hard_bytes;
-  // The room the replies have under it (AfterCommand closed a client already past it).
-  const uint64_t room = hard_limit == 0 ? 0 : hard_limit - std::min(hard_limit - 1, pending_out_);
   // Bytes buffered behind this request mean the client pipelines: throughput work.
   asio::thread_pool& pool = rpos_ < wpos_ ? server_.pipeline_pool() : server_.pool();
   planned_ = plan;  // read by RunBatch on the pool (the post orders the two)
-  asio::post(
-      pool, [self = shared_from_this(), rpos = rpos_, wpos = wpos_, direct_fd, hard_limit, room] {
-        resp::ReplyWriter w;
-        w.set_protocol(self->state_->resp);
-        w.set_error_listener(&self->server_.core().errors);
-        w.set_limit(room);
-        // Commands may send their replies as they produce them (a large cold GET does), unless a
-        // hard output limit bounds every reply as a whole.
-        SocketFlusher flusher(*self, direct_fd);
-        if (direct_fd >= 0 && hard_limit == 0) w.set_flusher(&flusher);
-        bool close = false, held = false;
-        size_t new_rpos = self->RunBatch(w, rpos, wpos, &close, &held);
-        const bool abandoned = w.abandoned();
-        const bool over_limit = w.limit_exceeded();
-        if (!abandoned && direct_fd >= 0 && (hard_limit == 0 || w.queue().bytes() <= hard_limit)) {
-          self->WriteNow(direct_fd, w.queue());
-        }
-        asio::post(self->socket_.get_executor(), [self, q = std::move(w.queue()), new_rpos, close,
-                                                  held, abandoned, over_limit]() mutable {
-          self->busy_ = false;
-          self->server_.inflight.fetch_sub(1);
-          if (self->closed_) {
-            asio::error_code ignored;
-            self->socket_.close(ignored);  // deferred by CloseNow while the job ran
-            return;
-          }
-          if (over_limit) return self->CloseForOutputLimit();
-          // A reply cut short: whatever followed would be read as its missing bytes.
-          if (abandoned) return self->CloseNow();
-          self->rpos_ = new_rpos;
-          if (close) self->close_after_write_ = true;
-          self->state_->last_active_ms = self->server_.core().NowMs();
-          self->AppendOutput(q);
-          self->AfterCommand();
-          if (self->closed_) return;
-          self->AppendPushed();
-          if (held && !self->closed_) self->Execute();  // plans it again: held or run
-          self->Process();
-        });
-      });
+  asio::post(pool, [self = shared_from_this(), rpos = rpos_, wpos = wpos_, direct_fd, hard_limit] {
+    resp::ReplyWriter w;
+    w.set_protocol(self->state_->resp);
+    w.set_error_listener(&self->server_.core().errors);
+    w.set_limit(hard_limit);
+    // Commands may send their replies as they produce them (a large cold GET does), unless a
+    // hard output limit bounds every reply as a whole.
+    SocketFlusher flusher(*self, direct_fd);
+    if (direct_fd >= 0 && hard_limit == 0) w.set_flusher(&flusher);
+    bool close = false, held = false;
+    size_t new_rpos = self->RunBatch(w, rpos, wpos, &close, &held);
+    const bool abandoned = w.abandoned();
+    const bool over_limit = w.limit_exceeded();
+    if (!abandoned && direct_fd >= 0 && (hard_limit == 0 || w.queue().bytes() <= hard_limit)) {
+      self->WriteNow(direct_fd, w.queue());
+    }
+    asio::post(self->socket_.get_executor(), [self, q = std::move(w.queue()), new_rpos, close, held,
+                                              abandoned, over_limit]() mutable {
+      self->busy_ = false;
+      self->server_.inflight.fetch_sub(1);
+      if (self->closed_) {
+        asio::error_code ignored;
+        self->socket_.close(ignored);  // deferred by CloseNow while the job ran
+        return;
+      }
+      if (over_limit) return self->CloseForOutputLimit("reached the output buffer limit");
+      // A reply cut short: whatever followed would be read as its missing bytes.
+      if (abandoned) return self->CloseNow();
+      self->rpos_ = new_rpos;
+      if (close) self->close_after_write_ = true;
+      self->state_->last_active_ms = self->server_.core().NowMs();
+      self->AppendOutput(q);
+      self->AfterCommand();
+      if (self->closed_) return;
+      self->AppendPushed();
+      if (held && !self->closed_) self->Execute();  // plans it again: held or run
+      self->Process();
+    });
+  });
 }
 
 // Pipelined GETs and MGETs: the disk reads of the next values start together, before the
@@ -416,13 +411,21 @@ void Connection::ReadAhead() {
   if (QueryLimitExceeded()) return;
   if (wpos_ == inbuf_.size()) {
     // Counted in the budget big bulks reserve ahead from while it has room, and read past it
-    // too: each connection is bounded by its own client-query-buffer-limit (above), as Redis
-    // bounds each client. A budget shared as a gate let one client that never reads hold it
-    // whole, and then every other paused connection stopped reading: a pipeline sent whole
-    // before its replies (redis-py's) waited on the server, and the server on it, for as long
-    // as that client stayed.
-    const size_t grow = inbuf_.size();
-    if (SharedReserve().Take(grow, Cfg().client_query_buffer_limit)) read_ahead_reserved_ += grow;
+    // too: each connection is bounded by its own client-query-buffer-limit (above; the buffer
+    // never grows past it), as Redis bounds each client's query buffer. A budget shared as a
+    // gate let one client that never reads hold it whole, and then every other paused
+    // connection stopped reading: a pipeline sent whole before its replies (redis-py's) waited
+    // on the server, and the server on it, for as long as that client stayed. A client that
+    // has not given the password it must give reads ahead within the budget only.
+    const uint64_t limit = Cfg().client_query_buffer_limit;
+    const size_t grow =
+        std::min<uint64_t>(inbuf_.size(), limit - std::min<uint64_t>(limit, inbuf_.size()));
+    if (grow == 0) return;  // at the limit: more input closes it; replies draining resume it
+    if (SharedReserve().Take(grow, limit)) {
+      read_ahead_reserved_ += grow;
+    } else if (password_set_ && !state_->authenticated) {
+      return;
+    }
     inbuf_.resize(inbuf_.size() + grow);
   }
   reading_ = true;

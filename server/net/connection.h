@@ -110,7 +110,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // After a command's reply is appended: closes a client past its output buffer's hard limit
   // (CloseForOutputLimit, which logs and counts it) or one that asked to be closed.
   void AfterCommand();
-  void CloseForOutputLimit();
+  // Whether the replies pending, and `held` bytes more, pass the hard limit of the client's
+  // class (OutputLimit); closing for a limit logs `why` and counts it.
+  bool OverHardLimit(uint64_t held);
+  void CloseForOutputLimit(const char* why);
   // The output limit of the client's class: `pubsub` while it has a subscription, `normal`
   // otherwise.
   const config::ClientOutputBufferLimit& OutputLimit();

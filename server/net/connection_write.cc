@@ -55,13 +55,16 @@ const config::ClientOutputBufferLimit& Connection::OutputLimit() {
 void Connection::AfterCommand() {
   if (closed_) return;
   if (state_->close_after_reply) close_after_write_ = true;
-  uint64_t hard = OutputLimit().hard_bytes;
-  if (hard > 0 && pending_out_ > hard) CloseForOutputLimit();
+  if (OverHardLimit(0)) CloseForOutputLimit("reached the output buffer limit");
 }
 
-void Connection::CloseForOutputLimit() {
-  Log(LogLevel::kNotice,
-      "closing client id=" + std::to_string(state_->id) + " that reached the output buffer limit");
+bool Connection::OverHardLimit(uint64_t held) {
+  const uint64_t hard = OutputLimit().hard_bytes;
+  return hard > 0 && pending_out_ + held > hard;
+}
+
+void Connection::CloseForOutputLimit(const char* why) {
+  Log(LogLevel::kNotice, "closing client id=" + std::to_string(state_->id) + " that " + why);
   ServerStats::Count(server_.core().stats.client_output_buffer_limit_disconnections);
   CloseNow();
 }

@@ -256,6 +256,7 @@ void ReplyWriter::BulkString(std::string_view bytes) {
     *p++ = '\r';
     *p++ = '\n';
     queue_.CommitAppend(static_cast<size_t>(p - out));
+    CheckLimit();
     return;
   }
   BulkBegin(bytes.size());

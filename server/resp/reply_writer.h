@@ -144,7 +144,7 @@ class ReplyWriter {
   }
   void BulkEnd() {
     queue_.Append("\r\n");
-    if (limit_ > 0 && queue_.bytes() > limit_) limit_exceeded_ = abandoned_ = true;
+    CheckLimit();
   }
   void Null();                 // RESP2 $-1, RESP3 _
   void NullArray();            // RESP2 *-1, RESP3 _
@@ -182,8 +182,9 @@ class ReplyWriter {
   // appended after this call (the rest of an EXEC's or an MGET's) are discarded with it.
   void AbandonReply() { abandoned_ = true; }
   bool abandoned() const { return abandoned_; }
-  // A bound on the queue (0, the default: none), checked at the end of each bulk string: one
-  // that takes the queue past it abandons the reply (so MGET stops reading values) and sets
+  // A bound on the queue (0, the default: none), checked at the end of every bulk string
+  // (BulkString, BulkMove, BulkExternal, BulkFile, BulkEnd): one that takes the queue past it
+  // abandons the reply (so MGET stops reading values, EXEC its reads) and sets
   // limit_exceeded(), and the connection closes the client as for its output buffer's hard
   // limit. Redis checks that limit at every reply it adds, so one command's reply cannot grow
   // far past it either.
@@ -195,6 +196,9 @@ class ReplyWriter {
   void Header(char type, int64_t value);
   // Appends <type><text with CR/LF as spaces>\r\n.
   void Line(char type, std::string_view text);
+  void CheckLimit() {
+    if (limit_ > 0 && queue_.bytes() > limit_) limit_exceeded_ = abandoned_ = true;
+  }
 
   OutputQueue queue_;
   bool resp3_ = false;

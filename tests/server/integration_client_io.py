@@ -11,6 +11,19 @@ from server_harness import RedisProcess, ServerProcess, encode
 MiB = 1 << 20
 
 
+def wait_for_field(admin, client_name, field, at_least, timeout=30):
+    """Polls CLIENT LIST until the client named `client_name` shows `field` >= `at_least`;
+    returns its fields (the last seen, if the time ran out: the caller's assertion tells)."""
+    deadline = time.time() + timeout
+    while True:
+        listing = admin.call("CLIENT", "LIST").decode()
+        line = next(l for l in listing.split("\n") if " name=%s " % client_name in l)
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        if int(fields[field]) >= at_least or time.time() > deadline:
+            return fields
+        time.sleep(0.05)
+
+
 class ClientIoBesideRedisTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -56,16 +69,22 @@ class ClientIoBesideRedisTest(unittest.TestCase):
         for name, srv in self.servers:
             with self.subTest(server=name):
                 admin = srv.raw()
+                self.addCleanup(admin.close)
                 self.assertEqual(admin.call("CONFIG", "SET", "client-query-buffer-limit",
                                             "128mb"), b"+OK\r\n")
+                self.addCleanup(admin.call, "CONFIG", "SET", "client-query-buffer-limit", "1gb")
                 self.assertEqual(admin.call("SET", "hog:big", big), b"+OK\r\n")
                 hog = srv.raw()
+                self.addCleanup(hog.close)
                 hog.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                hog.call("CLIENT", "SETNAME", "hog")
                 hog.sock.sendall(encode("GET", "hog:big") * 3)
-                time.sleep(0.3)
+                paused = wait_for_field(admin, "hog", "omem", 64 * MiB)  # its output paused
+                self.assertGreaterEqual(int(paused["omem"]), 64 * MiB, name)
                 hog.sock.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nh\r\n$%d\r\n" % (200 * MiB) +
                                  b"h" * (120 * MiB))
-                time.sleep(0.3)
+                held = wait_for_field(admin, "hog", "qbuf", 100 * MiB)  # and its input held
+                self.assertGreaterEqual(int(held["qbuf"]), 100 * MiB, name)
                 rc = srv.raw()
                 rc.sock.settimeout(60)  # a stall fails here instead of hanging the suite
                 rc.sock.sendall(encode("GET", "hog:big") * 2 +
@@ -76,10 +95,7 @@ class ClientIoBesideRedisTest(unittest.TestCase):
                 self.assertEqual([rc.reply(), rc.reply()], [b"+OK\r\n"] * 2, name)
                 rc.close()
                 hog.close()
-                self.assertEqual(admin.call("CONFIG", "SET", "client-query-buffer-limit",
-                                            "1gb"), b"+OK\r\n")
                 self.assertEqual(admin.call("DEL", "hog:big", "hog:s1", "hog:s2"), b":3\r\n")
-                admin.close()
 
     def test_client_list_shows_a_partial_request_in_qbuf(self):
         # An operator looking for the client that holds memory: a SET whose 2 MiB of a 4 MiB
@@ -92,15 +108,7 @@ class ClientIoBesideRedisTest(unittest.TestCase):
                 slow.sock.sendall(b"*3\r\n$3\r\nSET\r\n$4\r\nqbuf\r\n$%d\r\n" % (4 * MiB) +
                                   b"q" * (2 * MiB))
 
-                def fields():
-                    listing = admin.call("CLIENT", "LIST").decode()
-                    line = next(l for l in listing.split("\n") if " name=partial " in l)
-                    return dict(f.split("=", 1) for f in line.split() if "=" in f)
-
-                deadline = time.time() + 30
-                while int(fields()["qbuf"]) < 2 * MiB and time.time() < deadline:
-                    time.sleep(0.05)
-                f = fields()
+                f = wait_for_field(admin, "partial", "qbuf", 2 * MiB)
                 self.assertGreaterEqual(int(f["qbuf"]), 2 * MiB, (name, f))
                 self.assertGreaterEqual(int(f["tot-mem"]), int(f["qbuf"]), (name, f))
                 slow.close()

@@ -184,9 +184,10 @@ class LimitsTest(unittest.TestCase):
 
     def test_one_reply_stops_at_the_output_limit(self):
         # MGET of one 16 MiB key 40 times asks for 640 MiB of reply in a 700-byte request, and
-        # so does a transaction of 40 GETs of it. Under a 64 MiB hard limit the server stops
-        # reading values once the reply passes the limit and closes the client, as Redis does,
-        # instead of building the whole reply first.
+        # so does a transaction of 40 GETs of it, or an MGET of a 12,000-byte key 50,000 times
+        # (600 MB). Under a 64 MiB hard limit the server stops reading values once the reply
+        # passes the limit and closes the client, as Redis does, instead of building the whole
+        # reply first.
         def peak_rss(pid):
             with open("/proc/%d/status" % pid) as f:
                 return next(int(line.split()[1]) << 10 for line in f
@@ -196,11 +197,13 @@ class LimitsTest(unittest.TestCase):
             "MGET": encode("MGET", *["v16"] * 40),
             "EXEC": encode("MULTI") + encode("GET", "v16") * 40 + encode("SET", "after", "1") +
                     encode("EXEC"),
+            "MGET of small values": encode("MGET", *["v12k"] * 50000),
         }
         with ServerProcess().start() as srv:
             r = srv.client()
             r.set("v16", b"x" * (16 << 20))
             self.assertEqual(len(r.get("v16")), 16 << 20)
+            r.set("v12k", b"y" * 12000)
             r.execute_command("CONFIG", "SET", "client-output-buffer-limit", "normal 64mb 0 0")
             for n, (name, request) in enumerate(requests.items(), 1):
                 before = peak_rss(srv.proc.pid)
