@@ -149,14 +149,19 @@ struct CommandSpec {
 
   bool Has(CommandFlag f) const { return (flags & f) != 0; }
   // Whether dispatch runs it under the server lock: every command but `locks_itself` ones and
-  // the `fast` ones that touch no key (neither `write` nor `readonly`), are not `admin` and
-  // publish nothing (`may_replicate`: a PUBLISH stays out of an EXEC's keyspace events):
-  // connection and transaction-state commands (PING, CLIENT, HELLO, SUBSCRIBE, MULTI, ...),
-  // which a writer holding the lock exclusively (MSET, EXEC) has no reason to hold up.
+  // the `fast` ones that touch no key (neither `write` nor `readonly`), are not `admin`, publish
+  // nothing (`may_replicate`) and are not Pub/Sub (a subscription taken in the middle of an
+  // EXEC would hear part of its keyspace events): PING, ECHO, CLIENT (its row is not `admin`,
+  // its KILL and PAUSE too), HELLO, AUTH, MULTI, COMMAND, ..., which a writer holding the lock
+  // exclusively (MSET, EXEC) has no reason to hold up. A new `fast` command that reads the
+  // keyspace must say `readonly`.
   bool TakesServerLock() const {
     if (Has(kLocksItself)) return false;
-    return !Has(kFast) || (flags & (kWrite | kReadonly | kAdmin | kMayReplicate)) != 0;
+    constexpr uint32_t kLocked = kWrite | kReadonly | kAdmin | kMayReplicate | kPubSub;
+    return !Has(kFast) || (flags & kLocked) != 0;
   }
+  // Whether dispatch takes the server lock shared for it (exclusively if `exclusive`).
+  bool TakesServerLockShared() const { return TakesServerLock() && !Has(kExclusive); }
 };
 
 // Whether argc (the name included) satisfies `arity`.

@@ -123,15 +123,15 @@ bool RoutedAwayMeanwhile(Ctx& ctx) {
 void Execute(Ctx& ctx) {
   if (ctx.spec.Has(kLocksItself)) {
     ctx.spec.handler(ctx);
-  } else if (!ctx.spec.TakesServerLock()) {
-    RunHandler(ctx);  // no key: no write to note, none to order
-  } else if (ctx.spec.Has(kExclusive)) {
-    std::unique_lock<FairSharedMutex> lock(ctx.core.exec_lock);
-    if (!RoutedAwayMeanwhile(ctx)) RunHandler(ctx);
-  } else {
+  } else if (ctx.spec.TakesServerLockShared()) {
     std::shared_lock<FairSharedMutex> lock(ctx.core.exec_lock, std::defer_lock);
     if (!ctx.holds_server_lock) lock.lock();
     if (!RoutedAwayMeanwhile(ctx)) RunHandler(ctx);
+  } else if (ctx.spec.TakesServerLock()) {
+    std::unique_lock<FairSharedMutex> lock(ctx.core.exec_lock);
+    if (!RoutedAwayMeanwhile(ctx)) RunHandler(ctx);
+  } else {
+    RunHandler(ctx);  // no key: no write to note, none to order
   }
 }
 
@@ -272,9 +272,7 @@ Plan Dispatcher::PlanOf(const ClientState& client, const std::vector<std::string
   const bool runs_handler = arity_ok && !QueuedByMulti(client, *spec);
   bool cheap = !runs_handler || spec->Has(kFast);
   if (!cheap) cheap = plan.in_memory = RunsFromMemory(*spec, argv);
-  // Execute takes the lock shared for these (an exclusive command is never cheap to run).
-  const bool locks = runs_handler && spec->TakesServerLock() && !spec->Has(kExclusive);
-  if (cheap && locks) {
+  if (cheap && runs_handler && spec->TakesServerLockShared()) {
     cheap = plan.holds_server_lock = core_.exec_lock.try_lock_shared();
     plan.in_memory = plan.in_memory && cheap;
   }

@@ -67,8 +67,9 @@ struct Core {
   ClientPause pause;
   // Cluster mode's node id, topology, migrations and routing (`cluster-enabled`).
   cluster::ClusterState cluster;
-  // Taken shared by every command, exclusively by read-modify-write commands and by EXEC
-  // (commands/command_spec.h: `exclusive`, `locks_itself`).
+  // Taken shared by every command that touches keys, publishes or administers, exclusively by
+  // read-modify-write commands and by EXEC (commands/command_spec.h: TakesServerLock,
+  // `exclusive`, `locks_itself`).
   FairSharedMutex exec_lock;
   // Slot migrations out of this node (CLUSTERX MIGRATE). Its drain waits for the commands in
   // flight by taking the server lock exclusively once.

@@ -94,16 +94,18 @@ TEST_F(DispatchLockTest, AnIoThreadNeverWaitsForAWriterHoldingTheServerLock) {
   EXPECT_EQ(RunInline({"EXISTS", "k"}, &route, &writer), ":0\r\n");
   EXPECT_EQ(route, Route::kInline);
   auto relocked = std::async(std::launch::async, [&] { std::unique_lock l(core_->exec_lock); });
-  EXPECT_EQ(relocked.wait_for(std::chrono::seconds(10)), std::future_status::ready)
-      << "Run kept the lock PlanOf took";
+  const bool released = relocked.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!released) core_->exec_lock.unlock_shared();  // what Run kept, so that the test ends
+  EXPECT_TRUE(released) << "Run kept the lock PlanOf took";
 }
 
 TEST_F(DispatchLockTest, OnlyCommandsThatTouchNoKeyRunWithoutTheLock) {
-  for (const char* name : {"ping", "echo", "client", "hello", "multi", "subscribe", "time"}) {
+  for (const char* name : {"ping", "echo", "client", "hello", "multi", "time", "command"}) {
     EXPECT_FALSE(FindCommand(name)->TakesServerLock()) << name;
   }
   for (const char* name : {"get", "set", "exists", "dbsize", "keys", "scan", "publish", "info",
-                           "config", "save", "shutdown", "monitor", "cluster", "mset"}) {
+                           "config", "save", "shutdown", "monitor", "cluster", "mset", "subscribe",
+                           "psubscribe", "unsubscribe", "pubsub"}) {
     EXPECT_TRUE(FindCommand(name)->TakesServerLock()) << name;
   }
 }
