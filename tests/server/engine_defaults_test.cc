@@ -93,20 +93,22 @@ TEST(EngineDefaults, EveryMappedOptionReachesTheEngine) {
 
 // A refusal the engine words with its Options field reaches a server user naming the option.
 TEST(EngineOptions, EngineMessagesNameTheServersOptions) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("larder-engine-options-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  struct TempDir {
+    const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                       ("larder-engine-options-" + std::to_string(::getpid()));
+    TempDir() { std::filesystem::remove_all(path); }
+    ~TempDir() { std::filesystem::remove_all(path); }
+  } dir;
   ServerConfig c;
   c.max_key_bytes = 8;
   c.max_disk_bytes = 1ull << 30;
   {
-    auto store = larder::Store::Open(EngineOptions(c), dir.string());
+    auto store = larder::Store::Open(EngineOptions(c), dir.path.string());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     const larder::Status s = (*store)->Put("123456789", "v");
     ASSERT_TRUE(s.IsInvalidArgument()) << s.ToString();
     EXPECT_EQ(InOptionTerms(s.message()), "key of 9 bytes exceeds max-key-bytes (8)");
   }
-  std::filesystem::remove_all(dir);
   // Every name it puts in is an option of the table.
   const std::string named = InOptionTerms(
       "max_disk_bytes max_key_bytes max_value_bytes max_reinsert_fraction generation_bytes "

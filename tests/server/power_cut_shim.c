@@ -6,7 +6,9 @@
 // "C <inode> <directory's inode>" (its durable length starts at 0, so a reused inode number
 // does not inherit an old file's record, and its name is not durable until a sync of that
 // directory); for every file open() truncates, "N <inode>" (its durable length restarts at 0);
-// and for every successful fsync()/fdatasync() of a directory, "D <inode>". Lines are appended
+// and for every fsync()/fdatasync() of a directory, "d <inode>" as it starts and "D <inode>"
+// once it succeeded: it covers the names created before it started (the strict reading, as
+// for sizes; the roll-back pairs each D with the oldest unpaired d). Lines are appended
 // to $LARDER_DURABLE_LOG with one write(2) each (O_APPEND: whole lines even from concurrent
 // threads); the log itself needs no sync, since the test "cuts power" by SIGKILL and then rolls
 // each file back to its durable length (plus, sometimes, a random part of what was never
@@ -41,7 +43,7 @@ __attribute__((constructor)) static void open_log(void) {
 static void record(const char* kind, int fd, long long number) {
   struct stat st;
   if (log_fd < 0 || fstat(fd, &st) != 0) return;
-  if (!S_ISREG(st.st_mode) && !(kind[0] == 'D' && S_ISDIR(st.st_mode))) return;
+  if (!S_ISREG(st.st_mode) && !((kind[0] == 'D' || kind[0] == 'd') && S_ISDIR(st.st_mode))) return;
   char line[80];
   int n = number < 0 ? snprintf(line, sizeof line, "%s %llu\n", kind, (unsigned long long)st.st_ino)
                      : snprintf(line, sizeof line, "%s %llu %lld\n", kind,
@@ -64,9 +66,11 @@ static long long size_of(int fd) {
     static int (*real)(int);                                        \
     if (real == NULL) real = (int (*)(int))dlsym(RTLD_NEXT, #name); \
     long long size = size_of(fd);                                   \
+    int dir = is_directory(fd);                                     \
+    if (dir) record("d", fd, -1);                                   \
     int r = real(fd);                                               \
     if (r == 0 && size >= 0) record("S", fd, size);                 \
-    if (r == 0 && is_directory(fd)) record("D", fd, -1);            \
+    if (r == 0 && dir) record("D", fd, -1);                         \
     return r;                                                       \
   }
 SYNC_HOOK(fsync)

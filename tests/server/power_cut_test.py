@@ -66,14 +66,17 @@ def roll_back(data_dir, durable_log, partial=None):
     truncates every other one to its last synced size as `durable_log` recorded it (a file never
     synced: to empty), or, given a random.Random `partial`, to a random point of its unsynced
     tail. Returns the bytes cut."""
-    durable, created_in, dir_synced = {}, {}, {}
+    durable, created_in, dir_synced, dir_syncing = {}, {}, {}, {}
     if os.path.exists(durable_log):
         with open(durable_log) as f:
             for n, line in enumerate(f):
                 kind, ino, *arg = line.split()
                 ino = int(ino)
-                if kind == "D":
-                    dir_synced[ino] = n
+                if kind == "d":  # a directory sync started: it covers names created before
+                    dir_syncing.setdefault(ino, []).append(n)
+                    continue
+                if kind == "D":  # ... and succeeded (paired with the oldest one started)
+                    dir_synced[ino] = max(dir_synced.get(ino, -1), dir_syncing[ino].pop(0))
                     continue
                 durable[ino] = int(arg[0]) if kind == "S" else 0
                 if kind == "C":
