@@ -61,6 +61,15 @@ def shim_wrapper(durable_log):
     return ["env"] + env
 
 
+def server_under_shim(args):
+    """A ServerProcess (not started) that runs under the shim, and the path of its log (one
+    log across its restarts)."""
+    srv = ServerProcess(args)
+    durable_log = os.path.join(srv.tmp, "durable.log")
+    srv.wrapper = shim_wrapper(durable_log)
+    return srv, durable_log
+
+
 def roll_back(data_dir, durable_log, partial=None):
     """Removes every file below `data_dir` created since its directory's last sync, and
     truncates every other one to its last synced size as `durable_log` recorded it (a file never
@@ -149,11 +158,9 @@ class EvictionPowerCutTest(unittest.TestCase):
     KEYS = ["saved:%d" % i for i in range(24)]
 
     def saved_then_kept_then_cut(self, wal, wal_sync):
-        srv = ServerProcess(["--wal", wal, "--wal-sync", wal_sync, "--max-disk-bytes", "48mb",
-                             "--generation-bytes", "4mb", "--keep-in-place", "yes",
-                             "--unixsocket", ""])
-        durable_log = os.path.join(srv.tmp, "durable.log")
-        srv.wrapper = shim_wrapper(durable_log)
+        srv, durable_log = server_under_shim(
+            ["--wal", wal, "--wal-sync", wal_sync, "--max-disk-bytes", "48mb",
+             "--generation-bytes", "4mb", "--keep-in-place", "yes", "--unixsocket", ""])
         try:
             srv.start()
             r = srv.client()
@@ -206,10 +213,9 @@ class PowerCutAfterRestartTest(unittest.TestCase):
     KEYS = ["crashed:%d" % i for i in range(16)]
 
     def test_save_after_a_crash_makes_the_crashed_writes_durable(self):
-        srv = ServerProcess(["--wal", "yes", "--wal-sync", "no", "--maintenance-interval-ms", "0",
-                             "--unixsocket", ""])
-        durable_log = os.path.join(srv.tmp, "durable.log")  # one log across both processes
-        srv.wrapper = shim_wrapper(durable_log)
+        srv, durable_log = server_under_shim(
+            ["--wal", "yes", "--wal-sync", "no", "--maintenance-interval-ms", "0",
+             "--unixsocket", ""])
         try:
             srv.start()
             r = srv.client()
