@@ -291,34 +291,35 @@ void Connection::Execute() {
     if (direct_fd >= 0 && hard_limit == 0) w.set_flusher(&flusher);
     bool close = false, held = false;
     size_t new_rpos = self->RunBatch(w, rpos, wpos, &close, &held);
-    const bool abandoned = w.abandoned();
-    const bool over_limit = w.limit_exceeded();
-    if (!abandoned && direct_fd >= 0 && (hard_limit == 0 || w.queue().bytes() <= hard_limit)) {
+    if (!w.abandoned() && direct_fd >= 0 && (hard_limit == 0 || w.queue().bytes() <= hard_limit)) {
       self->WriteNow(direct_fd, w.queue());
     }
-    asio::post(self->socket_.get_executor(), [self, q = std::move(w.queue()), new_rpos, close, held,
-                                              abandoned, over_limit]() mutable {
-      self->busy_ = false;
-      self->server_.inflight.fetch_sub(1);
-      if (self->closed_) {
-        asio::error_code ignored;
-        self->socket_.close(ignored);  // deferred by CloseNow while the job ran
-        return;
-      }
-      if (over_limit) return self->CloseForOutputLimit("reached the output buffer limit");
-      // A reply cut short: whatever followed would be read as its missing bytes.
-      if (abandoned) return self->CloseNow();
-      self->rpos_ = new_rpos;
-      if (close) self->close_after_write_ = true;
-      self->state_->last_active_ms = self->server_.core().NowMs();
-      self->AppendOutput(q);
-      self->AfterCommand();
-      if (self->closed_) return;
-      self->AppendPushed();
-      if (held && !self->closed_) self->Execute();  // plans it again: held or run
-      self->Process();
-    });
+    BatchEnd end{new_rpos, close, held, w.abandoned(), w.limit_exceeded()};
+    asio::post(self->socket_.get_executor(),
+               [self, q = std::move(w.queue()), end]() mutable { self->FinishBatch(q, end); });
   });
+}
+
+void Connection::FinishBatch(resp::OutputQueue& q, const BatchEnd& end) {
+  busy_ = false;
+  server_.inflight.fetch_sub(1);
+  if (closed_) {
+    asio::error_code ignored;
+    socket_.close(ignored);  // deferred by CloseNow while the job ran
+    return;
+  }
+  if (end.over_limit) return CloseForOutputLimit("reached the output buffer limit");
+  // A reply cut short: whatever followed would be read as its missing bytes.
+  if (end.abandoned) return CloseNow();
+  rpos_ = end.rpos;
+  if (end.close) close_after_write_ = true;
+  state_->last_active_ms = server_.core().NowMs();
+  AppendOutput(q);
+  AfterCommand();
+  if (closed_) return;
+  AppendPushed();
+  if (end.held && !closed_) Execute();  // plans it again: held or run
+  Process();
 }
 
 // Pipelined GETs and MGETs: the disk reads of the next values start together, before the

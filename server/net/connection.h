@@ -99,6 +99,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // inbuf_[rpos, wpos); returns the new read position. Sets *close on a protocol error, and
   // *held if it stopped at a parsed request CLIENT PAUSE holds (left for the io thread).
   size_t RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close, bool* held);
+  // How a pool job's batch ended: the new read position, and whether to close after the
+  // replies, a request waits for CLIENT PAUSE, the reply was abandoned (past the hard output
+  // limit, or a value that failed mid-stream).
+  struct BatchEnd {
+    size_t rpos;
+    bool close, held, abandoned, over_limit;
+  };
+  // Back on the io thread: takes the batch's replies `q` and goes on.
+  void FinishBatch(resp::OutputQueue& q, const BatchEnd& end);
   void PrefetchPipelinedReads(size_t rpos, size_t wpos);
   class SocketFlusher;
   // On the pool, when no earlier reply is pending: writes what the socket takes of q now
