@@ -196,17 +196,7 @@ void Connection::Process() {
     Execute();
   }
   if (closed_) return;
-  if (yielding_ && rpos_ == wpos_) yielding_ = false;  // no request waits behind it
-  if (yielding_) {
-    // The copy and checksum of one large value at a time, then the thread's other connections.
-    if (!yield_posted_) {
-      yield_posted_ = true;
-      asio::post(socket_.get_executor(), [self = shared_from_this()] {
-        self->yield_posted_ = self->yielding_ = false;
-        self->Process();
-      });
-    }
-  } else if (!busy_ && !close_after_write_ && !reading_ && !server_.stopping()) {
+  if (!busy_ && !yielding_ && !close_after_write_ && !reading_ && !server_.stopping()) {
     if (pending_out_ >= kPauseOutputBytes) {
       ReadAhead();
     } else if (rpos_ == wpos_) {
@@ -260,9 +250,10 @@ void Connection::Execute() {
   if (plan.route == Route::kInline) {
     w_.set_protocol(state_->resp);
     server_.executor().Run(plan, *state_, argv, w_);
-    yielding_ = w_.queue().bytes() >= kYieldAfterReplyBytes;
+    const bool large = w_.queue().bytes() >= kYieldAfterReplyBytes;
     AppendOutput(w_.queue());
     AfterCommand();
+    if (large && rpos_ < wpos_ && !closed_) YieldTurn();
     return;
   }
   // Hand the connection's turn to the pool: until the completion runs here again, only the
@@ -297,6 +288,15 @@ void Connection::Execute() {
     BatchEnd end{new_rpos, close, held, w.abandoned(), w.limit_exceeded()};
     asio::post(self->socket_.get_executor(),
                [self, q = std::move(w.queue()), end]() mutable { self->FinishBatch(q, end); });
+  });
+}
+
+void Connection::YieldTurn() {
+  // The copy and checksum of one large value at a time, then the thread's other connections.
+  yielding_ = true;
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    self->yielding_ = false;
+    self->Process();
   });
 }
 

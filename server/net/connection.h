@@ -106,6 +106,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     size_t rpos;
     bool close, held, abandoned, over_limit;
   };
+  // After an inline reply of kYieldAfterReplyBytes or more: Process goes on once the io
+  // thread's other ready handlers have run.
+  void YieldTurn();
   // Back on the io thread: takes the batch's replies `q` and goes on.
   void FinishBatch(resp::OutputQueue& q, const BatchEnd& end);
   void PrefetchPipelinedReads(size_t rpos, size_t wpos);
@@ -186,10 +189,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Plan planned_;       // the plan of the request handed to the pool
   bool busy_ = false;  // a command is running on the engine pool
   bool held_ = false;  // the parsed request waits for CLIENT PAUSE to end
-  // An inline command's reply was large: the io thread serves its other connections before
-  // this one's next request (Process posts itself again).
+  // An inline command's reply was large and requests wait behind it: the io thread serves its
+  // other connections before this one's next request (YieldTurn posted Process again).
   bool yielding_ = false;
-  bool yield_posted_ = false;  // the Process that ends the yield is posted
   asio::steady_timer hold_timer_;
   bool close_after_write_ = false;  // protocol error / QUIT: close once replies are out
   bool closed_ = false;
