@@ -24,10 +24,10 @@ bool ArgDbZero(Ctx& ctx, std::string_view s) {
 void ReplyStatus(Ctx& ctx, const Status& s) {
   if (s.IsNoSpace()) {
     ctx.w.Error(kErrOom);
-  } else if (s.IsInvalidArgument()) {
-    ctx.w.Error("ERR " + config::InOptionTerms(s.message()));
   } else {
-    ctx.w.Error("ERR " + config::InOptionTerms(s.ToString()));
+    // An invalid argument's message alone; other errors with their kind ("IO error: ...").
+    const std::string text = s.IsInvalidArgument() ? s.message() : s.ToString();
+    ctx.w.Error("ERR " + config::InOptionTerms(text));
   }
 }
 
