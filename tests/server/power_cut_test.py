@@ -150,8 +150,32 @@ class PowerCutTest(unittest.TestCase):
                          % r.totals)
 
 
+class OneServerPowerCutCase(unittest.TestCase):
+    """A test of one server under the shim: writes, then one power cut and a check."""
+
+    def start_and_set(self, srv, keys):
+        """Starts `srv` and sets every key to one random 1 MiB value: (client, value)."""
+        srv.start()
+        r = srv.client()
+        value = os.urandom(1 << 20)
+        for k in keys:
+            r.set(k, value)
+        return r, value
+
+    def power_cut_then_check(self, srv, durable_log, keys, value, why):
+        """SIGKILL, every file rolled back to what was synced, a restart: every key must read
+        `value` (`why` names the loss otherwise), and no corruption be counted."""
+        srv.stop(signal.SIGKILL)
+        roll_back(os.path.join(srv.tmp, "data"), durable_log)
+        srv.start(timeout=60)
+        after = read_all(srv, keys)
+        self.assertEqual([k for k in keys if after[k] is None], [], why)
+        self.assertEqual([k for k in keys if after[k] not in (None, value)], [])
+        self.assertEqual(info_field(srv, "corruptions"), 0)
+
+
 @unittest.skipIf(not SHIM, "LARDER_POWER_CUT_SHIM is not set (ctest sets it)")
-class EvictionPowerCutTest(unittest.TestCase):
+class EvictionPowerCutTest(OneServerPowerCutCase):
     """Entries made durable (SAVE) and then kept by an eviction, which moves their records out
     of the generation it drops: a power cut right after must lose none of them, in any mode."""
 
@@ -162,11 +186,7 @@ class EvictionPowerCutTest(unittest.TestCase):
             ["--wal", wal, "--wal-sync", wal_sync, "--max-disk-bytes", "48mb",
              "--generation-bytes", "4mb", "--keep-in-place", "yes", "--unixsocket", ""])
         try:
-            srv.start()
-            r = srv.client()
-            value = os.urandom(1 << 20)
-            for k in self.KEYS:
-                r.set(k, value)
+            r, value = self.start_and_set(srv, self.KEYS)
             for _ in range(2):  # reused, and read late: eviction keeps them
                 for k in self.KEYS:
                     self.assertEqual(r.get(k), value)
@@ -180,16 +200,10 @@ class EvictionPowerCutTest(unittest.TestCase):
             present = [k for k, v in read_all(srv, self.KEYS).items() if v is not None]
             self.assertGreater(len(present), len(self.KEYS) // 2)
             r.close()
-            srv.stop(signal.SIGKILL)
             # Whatever was not synced goes (PowerCutTest checks that the shim records syncs;
             # here the drop's flush may have left nothing unsynced, which is the point).
-            roll_back(os.path.join(srv.tmp, "data"), durable_log)
-            srv.start(timeout=60)
-            after = read_all(srv, present)
-            lost = [k for k in present if after[k] is None]
-            self.assertEqual(lost, [], "SAVEd, kept by eviction, lost by a power cut")
-            self.assertEqual([k for k in present if after[k] not in (None, value)], [])
-            self.assertEqual(info_field(srv, "corruptions"), 0)
+            self.power_cut_then_check(srv, durable_log, present, value,
+                                      "SAVEd, kept by eviction, lost by a power cut")
         finally:
             srv.stop(signal.SIGKILL)
             srv.cleanup()
@@ -205,7 +219,7 @@ class EvictionPowerCutTest(unittest.TestCase):
 
 
 @unittest.skipIf(not SHIM, "LARDER_POWER_CUT_SHIM is not set (ctest sets it)")
-class PowerCutAfterRestartTest(unittest.TestCase):
+class PowerCutAfterRestartTest(OneServerPowerCutCase):
     """Writes a process crash left unsynced (WAL on, `wal-sync no`: the crash loses none of
     them), then a restart and a SAVE: a power cut after the SAVE must lose none either, though
     the process that wrote their value files is gone."""
@@ -217,24 +231,14 @@ class PowerCutAfterRestartTest(unittest.TestCase):
             ["--wal", "yes", "--wal-sync", "no", "--maintenance-interval-ms", "0",
              "--unixsocket", ""])
         try:
-            srv.start()
-            r = srv.client()
-            value = os.urandom(1 << 20)
-            for k in self.KEYS:
-                r.set(k, value)
+            r, value = self.start_and_set(srv, self.KEYS)
             r.close()
             srv.stop(signal.SIGKILL)  # a process crash: the files keep what it wrote
             srv.start(timeout=60)
             self.assertEqual(read_all(srv, self.KEYS), {k: value for k in self.KEYS})
             srv.client().save()
-            srv.stop(signal.SIGKILL)
-            roll_back(os.path.join(srv.tmp, "data"), durable_log)
-            srv.start(timeout=60)
-            after = read_all(srv, self.KEYS)
-            self.assertEqual([k for k in self.KEYS if after[k] is None], [],
-                             "written, crashed, restarted, SAVEd: lost by a power cut")
-            self.assertEqual([k for k in self.KEYS if after[k] not in (None, value)], [])
-            self.assertEqual(info_field(srv, "corruptions"), 0)
+            self.power_cut_then_check(srv, durable_log, self.KEYS, value,
+                                      "written, crashed, restarted, SAVEd: lost by a power cut")
         finally:
             srv.stop(signal.SIGKILL)
             srv.cleanup()
