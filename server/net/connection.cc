@@ -119,9 +119,10 @@ void Connection::Handshake() {
           Log(LogLevel::kVerbose,
               "TLS handshake with " + self->state_->addr + " failed: " + ec.message());
           ServerStats::Count(self->server_.core().stats.tls_handshake_failures);
-          self->CloseNow();
+          self->CloseNow(Close::kCut);
           return;
         }
+        self->tls_up_ = true;
         self->Process();
       });
 }
@@ -310,7 +311,7 @@ void Connection::FinishBatch(resp::OutputQueue& q, const BatchEnd& end) {
   }
   if (end.over_limit) return CloseForOutputLimit("reached the output buffer limit");
   // A reply cut short: whatever followed would be read as its missing bytes.
-  if (end.abandoned) return CloseNow();
+  if (end.abandoned) return CloseNow(Close::kCut);
   rpos_ = end.rpos;
   if (end.close) close_after_write_ = true;
   state_->last_active_ms = server_.core().NowMs();
@@ -440,7 +441,7 @@ void Connection::OnRead(const asio::error_code& ec, size_t n, bool direct) {
   if (closed_) return;
   if (ec) {
     // A client gone mid-request leaves nothing behind: the partial command is dropped.
-    CloseNow();
+    CloseNow(Close::kCut);
     return;
   }
   NoteTransferred(server_.core().stats.total_net_input_bytes, n);
@@ -466,19 +467,38 @@ bool Connection::QueryLimitExceeded() {
   return true;
 }
 
-void Connection::CloseNow() {
+void Connection::CloseNow(Close how) {
   if (closed_) return;
   closed_ = true;
-  asio::error_code ignored;
-  socket_.shutdown(asio::socket_base::shutdown_both, ignored);
-  // A pool job may be writing to the descriptor (WriteNow): it must not be closed and reused
-  // under the job. The socket closes when the connection is destroyed, after the job is done.
-  if (!busy_) socket_.close(ignored);
+  if (how == Close::kEndSession && tls_up_ && !writing_ && !busy_) {
+    EndTlsSession();
+  } else {
+    asio::error_code ignored;
+    socket_.shutdown(asio::socket_base::shutdown_both, ignored);
+    // A pool job may be writing to the descriptor (WriteNow): it must not be closed and
+    // reused under the job. The socket closes when the connection is destroyed, after the job.
+    if (!busy_) socket_.close(ignored);
+  }
   out_.clear();
   pushed_.Clear();
   pending_out_ = 0;
   server_.core().Forget(*state_, Core::FailedImportKeys::kDelete);
   server_.Remove(state_->id);
+}
+
+void Connection::EndTlsSession() {
+  // A pending read of the connection's own goes on until the socket closes; Asio's stream
+  // runs one read at a time, so the shutdown's read of the client's answer waits behind it.
+  auto timer = std::make_shared<asio::steady_timer>(socket_.get_executor(), kTlsCloseWait);
+  auto close = [self = shared_from_this(), timer](const asio::error_code&) {
+    timer->cancel();
+    asio::error_code ignored;
+    self->socket_.close(ignored);
+  };
+  timer->async_wait([close](const asio::error_code& ec) {
+    if (ec != asio::error::operation_aborted) close(ec);
+  });
+  tls_->async_shutdown(close);
 }
 
 }  // namespace larder::server

@@ -158,13 +158,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Counts n bytes moved on the socket in `counter` (INFO's total_net_*_bytes); any byte read
   // or written is activity for the idle `timeout`. Any thread.
   void NoteTransferred(std::atomic<uint64_t>& counter, size_t n);
-  void CloseNow();
+  // How a connection ends: kEndSession when the transport still works (a TLS connection sends
+  // its close_notify first, as Redis does, so the client reads a clean end of stream), kCut
+  // after a read, write or handshake error, or a reply cut short (a TLS client must not take
+  // that end for a clean one).
+  enum class Close { kEndSession, kCut };
+  void CloseNow(Close how = Close::kEndSession);
+  // TLS: sends close_notify and closes the socket once the client answers or closes, or after
+  // kTlsCloseWait (the connection is already out of the server).
+  void EndTlsSession();
+  static constexpr auto kTlsCloseWait = std::chrono::milliseconds(200);
 
   Server& server_;
   Socket socket_;
   std::shared_ptr<TlsContext> tls_ctx_;              // null for plain text
   std::unique_ptr<asio::ssl::stream<Socket&>> tls_;  // over socket_, if tls_ctx_
   std::unique_ptr<char[]> tls_stage_;                // while TLS output is pending
+  bool tls_up_ = false;                              // the TLS handshake succeeded
   std::shared_ptr<ClientState> state_;
   resp::RequestParser parser_;
   resp::ReplyWriter w_;  // replies of inline commands, moved to out_ after each

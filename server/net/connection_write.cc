@@ -145,7 +145,7 @@ void Connection::StartTlsWrite() {
       // The value passed its checksum, but its file cannot be read again: send nothing more.
       Log(LogLevel::kWarning, "closing client id=" + std::to_string(state_->id) +
                                   ": reading a reply's value file failed: " + std::strerror(errno));
-      CloseNow();
+      CloseNow(Close::kCut);
       return;
     }
     staged += static_cast<size_t>(n);
@@ -161,7 +161,7 @@ void Connection::OnWrite(const asio::error_code& ec, size_t n) {
   writing_ = false;
   if (closed_) return;
   if (ec) {
-    CloseNow();
+    CloseNow(Close::kCut);
     return;
   }
   NoteTransferred(server_.core().stats.total_net_output_bytes, n);  // a reply read is activity

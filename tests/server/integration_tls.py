@@ -245,6 +245,50 @@ class TlsRefusalTest(unittest.TestCase):
                 self.assertEqual(handshake(port), b"+PONG\r\n", name)
 
 
+def how_the_stream_ends(port, request, after=None):
+    """Sends `request` over TLS, reads its one-line reply, calls `after(client id)` (which makes
+    the server close the connection) and reads on: "close_notify" if the server ended the TLS
+    session before closing the socket, "bare close" if the socket just closed (with TLS a
+    client cannot then tell the end from a cut), or what it read instead."""
+    ctx = client_context()
+    ctx.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF  # Python's default takes a cut for an end
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        with ctx.wrap_socket(raw, suppress_ragged_eofs=False) as s:
+            s.sendall(b"CLIENT ID\r\n")
+            client_id = int(s.recv(64).strip()[1:])
+            s.sendall(request)
+            reply = b""
+            while not reply.endswith(b"\r\n"):
+                reply += s.recv(64)
+            if after:
+                after(client_id)
+            try:
+                rest = s.recv(64)
+            except ssl.SSLError as e:
+                if e.reason == "UNEXPECTED_EOF_WHILE_READING":
+                    return "bare close"
+                raise
+            except ConnectionResetError:
+                return "reset"
+            return "close_notify" if rest == b"" else rest
+
+
+class TlsCloseTest(unittest.TestCase):
+    """A server that closes a working TLS connection first sends TLS's close_notify, as Redis 7
+    does, so the client reads a clean end of stream, not a truncation."""
+
+    def test_quit_and_client_kill_end_the_session_cleanly(self):
+        with TlsServer() as servers:
+            for name, port in servers.ports():
+                admin = tls_client(port)
+                self.assertEqual(how_the_stream_ends(port, b"QUIT\r\n"), "close_notify", name)
+                killed = how_the_stream_ends(
+                    port, b"PING\r\n",
+                    after=lambda cid: admin.execute_command("CLIENT", "KILL", "ID", cid))
+                self.assertEqual(killed, "close_notify", name)
+                self.assertTrue(admin.ping(), name)  # the server goes on
+
+
 class TlsConfigTest(unittest.TestCase):
     def test_config_set_reloads_the_certificate_for_new_connections(self):
         with TlsServer() as servers:
