@@ -114,6 +114,11 @@ std::vector<Option> SecurityAndLimitRows() {
       RereadsFiles(
           String("tls-cert-file", &S::tls_cert_file, kRuntime, "server certificate chain (PEM)")),
       RereadsFiles(String("tls-key-file", &S::tls_key_file, kRuntime, "server private key (PEM)")),
+      Sensitive(String("tls-key-file-pass", &S::tls_key_file_pass, kRuntime,
+                       "passphrase of an encrypted tls-key-file; empty = not encrypted")),
+      RereadsFiles(String("tls-dh-params-file", &S::tls_dh_params_file, kRuntime,
+                          "Diffie-Hellman parameters (PEM) for TLSv1.2's DHE ciphers; empty = "
+                          "OpenSSL's built-in groups")),
       RereadsFiles(String("tls-ca-cert-file", &S::tls_ca_cert_file, kRuntime,
                           "CA certificates that sign client certificates (PEM)")),
       RereadsFiles(String("tls-ca-cert-dir", &S::tls_ca_cert_dir, kRuntime,
@@ -129,6 +134,12 @@ std::vector<Option> SecurityAndLimitRows() {
              "TLSv1.3 ciphersuites, OpenSSL syntax; empty = OpenSSL's default"),
       Bool("tls-prefer-server-ciphers", &S::tls_prefer_server_ciphers, kRuntime,
            "the server's cipher order wins over the client's"),
+      Bool("tls-session-caching", &S::tls_session_caching, kRuntime,
+           "cache TLS sessions so that clients reconnect without a full handshake"),
+      Int("tls-session-cache-size", &S::tls_session_cache_size, kRuntime, 0, 2147483647,
+          "TLS sessions cached; 0 = no limit"),
+      Int("tls-session-cache-timeout", &S::tls_session_cache_timeout, kRuntime, 0, 2147483647,
+          "seconds a cached TLS session can be resumed"),
       // --- limits ---
       // limits
       Bytes("proto-max-bulk-len", &S::proto_max_bulk_len, kRuntime, kMiB,

@@ -81,13 +81,18 @@ struct ServerConfig {
   int64_t tls_port = 0;                  // [0, 65535]; 0 = no TLS listener
   std::string tls_cert_file;             // PEM certificate chain the server presents
   std::string tls_key_file;              // PEM private key of that certificate
+  std::string tls_key_file_pass;         // its passphrase, if encrypted; "" = not encrypted
+  std::string tls_dh_params_file;        // PEM DH parameters for DHE; "" = OpenSSL's own
   std::string tls_ca_cert_file;          // PEM CA bundle client certificates are checked against
   std::string tls_ca_cert_dir;           // or a directory of hashed CA certificates
   std::string tls_auth_clients = "yes";  // yes | no | optional: client certificates
   std::string tls_protocols;     // space-separated TLSv1.2 / TLSv1.3; "" = "TLSv1.2 TLSv1.3"
   std::string tls_ciphers;       // TLSv1.2 cipher list (OpenSSL syntax); "" = OpenSSL's default
   std::string tls_ciphersuites;  // TLSv1.3 ciphersuites (OpenSSL syntax); "" = OpenSSL's default
-  bool tls_prefer_server_ciphers = false;  // the server's cipher order wins
+  bool tls_prefer_server_ciphers = false;   // the server's cipher order wins
+  bool tls_session_caching = true;          // clients may resume cached TLS sessions
+  int64_t tls_session_cache_size = 20480;   // sessions cached; 0 = no limit
+  int64_t tls_session_cache_timeout = 300;  // seconds a cached session stays resumable
 
   // --- limits ---
   uint64_t proto_max_bulk_len = 512ull << 20;          // >= 1 MiB

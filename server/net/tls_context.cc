@@ -1,6 +1,7 @@
 #include "net/tls_context.h"
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <unistd.h>
 
@@ -60,6 +61,10 @@ Status LoadIdentity(TlsContext& ctx, const config::ServerConfig& cfg) {
     if (!st.ok()) return st;
   }
   asio::error_code ec;
+  // An encrypted key is opened with tls-key-file-pass; without one OpenSSL would ask on the
+  // terminal, and wait.
+  ctx.set_password_callback(
+      [pass = cfg.tls_key_file_pass](size_t, TlsContext::password_purpose) { return pass; }, ec);
   ctx.use_certificate_chain_file(cfg.tls_cert_file, ec);
   if (ec) return Refused("tls-cert-file", cfg.tls_cert_file, OpenSslReason(ec));
   // Loaded after the certificate, the key is checked against it ("key values mismatch").
@@ -107,6 +112,45 @@ Status SetCiphers(TlsContext& ctx, const config::ServerConfig& cfg) {
   return Status::OK();
 }
 
+// tls-dh-params-file's parameters for the DHE ciphers of TLSv1.2; without it OpenSSL picks a
+// built-in group matching the certificate's strength, as Redis 7 has it do on OpenSSL 3.
+Status LoadDhParams(SSL_CTX* native, const config::ServerConfig& cfg) {
+  if (cfg.tls_dh_params_file.empty()) {
+    SSL_CTX_set_dh_auto(native, 1);
+    return Status::OK();
+  }
+  const std::string& file = cfg.tls_dh_params_file;
+  if (Status st = CheckReadable("tls-dh-params-file", file); !st.ok()) return st;
+  BIO* bio = BIO_new_file(file.c_str(), "r");
+  EVP_PKEY* params = bio != nullptr ? PEM_read_bio_Parameters(bio, nullptr) : nullptr;
+  BIO_free(bio);
+  if (params == nullptr || EVP_PKEY_get_base_id(params) != EVP_PKEY_DH) {
+    EVP_PKEY_free(params);
+    ERR_clear_error();
+    return Refused("tls-dh-params-file", file, "no PEM Diffie-Hellman parameters in it");
+  }
+  if (SSL_CTX_set0_tmp_dh_pkey(native, params) != 1) {  // takes params only on success
+    EVP_PKEY_free(params);
+    return Refused("tls-dh-params-file", file, OpenSslReason({}));
+  }
+  return Status::OK();
+}
+
+// tls-session-caching and its size and timeout, as Redis sets them. Off, no session resumes:
+// no cache and no tickets either (a client offering a session gets a full handshake, where
+// Redis 7.0 fails its handshake).
+void SetSessionCache(SSL_CTX* native, const config::ServerConfig& cfg) {
+  if (!cfg.tls_session_caching) {
+    SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
+    SSL_CTX_set_options(native, SSL_OP_NO_TICKET);
+    SSL_CTX_set_num_tickets(native, 0);
+    return;
+  }
+  SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_SERVER);
+  SSL_CTX_sess_set_cache_size(native, cfg.tls_session_cache_size);
+  SSL_CTX_set_timeout(native, cfg.tls_session_cache_timeout);
+}
+
 }  // namespace
 
 Result<std::shared_ptr<TlsContext>> BuildTlsContext(const config::ServerConfig& cfg) {
@@ -124,9 +168,11 @@ Result<std::shared_ptr<TlsContext>> BuildTlsContext(const config::ServerConfig& 
   SSL_CTX_set_session_id_context(ctx->native_handle(), kSessionContext,
                                  sizeof(kSessionContext) - 1);
   SetProtocolRange(ctx->native_handle(), cfg.tls_protocols);
+  SetSessionCache(ctx->native_handle(), cfg);
   Status st = LoadIdentity(*ctx, cfg);
   if (st.ok()) st = LoadClientAuthority(*ctx, cfg);
   if (st.ok()) st = SetCiphers(*ctx, cfg);
+  if (st.ok()) st = LoadDhParams(ctx->native_handle(), cfg);
   if (!st.ok()) return st;
   return ctx;
 }

@@ -289,6 +289,68 @@ class TlsCloseTest(unittest.TestCase):
                 self.assertTrue(admin.ping(), name)  # the server goes on
 
 
+def ping_over_tls(port, ctx, session=None):
+    """One handshake and PING with `ctx`: (the reply, the session, whether it was resumed), or
+    None if the handshake failed."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+            with ctx.wrap_socket(raw, session=session) as s:
+                s.sendall(b"PING\r\n")
+                reply = s.recv(64)  # TLSv1.3 session tickets come with it
+                return reply, s.session, s.session_reused
+    except (ssl.SSLError, OSError):
+        return None
+
+
+class TlsOptionsTest(unittest.TestCase):
+    """tls-key-file-pass, tls-dh-params-file and tls-session-caching, beside Redis 7."""
+
+    def test_an_encrypted_key_opens_with_its_passphrase(self):
+        extra = ("--tls-key-file", path("server-enc.key"), "--tls-key-file-pass", "larder pass")
+        with TlsServer(extra=extra) as servers:
+            for name, port in servers.ports():
+                self.assertEqual(handshake(port), b"+PONG\r\n", name)
+            admin = servers.larder.client()
+            # Redis's CONFIG GET shows it; SLOWLOG and MONITOR do not (a secret).
+            self.assertEqual(admin.config_get("tls-key-file-pass")["tls-key-file-pass"],
+                             "larder pass")
+
+    def test_dhe_ciphers_follow_tls_dh_params_file(self):
+        dhe = "DHE-RSA-AES256-GCM-SHA384"
+        ctx = client_context()
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        ctx.set_ciphers(dhe)
+        base = ("--tls-cert-file", path("server-rsa.crt"), "--tls-key-file",
+                path("server-rsa.key"), "--tls-protocols", "TLSv1.2", "--tls-ciphers", dhe)
+        for extra in ((), ("--tls-dh-params-file", path("dh.pem"))):
+            with TlsServer(extra=base + extra) as servers:
+                got = {name: ping_over_tls(port, ctx) for name, port in servers.ports()}
+                self.assertIsNotNone(got["redis"], extra)
+                self.assertIsNotNone(got["larder"], extra)
+                self.assertEqual(got["larder"][0], b"+PONG\r\n", extra)
+
+    def test_sessions_resume_as_tls_session_caching_says(self):
+        """A client offering its last session resumes it, as with Redis; with caching off it
+        gets a full handshake (Redis 7.0.15 then fails the handshake: not compared)."""
+        for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            ctx = client_context()
+            ctx.maximum_version = version
+            with TlsServer() as servers:
+                for name, port in servers.ports():
+                    again = ping_over_tls(port, ctx, session=ping_over_tls(port, ctx)[1])
+                    self.assertEqual(again[0], b"+PONG\r\n", (name, version))
+                    self.assertTrue(again[2], (name, version))  # resumed
+                admin = servers.larder.client()
+                admin.config_set("tls-session-caching", "no")
+                port = servers.tls_port
+                again = ping_over_tls(port, ctx, session=ping_over_tls(port, ctx)[1])
+                self.assertEqual(again[0], b"+PONG\r\n", version)
+                self.assertFalse(again[2], version)  # a full handshake
+                admin.config_set("tls-session-caching", "yes")
+                again = ping_over_tls(port, ctx, session=ping_over_tls(port, ctx)[1])
+                self.assertTrue(again[2], version)
+
+
 class TlsConfigTest(unittest.TestCase):
     def test_config_set_reloads_the_certificate_for_new_connections(self):
         with TlsServer() as servers:
@@ -346,6 +408,15 @@ class TlsConfigTest(unittest.TestCase):
             (["--tls-cert-file", path("server.crt"), "--tls-key-file", path("server.key"),
               "--tls-auth-clients", "no", "--tls-ciphersuites", "NOT_A_SUITE"],
              "tls-ciphersuites 'NOT_A_SUITE': no cipher match"),
+            (["--tls-cert-file", path("server.crt"), "--tls-key-file", path("server-enc.key"),
+              "--tls-auth-clients", "no", "--tls-key-file-pass", "wrong"],
+             f"tls-key-file '{path('server-enc.key')}': bad decrypt"),
+            (["--tls-cert-file", path("server.crt"), "--tls-key-file", path("server-enc.key"),
+              "--tls-auth-clients", "no"],
+             f"tls-key-file '{path('server-enc.key')}': bad decrypt"),
+            (["--tls-cert-file", path("server.crt"), "--tls-key-file", path("server.key"),
+              "--tls-auth-clients", "no", "--tls-dh-params-file", path("ca.crt")],
+             f"tls-dh-params-file '{path('ca.crt')}': no PEM Diffie-Hellman parameters in it"),
         ]
         for args, message in cases:
             port = free_port()

@@ -22,7 +22,8 @@ RUNTIME_MUTABLE = {
     "latency-monitor-threshold", "latency-tracking", "latency-tracking-info-percentiles",
     "sendfile", "inline-get-max-bytes", "tls-cert-file", "tls-key-file", "tls-ca-cert-file",
     "tls-ca-cert-dir", "tls-auth-clients", "tls-protocols", "tls-ciphers", "tls-ciphersuites",
-    "tls-prefer-server-ciphers",
+    "tls-prefer-server-ciphers", "tls-key-file-pass", "tls-dh-params-file", "tls-session-caching",
+    "tls-session-cache-size", "tls-session-cache-timeout",
 }
 IMMUTABLE_ERR = b"-ERR CONFIG SET failed (possibly related to argument '%s') - can't set " \
                 b"immutable config\r\n"

@@ -1,7 +1,9 @@
 """Certificates for TLS tests and benchmarks, made with the openssl program: a private CA
 ("ca"), a second CA that signs nothing the server trusts ("other-ca"), two server certificates
 for localhost / 127.0.0.1 ("server", "server2"), a client certificate from the CA ("client")
-and one from the other CA ("stranger"). EC P-256 keys, valid two days."""
+and one from the other CA ("stranger"), EC P-256 keys; an RSA server certificate
+("server-rsa"), "server"'s key encrypted ("server-enc.key", passphrase "larder pass") and DH
+parameters ("dh.pem"). Valid two days."""
 import os
 import shutil
 import subprocess
@@ -18,6 +20,14 @@ class TestPki:
                 self._cert(server, "ca", san="DNS:localhost,IP:127.0.0.1")
             self._cert("client", "ca")
             self._cert("stranger", "other-ca")
+            # for TLSv1.2's DHE ciphers, which sign with RSA
+            self._cert("server-rsa", "ca", san="DNS:localhost,IP:127.0.0.1", key="rsa:2048")
+            # "server"'s key, encrypted with the passphrase "larder pass"
+            self._openssl("pkey", "-in", "server.key", "-aes256", "-passout",
+                          "pass:larder pass", "-out", "server-enc.key")
+            # Diffie-Hellman parameters: a named group, so nothing is generated
+            self._openssl("genpkey", "-genparam", "-algorithm", "DH", "-pkeyopt",
+                          "group:ffdhe2048", "-out", "dh.pem")
         except BaseException:
             self.cleanup()
             raise
@@ -48,9 +58,9 @@ class TestPki:
                       "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj",
                       f"/CN={name}", "-keyout", f"{name}.key", "-out", f"{name}.crt")
 
-    def _cert(self, name, ca, san=None):
-        self._openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                      "-nodes", "-subj", f"/CN={name}", "-keyout", f"{name}.key", "-out",
+    def _cert(self, name, ca, san=None, key="ec"):
+        key_args = ["-pkeyopt", "ec_paramgen_curve:prime256v1"] if key == "ec" else []
+        self._openssl("req", "-newkey", key, *key_args, "-nodes", "-subj", f"/CN={name}", "-keyout", f"{name}.key", "-out",
                       f"{name}.csr")
         ext = []
         if san:
