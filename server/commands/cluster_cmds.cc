@@ -69,13 +69,31 @@ std::string NodeLine(const ClusterNode& n, bool myself, int64_t version, int64_t
   return line + "\n";
 }
 
+// What myself's CLUSTER NODES line adds while a migration or an import runs, as Kvrocks
+// writes it: " [<range>->-<destination id>]", " [<range>-<-<id of the range's owner>]".
+std::string TransferMarkers(const Ctx& ctx, const Topology& t) {
+  std::string out;
+  const cluster::MigrationInfo m = ctx.core.cluster.Migration();
+  if (m.state == cluster::MigrationState::kStart) {
+    out += " [" + m.range->ToString() + "->-" + m.destination_id + "]";
+  }
+  const cluster::ImportInfo i = ctx.core.cluster.Import();
+  if (i.state == cluster::ImportState::kStart) {
+    const ClusterNode* owner = t.OwnerOf(i.range->first);
+    out += " [" + i.range->ToString() + "-<-" + (owner ? owner->id : "") + "]";
+  }
+  return out;
+}
+
 void Nodes(Ctx& ctx) {
   auto t = TopologyOrReply(ctx);
   if (!t) return;
   const std::string me = ctx.core.cluster.MyId();
   std::string out;
   for (const ClusterNode& n : t->nodes()) {
-    out += NodeLine(n, n.id == me, t->version(), ctx.NowMs());
+    std::string line = NodeLine(n, n.id == me, t->version(), ctx.NowMs());
+    if (n.id == me) line.insert(line.size() - 1, TransferMarkers(ctx, *t));
+    out += line;
   }
   ctx.w.Verbatim("txt", out);
 }

@@ -19,6 +19,13 @@ from cluster_harness import Cluster, cluster_info, range_text
 from server_harness import MiB, RawClient, RedisProcess, ServerProcess, free_port, wait_for
 
 
+def myself_line(client):
+    """The `myself` line of a node's CLUSTER NODES, with its newline."""
+    nodes = client.execute_command("CLUSTER", "NODES")
+    nodes = nodes.decode() if isinstance(nodes, bytes) else nodes
+    return next(line + "\n" for line in nodes.splitlines() if " myself," in line)
+
+
 class ControllerSequenceTest(unittest.TestCase):
     """The controller's probe and push, then every client."""
 
@@ -441,11 +448,14 @@ class MigrationAndFailureTest(unittest.TestCase):
             dest.execute_command("CLIENT", "PAUSE", "1500", "ALL")
             self.assertEqual(source.execute_command(
                 "CLUSTERX", "MIGRATE", "500-999", cluster.ids[1]), b"OK")
+            # Myself's CLUSTER NODES line shows the migration while it runs, as Kvrocks's.
+            self.assertIn(f" [500-999->-{cluster.ids[1]}]\n", myself_line(source))
             self.assertTrue(source.flushall())
             wait_for(lambda: cluster_info(cluster.nodes[0], "cluster-secret")[
                 "migrating_state"] != "start", 60)
             self.assertEqual(cluster_info(cluster.nodes[0], "cluster-secret")["migrating_state"],
                              "fail")
+            self.assertNotIn("->-", myself_line(source))
             wait_for(lambda: keys_in(dest, 500, 999) == 0, 30)
             self.assertEqual(keys_in(source, 500, 999), 0)
             self.assertEqual(keys_in(dest, 0, 499), moved)  # the first migration stands
@@ -457,6 +467,8 @@ class MigrationAndFailureTest(unittest.TestCase):
             cluster.push()
             raw = RawClient(cluster.nodes[1].port)
             self.assertEqual(raw.call("CLUSTER", "IMPORT", "0-9", "0"), b"+OK\r\n")
+            node1 = cluster.nodes[1].client()
+            self.assertIn(f" [0-9-<-{cluster.ids[0]}]\n", myself_line(node1))
             slot0_key = next(k for k in (f"i{i}" for i in range(100000))
                              if redis.cluster.key_slot(k.encode()) <= 9)
             self.assertEqual(raw.call("SET", slot0_key, "v"), b"+OK\r\n")  # the importing link
@@ -474,6 +486,7 @@ class MigrationAndFailureTest(unittest.TestCase):
                              b"-ERR Invalid import state\r\n")
             raw.close()
             wait_for(lambda: cluster_info(cluster.nodes[1]).get("import_state") == "error")
+            self.assertNotIn("-<-", myself_line(node1))
             # What it imported goes with it (deleted in the background): the slot is not this
             # node's.
             slot = str(redis.cluster.key_slot(slot0_key.encode()))
