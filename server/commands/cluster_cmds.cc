@@ -274,6 +274,12 @@ void Import(Ctx& ctx) {
   ctx.w.SimpleString("OK");
 }
 
+// CLUSTER LINKS: the cluster bus's links, of which Larder has none (kvrocks-controller pushes
+// the topology to each node).
+void Links(Ctx& ctx) {
+  ctx.w.ArrayHeader(0);
+}
+
 constexpr SubcommandRow kSubcommands[] = {
     {"info", 2, Info, "INFO", "Return information about the cluster."},
     {"nodes", 2, Nodes, "NODES", "Return cluster configuration seen by node."},
@@ -281,6 +287,9 @@ constexpr SubcommandRow kSubcommands[] = {
     {"shards", 2, Shards, "SHARDS", "Return information about slot range mappings and nodes."},
     {"keyslot", 3, KeySlot, "KEYSLOT <key>", "Return the hash slot for <key>."},
     {"myid", 2, MyId, "MYID", "Return the node id."},
+    {"links", 2, Links, "LINKS",
+     "Return information about all network links between this node and its peers: none, "
+     "Larder has no cluster bus."},
     {"countkeysinslot", 3, CountKeysInSlot, "COUNTKEYSINSLOT <slot>",
      "Return the number of keys in <slot>."},
     {"getkeysinslot", 4, GetKeysInSlot, "GETKEYSINSLOT <slot> <count>",

@@ -3,6 +3,7 @@
 #include "commands/families.h"
 #include "commands/subcommands.h"
 #include "commands/util.h"
+#include "larder/glob.h"
 
 namespace larder::server {
 
@@ -41,10 +42,35 @@ void Count(Ctx& ctx) {
   ctx.w.Integer(static_cast<int64_t>(CommandTable().size()));
 }
 
+// COMMAND LIST [FILTERBY MODULE <name> | PATTERN <glob>]: every command, each followed by its
+// subcommands ("config|get", "config|help"), as Redis 7 lists them; PATTERN matches those
+// names case-insensitively, MODULE lists nothing (Larder loads no modules). Larder keeps no
+// ACL categories, so FILTERBY ACLCAT is refused rather than answered wrongly.
 void List(Ctx& ctx) {
-  const auto& table = CommandTable();
-  ctx.w.ArrayHeader(table.size());
-  for (const CommandSpec& spec : table) ctx.w.BulkString(spec.name);
+  std::optional<std::string_view> pattern;
+  if (ctx.argc() > 2) {
+    if (ctx.argc() != 5 || !EqualsNoCase(ctx.argv[2], "filterby")) return ctx.w.Error(kErrSyntax);
+    const std::string_view type = ctx.argv[3];
+    if (EqualsNoCase(type, "module")) return ctx.w.ArrayHeader(0);
+    if (EqualsNoCase(type, "aclcat")) {
+      return ctx.w.Error("ERR Larder keeps no ACL categories: FILTERBY ACLCAT is not supported");
+    }
+    if (!EqualsNoCase(type, "pattern")) return ctx.w.Error(kErrSyntax);
+    pattern = ctx.argv[4];
+  }
+  std::vector<std::string> names;
+  for (const CommandSpec& spec : CommandTable()) {
+    names.emplace_back(spec.name);
+    for (const SubcommandRow& sub : spec.subcommands) {
+      names.push_back(std::string(spec.name) + "|" + std::string(sub.name));
+    }
+    if (!spec.subcommands.empty()) names.push_back(std::string(spec.name) + "|help");
+  }
+  if (pattern) {
+    std::erase_if(names, [&](const std::string& n) { return !GlobMatch(*pattern, n, true); });
+  }
+  ctx.w.ArrayHeader(names.size());
+  for (const std::string& n : names) ctx.w.BulkString(n);
 }
 
 // COMMAND INFO [name ...]: every command, or each named one (null when unknown).
@@ -86,15 +112,17 @@ void GetKeys(Ctx& ctx) {
     return ctx.w.Error("ERR Invalid number of arguments specified for command");
   }
   const std::span<const std::string> call = std::span<const std::string>(ctx.argv).subspan(2);
+  if (!spec->subcommands.empty() && argc >= 2) {
+    // Redis 7 looks the subcommand up, then checks its arity.
+    const bool known = EqualsNoCase(call[1], "help") || RowOf(call[1], spec->subcommands);
+    if (!known) return ctx.w.Error("ERR Invalid command specified");
+    if (SubcommandRefusal(spec->name, call, spec->subcommands)) {
+      return ctx.w.Error("ERR Invalid number of arguments specified for command");
+    }
+  }
   std::vector<std::string_view> keys;
   ForEachKeyPosition(spec->keys, call, [&](size_t i) { keys.push_back(call[i]); });
-  if (keys.empty()) {
-    // A subcommand that has keys, given none, is short of arguments (Redis 7 checks its arity).
-    const std::string_view sub = spec->keys.subcommand;
-    const bool keyed_sub = !sub.empty() && call.size() >= 2 && EqualsNoCase(call[1], sub);
-    return ctx.w.Error(keyed_sub ? "ERR Invalid number of arguments specified for command"
-                                 : "ERR The command has no key arguments");
-  }
+  if (keys.empty()) return ctx.w.Error("ERR The command has no key arguments");
   ctx.w.ArrayHeader(keys.size());
   for (std::string_view key : keys) ctx.w.BulkString(key);
 }

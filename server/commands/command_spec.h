@@ -120,7 +120,7 @@ struct SubcommandRow {
   int arity;              // argc including the container and the subcommand, as in Redis
   Handler handler;
   std::string_view usage;  // "SETNAME <name>": the HELP line naming it
-  std::string_view help;   // what it does, one line
+  std::string_view help;   // what it does; lines of a longer help separated by '\n'
   uint32_t flags = 0;      // CommandFlag bits of its own (kAdmin: hidden from MONITOR, as
                            // Redis hides CLIENT LIST but shows CLIENT SETNAME)
 };

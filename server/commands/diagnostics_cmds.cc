@@ -43,7 +43,10 @@ void SlowlogReset(Ctx& ctx) {
 
 constexpr SubcommandRow kSlowlogSubcommands[] = {
     {"get", -2, SlowlogGet, "GET [<count>]",
-     "Return top <count> entries from the slowlog (default: 10, -1 mean all)."},
+     "Return top <count> entries from the slowlog (default: 10, -1 mean all).\n"
+     "Entries are made of:\n"
+     "id, timestamp, time in microseconds, arguments array, client IP and port,\n"
+     "client name"},
     {"len", 2, SlowlogLen, "LEN", "Return the length of the slowlog."},
     {"reset", 2, SlowlogReset, "RESET", "Reset the slowlog."},
 };

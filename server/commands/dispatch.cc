@@ -308,8 +308,9 @@ bool Dispatcher::Admit(const CommandSpec* spec, ClientState& client,
   } else {
     return true;
   }
-  if (client.in_multi && spec != nullptr && spec->name == "exec") {
-    // As Redis's execCommandAbort: a refused EXEC ends the transaction, naming why.
+  if (spec != nullptr && spec->name == "exec") {
+    // As Redis's execCommandAbort: a refused EXEC ends the transaction, naming why (outside
+    // one too: EXEC with arguments, or on a subscribed connection).
     client.EndTransaction();
     std::string_view why = error;
     if (why.starts_with("ERR ")) why.remove_prefix(4);

@@ -1,5 +1,9 @@
 // Keyspace commands: DEL UNLINK EXISTS TYPE EXPIRE* TTL PTTL EXPIRETIME PEXPIRETIME PERSIST
 // TOUCH SCAN KEYS RANDOMKEY RENAME RENAMENX OBJECT MEMORY. Only strings exist.
+#include <malloc.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 
 #include "commands/expiry.h"
@@ -148,12 +152,13 @@ void Scan(Ctx& ctx) {
   if (!ParseCursor(ctx.argv[1], &cursor)) return ctx.w.Error("ERR invalid cursor");
   std::string pattern;
   int64_t count = 10;
-  bool type_ok = true;
+  bool type_ok = true, match_given = false;
   for (size_t i = 2; i < ctx.argc(); i += 2) {
     if (i + 1 >= ctx.argc()) return ctx.w.Error(kErrSyntax);
     std::string opt = ToLower(ctx.argv[i]);
     if (opt == "match") {
       pattern = ctx.argv[i + 1];
+      match_given = true;
     } else if (opt == "count") {
       if (!ArgInt64(ctx, ctx.argv[i + 1], &count)) return;
       if (count < 1) return ctx.w.Error(kErrSyntax);
@@ -166,12 +171,17 @@ void Scan(Ctx& ctx) {
   ScanPage page = ctx.store().Scan(cursor, pattern, static_cast<size_t>(count));
   ctx.w.ArrayHeader(2);
   ctx.w.BulkString(std::to_string(page.next_cursor));
-  if (!type_ok) page.keys.clear();
+  // A TYPE other than string, or MATCH "" (which matches only the empty key, and no key is
+  // empty; the engine reads "" as no filter): the scan walks on and returns no key, as Redis's.
+  if (!type_ok || (match_given && pattern.empty())) page.keys.clear();
   ctx.w.ArrayHeader(page.keys.size());
   for (const std::string& k : page.keys) ctx.w.BulkString(k);
 }
 
 void Keys(Ctx& ctx) {
+  // The engine reads "" as no filter; as a pattern it matches only the empty key, and no key
+  // is empty.
+  if (ctx.argv[1].empty()) return ctx.w.ArrayHeader(0);
   std::vector<std::string> all;
   uint64_t cursor = 0;
   do {
@@ -253,11 +263,26 @@ void MemoryPurge(Ctx& ctx) {
   ctx.w.SimpleString("OK");
 }
 
+// MEMORY MALLOC-STATS: the allocator's own report, as Redis gives jemalloc's: glibc's
+// malloc_info (XML), or Redis's words for an allocator without one.
+void MemoryMallocStats(Ctx& ctx) {
+  char* report = nullptr;
+  size_t len = 0;
+  FILE* out = open_memstream(&report, &len);
+  const bool made = out != nullptr && malloc_info(0, out) == 0;
+  if (out != nullptr) std::fclose(out);
+  ctx.w.BulkString(made ? std::string_view(report, len)
+                        : std::string_view("Stats not supported for the current allocator"));
+  std::free(report);
+}
+
 constexpr SubcommandRow kMemorySubcommands[] = {
     {"usage", -3, MemoryUsage, "USAGE <key> [SAMPLES <count>]",
      "Return the bytes <key> takes: value, key and a fixed overhead."},
     {"purge", 2, MemoryPurge, "PURGE",
      "Unmap the value files, so the page cache can drop their pages."},
+    {"malloc-stats", 2, MemoryMallocStats, "MALLOC-STATS",
+     "Return internal statistics report from the memory allocator."},
 };
 
 void Memory(Ctx& ctx) {

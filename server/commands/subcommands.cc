@@ -9,25 +9,33 @@ namespace larder::server {
 
 namespace {
 
+// Each row's usage, then each line of its help indented (a help of several lines has them
+// separated by '\n').
 void ReplyHelp(Ctx& ctx, std::span<const SubcommandRow> table) {
-  ctx.w.ArrayHeader(1 + 2 * table.size() + 2);
-  ctx.w.SimpleString(common::ToUpper(ctx.spec.name) +
-                     " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+  std::vector<std::string> lines = {common::ToUpper(ctx.spec.name) +
+                                    " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"};
   for (const SubcommandRow& row : table) {
-    ctx.w.SimpleString(row.usage);
-    ctx.w.SimpleString("    " + std::string(row.help));
+    lines.emplace_back(row.usage);
+    for (std::string_view line : common::SplitNonEmpty(row.help, '\n')) {
+      lines.push_back("    " + std::string(line));
+    }
   }
-  ctx.w.SimpleString("HELP");
-  ctx.w.SimpleString("    Prints this help.");
+  lines.emplace_back("HELP");
+  lines.emplace_back("    Prints this help.");
+  ctx.w.ArrayHeader(lines.size());
+  for (const std::string& line : lines) ctx.w.SimpleString(line);
 }
 
-// The row of `sub`, or nullptr (HELP has none).
+}  // namespace
+
 const SubcommandRow* RowOf(std::string_view sub, std::span<const SubcommandRow> table) {
   for (const SubcommandRow& row : table) {
     if (EqualsNoCase(sub, row.name)) return &row;
   }
   return nullptr;
 }
+
+namespace {
 
 // What CLIENT LIST shows as the client's last command: the full name, as Redis.
 void NoteFullName(Ctx& ctx, const std::string& full) {

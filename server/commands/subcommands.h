@@ -18,6 +18,8 @@ namespace larder::server {
 //   wrong arity      → "ERR wrong number of arguments for '<cmd>|<sub>' command"
 // Precondition: ctx.argc() >= 2.
 void RunSubcommand(Ctx& ctx, std::span<const SubcommandRow> table);
+// The row of subcommand `sub` (case-insensitive) in `table`, or nullptr (HELP has none).
+const SubcommandRow* RowOf(std::string_view sub, std::span<const SubcommandRow> table);
 // Whether RunSubcommand would run a handler or HELP (argv[1] known, the arity right): what a
 // container command checks before a refusal of its own that Redis makes only then (CLUSTER
 // with the cluster disabled). Precondition: ctx.argc() >= 2.

@@ -105,7 +105,7 @@ struct ServerConfig {
   uint32_t notify_keyspace_events = 0;  // NotifyClass bits; 0 = no keyspace notifications
 
   // --- observability ---
-  int64_t slowlog_log_slower_than = 10000;  // microseconds; 0 = every command, < 0 = none
+  int64_t slowlog_log_slower_than = 10000;  // microseconds; 0 = every command, -1 = none
   int64_t slowlog_max_len = 128;            // entries kept
   int64_t latency_monitor_threshold = 0;    // milliseconds; 0 = the latency monitor is off
   bool latency_tracking = true;             // per-command latency histograms

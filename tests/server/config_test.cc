@@ -365,6 +365,8 @@ TEST_F(ConfigTest, SetRefusesImmutableUnknownAndBadValues) {
             Failed("client-output-buffer-limit", "wrong number of arguments"));
   EXPECT_EQ(c.Set("timeout", "1\r\n"),
             Failed("timeout", "'1\\x0d\\x0a' is not an integer in [0, 2147483647]"));
+  EXPECT_EQ(c.Set("slowlog-log-slower-than", "-2"),  // Redis's range: -1 (none) and up
+            Failed("slowlog-log-slower-than", "'-2' is not an integer >= -1"));
   EXPECT_EQ(AllValues(c), AllValues(Config()));
 
   EXPECT_EQ(c.Set("requirepass", std::string(512, 'x')), std::nullopt);

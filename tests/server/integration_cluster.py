@@ -58,6 +58,7 @@ class ControllerSequenceTest(unittest.TestCase):
 
     def test_cluster_nodes_and_slots_describe_the_topology(self):
         node = self.cluster.nodes[1]
+        self.assertEqual(node.raw().call("CLUSTER", "LINKS"), b"*0\r\n")  # no cluster bus
         nodes = node.client().execute_command("CLUSTER", "NODES")
         text = nodes.decode() if isinstance(nodes, bytes) else nodes
         lines = text.strip("\n").split("\n")
@@ -267,7 +268,7 @@ class ClusterBesideRedisTest(unittest.TestCase):
         with ServerProcess().start() as larder, RedisProcess().start() as redis_node:
             lr, rr = larder.raw(), redis_node.raw()
             for cmd in (["CLUSTER", "INFO"], ["CLUSTER", "SLOTS"], ["READONLY"], ["ASKING"],
-                        ["CLUSTER", "KEYSLOT", "x"]):
+                        ["CLUSTER", "KEYSLOT", "x"], ["CLUSTER", "LINKS"]):
                 self.assertEqual(lr.call(*cmd), rr.call(*cmd), cmd)
             self.assertEqual(lr.call("CLUSTERX", "VERSION"), b"-ERR Cluster mode is not enabled\r\n")
             self.assertIn(b"cluster_enabled:0", lr.call("INFO", "cluster"))

@@ -139,7 +139,7 @@ FAMILY_SEQUENCES = {
         ["LATENCY", "HISTORY", "command"], ["CLIENT", "PAUSE", "x"], ["CLIENT", "PAUSE", "-1"],
         ["CLIENT", "PAUSE", "10", "FOO"], ["CLIENT", "PAUSE", "10", "WRITE", "x"],
         ["CLIENT", "PAUSE"], ["CLIENT", "PAUSE", "0"], ["CLIENT", "UNPAUSE"],
-        ["CLIENT", "UNPAUSE", "x"], ["MONITOR", "x"],
+        ["CLIENT", "UNPAUSE", "x"], ["MONITOR", "x"], ["SLOWLOG", "HELP"],
     ],
 }
 
@@ -166,6 +166,23 @@ SESSION_SEQUENCES = {
     "transaction queues AUTH and UNWATCH": [["MULTI"], ["UNWATCH"], ["AUTH", "x"], ["EXEC"]],
     "a refused EXEC discards the transaction": [
         ["DEL", "t:b"], ["MULTI"], ["SET", "t:b", "1"], ["EXEC", "x"], ["GET", "t:b"], ["EXEC"]],
+    "a refused EXEC outside a transaction": [["EXEC", "x"], ["EXEC"], ["DISCARD"]],
+    "an empty pattern matches no key": [
+        ["SET", "t:e", "1"], ["KEYS", ""], ["SCAN", "0", "MATCH", "", "COUNT", "1000"],
+        ["SCAN", "0", "MATCH", "", "MATCH", "t:e", "COUNT", "1000"], ["KEYS", "t:e"]],
+    "COMMAND LIST filters and GETKEYS of subcommands": [
+        ["COMMAND", "LIST", "FOO"], ["COMMAND", "LIST", "FILTERBY"],
+        ["COMMAND", "LIST", "FILTERBY", "PATTERN"], ["COMMAND", "LIST", "FILTERBY", "X", "y"],
+        ["COMMAND", "LIST", "FILTERBY", "MODULE", "m"],
+        ["COMMAND", "LIST", "FILTERBY", "PATTERN", "GETD*"],
+        ["COMMAND", "LIST", "FILTERBY", "PATTERN", "OBJECT|F*"],
+        ["COMMAND", "GETKEYS", "object", "encoding"], ["COMMAND", "GETKEYS", "object", "foo", "k"],
+        ["COMMAND", "GETKEYS", "object", "help"], ["COMMAND", "GETKEYS", "object", "freq", "k"],
+        ["COMMAND", "GETKEYS", "memory", "usage"], ["COMMAND", "GETKEYS", "memory", "usage", "k"]],
+    "slowlog-log-slower-than's range": [
+        ["CONFIG", "SET", "slowlog-log-slower-than", "-1"],
+        ["CONFIG", "GET", "slowlog-log-slower-than"],
+        ["CONFIG", "SET", "slowlog-log-slower-than", "10000"]],
     "nested MULTI and WATCH inside MULTI": [
         ["MULTI"], ["MULTI"], ["WATCH", "x"], ["SET", "t:c", "1"], ["EXEC"]],
     "SHUTDOWN options": [
