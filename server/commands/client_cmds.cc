@@ -1,6 +1,8 @@
 // CLIENT and its subcommands, each a row of kSubcommands beside its handler.
+#include <chrono>
 #include <functional>
 #include <optional>
+#include <thread>
 
 #include "commands/client_name.h"
 #include "commands/families.h"
@@ -253,6 +255,12 @@ void Pause(Ctx& ctx) {
   }
   const int64_t now = ctx.NowMs();
   ctx.core.pause.Pause(ms > INT64_MAX - now ? INT64_MAX : now + ms, scope, now);
+  // As in Redis, where no command runs beside it: the reply comes once the writes already
+  // running have ended (or the pause has). Not inside EXEC, which runs alone: its own writes
+  // are what would be waited for.
+  while (!ctx.in_exec && ctx.core.pause.WritesRunning() && ctx.core.pause.Active(ctx.NowMs())) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   ctx.w.SimpleString("OK");
 }
 
@@ -283,7 +291,7 @@ constexpr SubcommandRow kSubcommands[] = {
      "USER <username>, ADDR <ip:port>, LADDR <ip:port>, SKIPME (YES|NO).",
      kAdmin},
     {"pause", -3, Pause, "PAUSE <timeout> [WRITE|ALL]",
-     "Suspend all, or just write, clients for <timeout> milliseconds.", kAdmin},
+     "Suspend all, or just write, clients for <timeout> milliseconds.", kAdmin | kWaits},
     {"unpause", 2, Unpause, "UNPAUSE", "Stop the current client pause, resuming traffic.", kAdmin},
     {"no-evict", 3, AcceptAndIgnore, "NO-EVICT (ON|OFF)",
      "Accepted for compatibility; Larder never evicts clients.", kAdmin},

@@ -147,6 +147,14 @@ bool PausedByWrite(const ClientState& client, const CommandSpec& spec) {
   return false;
 }
 
+// Whether `argv` calls a subcommand of `spec` that waits for other commands (kWaits): run on
+// an engine thread, although its container is `fast`.
+bool SubcommandWaits(const CommandSpec& spec, const std::vector<std::string>& argv) {
+  if (spec.subcommands.empty() || argv.size() < 2) return false;
+  const SubcommandRow* row = RowOf(argv[1], spec.subcommands);
+  return row != nullptr && (row->flags & kWaits) != 0;
+}
+
 // The arguments as MONITOR and SLOWLOG show them: passwords replaced by "(redacted)" (AUTH's
 // arguments, HELLO's after AUTH, the value CONFIG SET gives a sensitive option), as Redis does.
 std::vector<std::string> Redacted(const CommandSpec& spec, const std::vector<std::string>& argv) {
@@ -261,22 +269,28 @@ Plan Dispatcher::PlanOf(const ClientState& client, const std::vector<std::string
   plan.spec = FindCommand(argv[0]);
   const CommandSpec* spec = plan.spec;
   const bool arity_ok = spec != nullptr && ArityOk(spec->arity, argv.size());
-  if (arity_ok && core_.pause.Holds(PausedByWrite(client, *spec), core_.NowMs())) {
+  const bool writes = arity_ok && PausedByWrite(client, *spec);
+  if (arity_ok && !core_.pause.StartCommand(writes, core_.NowMs())) {
     plan.route = Route::kHold;
     return plan;
   }
+  plan.counts_write = writes;
   if (planner == Planner::kPoolBatch) {
     plan.route = Route::kPool;
     return plan;
   }
   const bool runs_handler = arity_ok && !QueuedByMulti(client, *spec);
-  bool cheap = !runs_handler || spec->Has(kFast);
+  bool cheap = !runs_handler || (spec->Has(kFast) && !SubcommandWaits(*spec, argv));
   if (!cheap) cheap = plan.in_memory = RunsFromMemory(*spec, argv);
   if (cheap && runs_handler && spec->TakesServerLockShared()) {
     cheap = plan.holds_server_lock = core_.exec_lock.try_lock_shared();
     plan.in_memory = plan.in_memory && cheap;
   }
   plan.route = cheap ? Route::kInline : Route::kPool;
+  if (plan.route == Route::kPool && plan.counts_write) {
+    core_.pause.EndWrite();  // counted again where it runs (Plan::counts_write)
+    plan.counts_write = false;
+  }
   return plan;
 }
 
@@ -328,6 +342,13 @@ void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::str
   std::shared_lock<FairSharedMutex> held;
   if (plan.holds_server_lock)
     held = std::shared_lock<FairSharedMutex>(core_.exec_lock, std::adopt_lock);
+  struct EndWrite {
+    ClientPause& pause;
+    bool counted;
+    ~EndWrite() {
+      if (counted) pause.EndWrite();
+    }
+  } end_write{core_.pause, plan.counts_write};
   ServerStats::Count(core_.stats.total_commands_processed);
   if (plan.in_memory) {
     ServerStats::Count(plan.spec->Has(kFastIfInMemory) ? core_.stats.gets_on_io_thread

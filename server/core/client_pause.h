@@ -5,6 +5,13 @@
 // ALL pause covers every command. The engine's own expiry and eviction keep running: a pause
 // holds clients, not the store.
 //
+// As in Redis, where a command runs whole before the next, CLIENT PAUSE answers once the writes
+// already running have ended: each write is counted from its last check against the pause
+// (StartCommand) until it has run (EndWrite), and the pause's reply waits for the count to
+// reach zero (WritesRunning). A write counts itself before it reads the pause, and Pause sets
+// the pause before the count is read (both sequentially consistent), so every write either
+// sees the pause and waits, or is seen by the wait.
+//
 // Thread-safe (atomics).
 #pragma once
 
@@ -39,10 +46,22 @@ class ClientPause {
     if (!Active(now_ms)) return false;
     return scope_.load() == static_cast<int>(Scope::kAll) || writes;
   }
+  // Whether a command that writes (`writes`) or not may run now. A write it lets run is
+  // counted as running until EndWrite; a held one is not counted.
+  bool StartCommand(bool writes, int64_t now_ms) {
+    if (!writes) return !Holds(false, now_ms);
+    writes_running_.fetch_add(1);
+    if (!Holds(true, now_ms)) return true;
+    EndWrite();
+    return false;
+  }
+  void EndWrite() { writes_running_.fetch_sub(1); }
+  bool WritesRunning() const { return writes_running_.load() > 0; }
 
  private:
   std::atomic<int> scope_{0};
   std::atomic<int64_t> until_ms_{0};
+  std::atomic<int64_t> writes_running_{0};
 };
 
 }  // namespace larder::server

@@ -34,6 +34,10 @@ struct Plan {
   // thread never waits for the lock, where a writer holding it (MSET, EXEC) would stall every
   // connection of the thread. A request that would wait for it goes to the pool instead.
   bool holds_server_lock = false;
+  // A write counted as running (ClientPause::StartCommand) until Run ends: kInline, or kPool
+  // planned by kPoolBatch. A kPool plan of the io thread counts nothing: the pool thread plans
+  // the request again where it runs, and a pause begun meanwhile holds it there.
+  bool counts_write = false;
 };
 
 class RequestExecutor {
@@ -41,8 +45,8 @@ class RequestExecutor {
   virtual ~RequestExecutor() = default;
   // Looks argv[0] up and decides where the request runs, given the client's state: kHold, or
   // for kPoolBatch kPool (where it already is), for kIoThread kInline or kPool. Changes
-  // nothing, but for taking the server lock of an inline plan (Plan::holds_server_lock): the
-  // caller must then Run the plan, at once.
+  // nothing, but for taking the server lock of an inline plan (Plan::holds_server_lock) and
+  // counting a write (Plan::counts_write): the caller must then Run the plan, at once.
   virtual Plan PlanOf(const ClientState& client, const std::vector<std::string>& argv,
                       Planner planner) const = 0;
   // Executes the request PlanOf planned for these very argv and client state (argv may be

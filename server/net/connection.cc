@@ -271,7 +271,6 @@ void Connection::Execute() {
   const uint64_t hard_limit = OutputLimit().hard_bytes;
   // Bytes buffered behind this request mean the client pipelines: throughput work.
   asio::thread_pool& pool = rpos_ < wpos_ ? server_.pipeline_pool() : server_.pool();
-  planned_ = plan;  // read by RunBatch on the pool (the post orders the two)
   asio::post(pool, [self = shared_from_this(), rpos = rpos_, wpos = wpos_, direct_fd, hard_limit] {
     resp::ReplyWriter w;
     w.set_protocol(self->state_->resp);
@@ -350,8 +349,13 @@ void Connection::Hold() {
 size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close,
                             bool* held) {
   RequestExecutor& executor = server_.executor();
+  const Plan first = executor.PlanOf(*state_, parser_.args(), Planner::kPoolBatch);
+  if (first.route == Route::kHold) {
+    *held = true;
+    return rpos;
+  }
   if (rpos < wpos) PrefetchPipelinedReads(rpos, wpos);
-  executor.Run(planned_, *state_, parser_.args(), w);
+  executor.Run(first, *state_, parser_.args(), w);
   size_t done = 1;
   while (rpos < wpos && done < kMaxBatchCommands && w.queue().bytes() < kMaxBatchBytes &&
          !w.abandoned() && !state_->close_after_reply && !server_.stopping()) {

@@ -95,9 +95,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Keeps the parsed request (held by CLIENT PAUSE) and plans it again after kHoldRecheck;
   // nothing else is parsed meanwhile, so replies stay in order.
   void Hold();
-  // On the pool: runs the parsed request (planned_), then the complete ones buffered in
-  // inbuf_[rpos, wpos); returns the new read position. Sets *close on a protocol error, and
-  // *held if it stopped at a parsed request CLIENT PAUSE holds (left for the io thread).
+  // On the pool: runs the parsed request, then the complete ones buffered in inbuf_[rpos,
+  // wpos), each planned where it runs; returns the new read position. Sets *close on a
+  // protocol error, and *held if it stopped at a parsed request CLIENT PAUSE holds (left for
+  // the io thread), the first one too: a pause may begin while the job waits for a thread.
   size_t RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close, bool* held);
   // How a pool job's batch ended: the new read position, and whether to close after the
   // replies, a request waits for CLIENT PAUSE, the reply was abandoned (past the hard output
@@ -196,7 +197,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   bool reading_ = false;
   bool writing_ = false;
-  Plan planned_;       // the plan of the request handed to the pool
   bool busy_ = false;  // a command is running on the engine pool
   bool held_ = false;  // the parsed request waits for CLIENT PAUSE to end
   // An inline command's reply was large and requests wait behind it: the io thread serves its

@@ -1,9 +1,12 @@
 // The server lock and the io threads: a writer holding it exclusively (MSET, EXEC) never makes
 // an io thread wait. A command that touches no key runs without it; one that would run on the
 // io thread under it shared goes to the pool when the lock is not to be had at once.
+// CLIENT PAUSE and the writes already running: each write is checked against the pause where
+// it runs, and PAUSE answers once none runs.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <future>
@@ -22,6 +25,13 @@
 
 namespace larder::server {
 namespace {
+
+// What `w` holds: the replies written to it.
+std::string Replies(resp::ReplyWriter& w) {
+  std::string out(w.queue().bytes(), '\0');
+  out.resize(static_cast<size_t>(std::max<ssize_t>(0, w.queue().CopyOut(out.data(), out.size()))));
+  return out;
+}
 
 class DispatchLockTest : public ::testing::Test {
  protected:
@@ -57,10 +67,7 @@ class DispatchLockTest : public ::testing::Test {
     auto run = std::async(std::launch::async, [&] {
       resp::ReplyWriter w;
       dispatcher_->Run(plan, client_, argv, w);
-      std::string out(w.queue().bytes(), '\0');
-      out.resize(
-          static_cast<size_t>(std::max<ssize_t>(0, w.queue().CopyOut(out.data(), out.size()))));
-      return out;
+      return Replies(w);
     });
     if (run.wait_for(std::chrono::seconds(10)) == std::future_status::ready) return run.get();
     if (writer->owns_lock()) writer->unlock();
@@ -108,6 +115,47 @@ TEST_F(DispatchLockTest, OnlyCommandsThatTouchNoKeyRunWithoutTheLock) {
                            "psubscribe", "unsubscribe", "pubsub"}) {
     EXPECT_TRUE(FindCommand(name)->TakesServerLock()) << name;
   }
+}
+
+TEST_F(DispatchLockTest, APoolWriteIsCheckedAgainstThePauseWhereItRuns) {
+  std::vector<std::string> argv{"MSET", "k", "v"};
+  ASSERT_EQ(dispatcher_->PlanOf(client_, argv, Planner::kIoThread).route, Route::kPool);
+  EXPECT_FALSE(core_->pause.WritesRunning()) << "counted while it waits for a thread";
+  // The pause begins while the job waits for a pool thread: the pool thread holds it.
+  core_->pause.Pause(core_->NowMs() + 60000, ClientPause::Scope::kWrite, core_->NowMs());
+  EXPECT_EQ(dispatcher_->PlanOf(client_, argv, Planner::kPoolBatch).route, Route::kHold);
+  EXPECT_FALSE(core_->pause.WritesRunning());
+  core_->pause.Unpause();
+  const Plan running = dispatcher_->PlanOf(client_, argv, Planner::kPoolBatch);
+  EXPECT_EQ(running.route, Route::kPool);
+  EXPECT_TRUE(core_->pause.WritesRunning());
+  resp::ReplyWriter w;
+  dispatcher_->Run(running, client_, argv, w);
+  EXPECT_EQ(Replies(w), "+OK\r\n");
+  EXPECT_FALSE(core_->pause.WritesRunning());
+}
+
+TEST_F(DispatchLockTest, ClientPauseAnswersOnceTheWritesRunningHaveEnded) {
+  std::vector<std::string> write{"MSET", "k", "v"};
+  const Plan running = dispatcher_->PlanOf(client_, write, Planner::kPoolBatch);  // begun
+  ASSERT_EQ(running.route, Route::kPool);
+  std::vector<std::string> pause{"CLIENT", "PAUSE", "60000", "WRITE"};
+  const Plan plan = dispatcher_->PlanOf(client_, pause, Planner::kIoThread);
+  EXPECT_EQ(plan.route, Route::kPool) << "it waits: never on an io thread";
+  ClientState admin;
+  auto paused = std::async(std::launch::async, [&] {
+    resp::ReplyWriter w;
+    dispatcher_->Run(plan, admin, pause, w);
+    return Replies(w);
+  });
+  EXPECT_EQ(paused.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout)
+      << "answered while a write ran";
+  resp::ReplyWriter w;
+  dispatcher_->Run(running, client_, write, w);
+  ASSERT_EQ(paused.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_EQ(paused.get(), "+OK\r\n");
+  // A new write is held, as before.
+  EXPECT_EQ(dispatcher_->PlanOf(client_, write, Planner::kIoThread).route, Route::kHold);
 }
 
 }  // namespace

@@ -275,6 +275,41 @@ class ClientPauseTest(BothServers):
                 self.assertEqual([app.reply() for _ in range(3)],
                                  [b"+OK\r\n", b"$1\r\n5\r\n", b":6\r\n"])
 
+    def test_pause_answers_once_the_writes_already_running_have_ended(self):
+        # Redis runs one command at a time, so once CLIENT PAUSE has answered, every write that
+        # began before it has ended. Larder's writes run on engine threads; its PAUSE waits for
+        # them. A 32 MiB SET synced to disk (wal-sync) runs long enough to be caught running,
+        # and INFO counts a command once it has run.
+        durable = ServerProcess(["--unixsocket", "", "--wal", "yes", "--wal-sync", "yes"]).start()
+        self.addCleanup(durable.cleanup)
+        value = b"v" * (32 << 20)
+        for server in (durable, self.redis):
+            with self.subTest(server=type(server).__name__):
+                admin = server.raw()
+                self.addCleanup(admin.close)
+                writers = [server.raw() for _ in range(2)]
+                for w in writers:
+                    self.addCleanup(w.close)
+                ids = [w.call("CLIENT", "ID")[1:-2].decode() for w in writers]
+
+                def set_calls():
+                    m = re.search(rb"cmdstat_set:calls=(\d+)", admin.call("INFO", "commandstats"))
+                    return int(m.group(1)) if m else 0
+
+                def began():
+                    listed = admin.call("CLIENT", "LIST", "ID", *ids).decode().splitlines()
+                    lines = [l for l in listed if l.startswith("id=")]
+                    return len(lines) == len(ids) and all(" cmd=set " in l for l in lines)
+
+                before = set_calls()
+                for i, w in enumerate(writers):
+                    w.send(encode("SET", "pause:w%d" % i, value))
+                wait_for(began, interval=0.001)
+                self.assertEqual(admin.call("CLIENT", "PAUSE", "30000", "WRITE"), b"+OK\r\n")
+                self.assertEqual(set_calls(), before + len(writers))
+                self.assertEqual(admin.call("CLIENT", "UNPAUSE"), b"+OK\r\n")
+                self.assertEqual([w.reply() for w in writers], [b"+OK\r\n"] * len(writers))
+
     def test_all_pause_holds_every_command_until_it_ends(self):
         # Nothing ends an ALL pause early (CLIENT UNPAUSE is held too): the reply cannot come
         # before the pause's end, however slow the machine.
