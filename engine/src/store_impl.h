@@ -252,10 +252,11 @@ class StoreImpl final : public Store {
   // Puts a value where its version will live: inline in the record, or appended to a blob
   // file of the ticket's generation. Fills the entry's and the record's identity and location;
   // the caller fills expiry and times.
-  // `owned`, if not null, holds `value`'s bytes and may be taken (PutOwned).
+  // `owned`, if not null, holds `value`'s bytes and may be taken (PutOwned); `wait_for_room`:
+  // whether a value written behind waits for the writers' room (ValueWriter::Submit).
   Status StageValue(uint64_t hash, std::string_view key, std::string_view value, std::string* owned,
-                    uint64_t value_hash, const Generations::WriteTicket& t, Entry* e,
-                    format::IndexRecord* rec);
+                    bool wait_for_room, uint64_t value_hash, const Generations::WriteTicket& t,
+                    Entry* e, format::IndexRecord* rec);
   // Whether a Put's blob value may be written in the background (a PendingWrite): with the
   // WAL off, a caller's string (PutOwned) or any value with direct_writes; unless a background
   // write failed since the last success (write_failed_), which AppendValue checks as it goes.
@@ -264,7 +265,8 @@ class StoreImpl final : public Store {
   }
   // Appends a blob value into the head; fills e's location.
   Status AppendValue(std::string_view key, std::string_view value, std::string* owned,
-                     const Generations::WriteTicket& t, Entry* e, format::IndexRecord* rec);
+                     bool wait_for_room, const Generations::WriteTicket& t, Entry* e,
+                     format::IndexRecord* rec);
   // Put and PutOwned (`owned`: value's string, or null).
   Status PutImpl(std::string_view key, std::string_view value, std::string* owned,
                  const PutOptions& opts);

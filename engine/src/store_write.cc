@@ -101,7 +101,7 @@ Status WriteFailed(const rocksdb::Status& s, const std::string& dir, const char*
 }  // namespace
 
 Status StoreImpl::AppendValue(std::string_view key, std::string_view value, std::string* owned,
-                              const Generations::WriteTicket& t, Entry* e,
+                              bool wait_for_room, const Generations::WriteTicket& t, Entry* e,
                               format::IndexRecord* rec) {
   // WAL off: a caller's string (PutOwned) is taken as it is and written in the background
   // (ValueWriter); with direct_writes every value is copied into an aligned engine buffer for
@@ -147,7 +147,7 @@ Status StoreImpl::AppendValue(std::string_view key, std::string_view value, std:
     // The file by a weak pointer: the pending write is the file's, and must not keep it.
     pending->on_error = [this, f = FailedWrite{e->hash, std::string(key), *e, file}](
                             const Status&) { OnFailedWrite(f); };
-    writer_->Submit(std::move(file), e->offset, std::move(pending));
+    writer_->Submit(std::move(file), e->offset, std::move(pending), wait_for_room);
     return Status::OK();
   }
   // With sync_writes an acknowledged value must be durable before its record is. The lease is
@@ -207,7 +207,7 @@ void StoreImpl::RemoveFailedWrites(std::vector<FailedWrite>* failed) {
 }
 
 Status StoreImpl::StageValue(uint64_t hash, std::string_view key, std::string_view value,
-                             std::string* owned, uint64_t value_hash,
+                             std::string* owned, bool wait_for_room, uint64_t value_hash,
                              const Generations::WriteTicket& t, Entry* e,
                              format::IndexRecord* rec) {
   Generation& gen = t.gen();
@@ -218,7 +218,9 @@ Status StoreImpl::StageValue(uint64_t hash, std::string_view key, std::string_vi
   rec->generation = gen.id;
   rec->value_size = value.size();
   rec->value_hash = value_hash;
-  if (value.size() >= format::kMinBlobBytes) return AppendValue(key, value, owned, t, e, rec);
+  if (value.size() >= format::kMinBlobBytes) {
+    return AppendValue(key, value, owned, wait_for_room, t, e, rec);
+  }
   e->seg = gen.inline_seg;
   e->flags = Entry::kInline;
   rec->is_inline = true;
@@ -357,7 +359,9 @@ Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::str
   format::IndexRecord rec;
   e.expire_at_ms = rec.expire_at_ms = opts.expire_at_ms;
   e.last_access_ms = rec.created_ms = rec.last_access_ms = now;
-  if (Status s = StageValue(hash, key, value, owned, value_hash, *ticket, &e, &rec); !s.ok()) {
+  if (Status s = StageValue(hash, key, value, owned, !opts.never_wait_for_writers, value_hash,
+                            *ticket, &e, &rec);
+      !s.ok()) {
     AbandonStaged(e);
     return s;
   }

@@ -24,11 +24,12 @@ ValueWriter::~ValueWriter() {
   for (auto& t : threads_) t.join();
 }
 
-void ValueWriter::Submit(BlobFilePtr file, uint64_t offset, std::shared_ptr<PendingWrite> w) {
+void ValueWriter::Submit(BlobFilePtr file, uint64_t offset, std::shared_ptr<PendingWrite> w,
+                         bool wait_for_room) {
   const uint64_t n = w->capacity;
   std::unique_lock lock(mu_);
   // One write larger than the whole budget still goes, alone.
-  room_cv_.wait(lock, [&] { return HasRoomForLocked(n); });
+  if (wait_for_room) room_cv_.wait(lock, [&] { return HasRoomForLocked(n); });
   // A writer needs waking only when the queue was empty (writers wait for work, not for a
   // time) or the write is due at once; otherwise one already waits for the front's due time,
   // which a job at the back does not move. Waking one per Submit cost two context switches

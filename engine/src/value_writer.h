@@ -36,8 +36,10 @@ class ValueWriter {
   ValueWriter& operator=(const ValueWriter&) = delete;
 
   // Queues `w`, already registered in `file` at `offset` (BlobFile::AppendPending). Blocks
-  // while too many bytes are pending. `on_error` runs on a writer thread if the write fails.
-  void Submit(BlobFilePtr file, uint64_t offset, std::shared_ptr<PendingWrite> w);
+  // while too many bytes are pending, if `wait_for_room`; else queues past the budget.
+  // `on_error` runs on a writer thread if the write fails.
+  void Submit(BlobFilePtr file, uint64_t offset, std::shared_ptr<PendingWrite> w,
+              bool wait_for_room = true);
   // Whether Submit of a write of `n` bytes would return at once, not wait for room.
   bool HasRoomFor(uint64_t n) const;
   // Starts every write queued so far without waiting out kWriteBehind (a sync wants them).

@@ -23,6 +23,15 @@ struct Ctx {
   bool holds_server_lock = false;  // shared, taken by PlanOf (Plan::holds_server_lock)
 
   Store& store() { return core.store; }
+  // The PutOptions every write of this command starts from. A command that holds the server
+  // lock exclusively (`exclusive`, or run by EXEC) makes every other command with a key wait,
+  // so its writes never wait for the engine's background writers' room (the values it holds
+  // are queued past it: PutOptions::never_wait_for_writers).
+  PutOptions WriteOptions() const {
+    PutOptions po;
+    po.never_wait_for_writers = in_exec || spec.Has(kExclusive);
+    return po;
+  }
   size_t argc() const { return argv.size(); }
   int64_t NowMs() const { return core.NowMs(); }
 };

@@ -98,7 +98,7 @@ void Rename(Ctx& ctx) {
     if (value.status().IsNotFound()) return ctx.w.Error("ERR no such key");
     return ReplyStatus(ctx, value.status());
   }
-  PutOptions po;
+  PutOptions po = ctx.WriteOptions();
   po.expire_at_ms = info->expire_at_ms;
   Status s = ctx.store().Put(dst, value->view(), po);
   if (!s.ok()) return ReplyStatus(ctx, s);

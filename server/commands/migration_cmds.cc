@@ -32,7 +32,7 @@ void Copy(Ctx& ctx) {
   }
   auto info = ctx.store().Info(src);
   if (!info.ok()) return ctx.w.Integer(0);  // expired between the two reads
-  PutOptions po;
+  PutOptions po = ctx.WriteOptions();
   po.expire_at_ms = info->expire_at_ms;
   po.mode = replace ? PutMode::kAlways : PutMode::kIfAbsent;
   Status s = ctx.store().Put(dst, value->view(), po);
@@ -114,7 +114,7 @@ void Restore(Ctx& ctx) {
     }
     return ctx.w.SimpleString("OK");
   }
-  PutOptions po;
+  PutOptions po = ctx.WriteOptions();
   po.expire_at_ms = at;
   Status s = ctx.store().PutOwned(key, std::move(value), po);
   if (!s.ok()) return ReplyStatus(ctx, s);

@@ -138,7 +138,7 @@ bool ReadString(Ctx& ctx, std::string_view key, std::string* out, bool* found) {
 // Writes `value` to `key`, keeping its expiry, and notifies string event `event`; false (after
 // replying the error) on failure.
 bool PutKeepingTtl(Ctx& ctx, std::string_view key, std::string_view value, std::string_view event) {
-  PutOptions po;
+  PutOptions po = ctx.WriteOptions();
   po.keep_ttl = true;
   Status s = ctx.store().Put(key, value, po);
   if (!s.ok()) {
@@ -182,7 +182,7 @@ void Get(Ctx& ctx) {
 void Set(Ctx& ctx) {
   StringOptions opts;
   if (!ParseStringOptions(ctx, 3, kSetOptions, &opts)) return;
-  PutOptions po;
+  PutOptions po = ctx.WriteOptions();
   if (opts.time && !ExpireAtOfSetTime(ctx, opts.time_arg, *opts.time, &po.expire_at_ms)) return;
   po.keep_ttl = opts.Has(kKeepTtl);
   const bool nx = opts.Has(kNx), xx = opts.Has(kXx), get = opts.Has(kGet);
@@ -207,7 +207,7 @@ void Set(Ctx& ctx) {
 void GetSet(Ctx& ctx) {
   auto old = ctx.store().Get(ctx.argv[1]);
   if (!old.ok() && !old.status().IsNotFound()) return ReplyStatus(ctx, old.status());
-  Status s = ctx.store().Put(ctx.argv[1], ctx.argv[2], PutOptions{});
+  Status s = ctx.store().Put(ctx.argv[1], ctx.argv[2], ctx.WriteOptions());
   if (!s.ok()) return ReplyStatus(ctx, s);
   NotifySet(ctx, ctx.argv[1], PutOptions{});
   if (!old.ok()) return ctx.w.Null();
@@ -215,7 +215,7 @@ void GetSet(Ctx& ctx) {
 }
 
 void SetNx(Ctx& ctx) {
-  PutOptions po;
+  PutOptions po = ctx.WriteOptions();
   po.mode = PutMode::kIfAbsent;
   Status s = ctx.store().Put(ctx.argv[1], ctx.argv[2], po);
   if (!s.ok() && !s.IsConditionNotMet()) return ReplyStatus(ctx, s);
@@ -226,7 +226,7 @@ void SetNx(Ctx& ctx) {
 // SETEX / PSETEX key time value, the time in `unit`.
 template <const TimeUnit& unit>
 void SetEx(Ctx& ctx) {
-  PutOptions po;
+  PutOptions po = ctx.WriteOptions();
   if (!ExpireAtOfSetTime(ctx, ctx.argv[2], unit, &po.expire_at_ms)) return;
   Status s = ctx.store().PutOwned(ctx.argv[1], std::move(ctx.argv[3]), po);
   if (!s.ok()) return ReplyStatus(ctx, s);
@@ -302,12 +302,14 @@ bool PairsAcceptable(Ctx& ctx) {
 // sees some of the keys set and not the others), all pairs checked first. Only a write that
 // fails on the disk, or finds the budget full under eviction-policy none, can leave the pairs
 // before it set. The values go to the engine as they arrived (PutOwned, as SET's): with the WAL
-// off the exclusive hold covers their index writes, their bytes being written behind.
+// off the exclusive hold covers their index writes, their bytes being written behind, queued
+// past the background writers' room rather than waiting for the disk under the hold
+// (Ctx::WriteOptions).
 void MSet(Ctx& ctx) {
   if (ctx.argc() % 2 == 0) return ReplyArity(ctx, ctx.spec.name);
   if (!PairsAcceptable(ctx)) return;
   for (size_t i = 1; i < ctx.argc(); i += 2) {
-    Status s = ctx.store().PutOwned(ctx.argv[i], std::move(ctx.argv[i + 1]), PutOptions{});
+    Status s = ctx.store().PutOwned(ctx.argv[i], std::move(ctx.argv[i + 1]), ctx.WriteOptions());
     if (!s.ok()) return ReplyStatus(ctx, s);
     NotifySet(ctx, ctx.argv[i], PutOptions{});
   }
@@ -321,7 +323,7 @@ void MSetNx(Ctx& ctx) {
     if (ctx.store().Contains(ctx.argv[i])) return ctx.w.Integer(0);
   }
   for (size_t i = 1; i < ctx.argc(); i += 2) {
-    Status s = ctx.store().PutOwned(ctx.argv[i], std::move(ctx.argv[i + 1]), PutOptions{});
+    Status s = ctx.store().PutOwned(ctx.argv[i], std::move(ctx.argv[i + 1]), ctx.WriteOptions());
     if (!s.ok()) return ReplyStatus(ctx, s);
     NotifySet(ctx, ctx.argv[i], PutOptions{});
   }

@@ -1,6 +1,11 @@
 // The write path's answer to "would this Put wait for the disk?" (Store::PutInMemory), which
-// the server uses to run a SET on its event loop.
+// the server uses to run a SET on its event loop, and a write that must not wait for the
+// background writers' room (PutOptions::never_wait_for_writers).
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
 
 #include "blob_file.h"
 #include "format.h"
@@ -90,6 +95,53 @@ TEST_F(WritePathsTest, WithTheWalOnEveryPutWaitsForIt) {
   Reopen();
   EXPECT_FALSE(store_->PutInMemory("a", kMiB));
   EXPECT_FALSE(store_->PutInMemory("a", 100));
+}
+
+// With the background writers' room taken and their write held, a PutOwned that may not wait
+// for them is queued past their room and returns (its value read from its buffer meanwhile);
+// one that may waits until the write goes on. Every value reads back whole.
+TEST_F(WritePathsTest, NeverWaitForWritersQueuesPastTheirRoom) {
+  opts_.write_buffer_bytes = 4 * kMiB;
+  Reopen();
+  std::promise<void> write_reached, write_allowed;
+  std::shared_future<void> allowed = write_allowed.get_future().share();
+  std::atomic<bool> reached{false};
+  testing::ScopedSyncPoint hold("BlobFile::WritePending:Write", [&](void*) {
+    if (!reached.exchange(true)) write_reached.set_value();
+    allowed.wait();
+  });
+  ASSERT_TRUE(store_->PutOwned("queued", MakeValue("queued", 4 * kMiB), {}).ok());
+  ASSERT_EQ(write_reached.get_future().wait_for(std::chrono::seconds(30)),
+            std::future_status::ready);
+  ASSERT_FALSE(store_->PutInMemory("past-room", 4 * kMiB)) << "the writers have room";
+
+  PutOptions no_wait;
+  no_wait.never_wait_for_writers = true;
+  auto put_past_room = std::async(std::launch::async, [&] {
+    return store_->PutOwned("past-room", MakeValue("past-room", 4 * kMiB), no_wait);
+  });
+  const bool returned =
+      put_past_room.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  if (returned) {
+    Result<Value> got = store_->Get("past-room");
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_TRUE(got->view() == MakeValue("past-room", 4 * kMiB)) << "read from its buffer";
+  }
+  auto put_waiting = std::async(std::launch::async, [&] {
+    return store_->PutOwned("waiting", MakeValue("waiting", 4 * kMiB), {});
+  });
+  const bool waited =
+      put_waiting.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout;
+  write_allowed.set_value();
+  EXPECT_TRUE(returned) << "waited for the writers' room";
+  EXPECT_TRUE(waited) << "a plain PutOwned did not wait: the writers were not full";
+  EXPECT_TRUE(put_past_room.get().ok());
+  EXPECT_TRUE(put_waiting.get().ok());
+  for (const char* k : {"queued", "past-room", "waiting"}) {
+    Result<Value> got = store_->Get(k);
+    ASSERT_TRUE(got.ok()) << k << ": " << got.status().ToString();
+    EXPECT_TRUE(got->view() == MakeValue(k, 4 * kMiB)) << k;
+  }
 }
 
 // A sync covers what was appended before it began: a value appended while it waited for the

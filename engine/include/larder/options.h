@@ -120,7 +120,8 @@ struct Options {
   // meanwhile, and a value replaced or deleted before then is never written. A value given with
   // Put goes to its file as the call runs (one copy into the page cache, from the caller's
   // memory, where a buffer would cost the same copy again). This bounds the bytes waiting there;
-  // writers wait beyond it, and writes start at once past half of it. A crash loses them, as it
+  // writers wait beyond it (but for PutOptions::never_wait_for_writers, queued past it), and
+  // writes start at once past half of it. A crash loses them, as it
   // loses every write of the WAL-off mode not flushed yet; a flush waits for them. (A value
   // whose write failed leaves this count and stays in memory until its key is removed.)
   // 0 = max_disk_bytes / 64 clamped to [64 MiB, 1 GiB]. Default: 0.

@@ -73,6 +73,13 @@ struct PutOptions {
   PutMode mode = PutMode::kAlways;
   // Keep the existing entry's expiry (Redis KEEPTTL); expire_at_ms is then ignored.
   bool keep_ttl = false;
+  // With the WAL off, the call never waits for the background writers' room: a value they
+  // write (PutOwned's, or any with direct_writes) is queued even past their room
+  // (Options::write_buffer_bytes), so a PutOwned buffer the caller already holds stays
+  // allocated until written rather than until the call returns, and the writers start at once.
+  // For a caller holding a lock that others wait on (the server's MSET and transactions); the
+  // next writers without it wait for the longer backlog instead. Default: false (wait).
+  bool never_wait_for_writers = false;
 };
 
 // One page of a Scan.
