@@ -103,22 +103,27 @@ void Docs(Ctx& ctx) {
   }
 }
 
-// COMMAND GETKEYS cmd arg...: the key arguments by the command's key positions.
+// COMMAND GETKEYS cmd arg...: the key arguments by the command's key positions. As Redis 7's
+// getKeysSubcommandImpl: the command is looked up (a container with an argument names its
+// subcommand, HELP included), then whether it has keys is checked, then its arity.
 void GetKeys(Ctx& ctx) {
-  const CommandSpec* spec = FindCommand(ctx.argv[2]);
-  if (spec == nullptr) return ctx.w.Error("ERR Invalid command specified");
-  const size_t argc = ctx.argc() - 2;
-  if (!ArityOk(spec->arity, argc)) {
-    return ctx.w.Error("ERR Invalid number of arguments specified for command");
-  }
   const std::span<const std::string> call = std::span<const std::string>(ctx.argv).subspan(2);
-  if (!spec->subcommands.empty() && argc >= 2) {
-    // Redis 7 looks the subcommand up, then checks its arity.
-    const bool known = EqualsNoCase(call[1], "help") || RowOf(call[1], spec->subcommands);
-    if (!known) return ctx.w.Error("ERR Invalid command specified");
-    if (SubcommandRefusal(spec->name, call, spec->subcommands)) {
-      return ctx.w.Error("ERR Invalid number of arguments specified for command");
-    }
+  const CommandSpec* spec = FindCommand(call[0]);
+  if (spec == nullptr) return ctx.w.Error("ERR Invalid command specified");
+  // A container's keys belong to its subcommands: none at its level.
+  bool has_keys = spec->subcommands.empty() && spec->keys.first != 0;
+  int arity = spec->arity;
+  if (!spec->subcommands.empty() && call.size() >= 2) {
+    const bool help = EqualsNoCase(call[1], "help");
+    const SubcommandRow* row = help ? nullptr : RowOf(call[1], spec->subcommands);
+    if (!help && row == nullptr) return ctx.w.Error("ERR Invalid command specified");
+    arity = help ? 2 : row->arity;
+    has_keys = !help && spec->keys.first != 0 &&
+               (spec->keys.subcommand.empty() || EqualsNoCase(call[1], spec->keys.subcommand));
+  }
+  if (!has_keys) return ctx.w.Error("ERR The command has no key arguments");
+  if (!ArityOk(arity, call.size())) {
+    return ctx.w.Error("ERR Invalid number of arguments specified for command");
   }
   std::vector<std::string_view> keys;
   ForEachKeyPosition(spec->keys, call, [&](size_t i) { keys.push_back(call[i]); });
@@ -135,7 +140,7 @@ constexpr SubcommandRow kSubcommands[] = {
      "documentation details for all commands are returned."},
     {"docs", -2, Docs, "DOCS [<command-name> ...]",
      "Return documentation details about multiple Larder commands (empty maps)."},
-    {"getkeys", -3, GetKeys, "GETKEYS <full-command>",
+    {"getkeys", -4, GetKeys, "GETKEYS <full-command>",
      "Return the keys from a full Larder command."},
 };
 

@@ -167,9 +167,10 @@ SESSION_SEQUENCES = {
     "a refused EXEC discards the transaction": [
         ["DEL", "t:b"], ["MULTI"], ["SET", "t:b", "1"], ["EXEC", "x"], ["GET", "t:b"], ["EXEC"]],
     "a refused EXEC outside a transaction": [["EXEC", "x"], ["EXEC"], ["DISCARD"]],
+    # A COUNT past any keyspace here: one call walks it all, and the cursor is 0 on both.
     "an empty pattern matches no key": [
-        ["SET", "t:e", "1"], ["KEYS", ""], ["SCAN", "0", "MATCH", "", "COUNT", "1000"],
-        ["SCAN", "0", "MATCH", "", "MATCH", "t:e", "COUNT", "1000"], ["KEYS", "t:e"]],
+        ["SET", "t:e", "1"], ["KEYS", ""], ["SCAN", "0", "MATCH", "", "COUNT", "100000000"],
+        ["SCAN", "0", "MATCH", "", "MATCH", "t:e", "COUNT", "100000000"], ["KEYS", "t:e"]],
     "COMMAND LIST filters and GETKEYS of subcommands": [
         ["COMMAND", "LIST", "FOO"], ["COMMAND", "LIST", "FILTERBY"],
         ["COMMAND", "LIST", "FILTERBY", "PATTERN"], ["COMMAND", "LIST", "FILTERBY", "X", "y"],
@@ -178,7 +179,11 @@ SESSION_SEQUENCES = {
         ["COMMAND", "LIST", "FILTERBY", "PATTERN", "OBJECT|F*"],
         ["COMMAND", "GETKEYS", "object", "encoding"], ["COMMAND", "GETKEYS", "object", "foo", "k"],
         ["COMMAND", "GETKEYS", "object", "help"], ["COMMAND", "GETKEYS", "object", "freq", "k"],
-        ["COMMAND", "GETKEYS", "memory", "usage"], ["COMMAND", "GETKEYS", "memory", "usage", "k"]],
+        ["COMMAND", "GETKEYS", "memory", "usage"], ["COMMAND", "GETKEYS", "memory", "usage", "k"],
+        # Whether it has keys is checked before its arity.
+        ["COMMAND", "GETKEYS", "config", "get"], ["COMMAND", "GETKEYS", "object", "help", "x"],
+        ["COMMAND", "GETKEYS", "client", "id", "x"], ["COMMAND", "GETKEYS", "dbsize", "x"],
+        ["COMMAND", "GETKEYS", "object"], ["COMMAND", "GETKEYS", "memory"]],
     "slowlog-log-slower-than's range": [
         ["CONFIG", "SET", "slowlog-log-slower-than", "-1"],
         ["CONFIG", "GET", "slowlog-log-slower-than"],
