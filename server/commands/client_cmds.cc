@@ -291,7 +291,7 @@ constexpr SubcommandRow kSubcommands[] = {
      "USER <username>, ADDR <ip:port>, LADDR <ip:port>, SKIPME (YES|NO).",
      kAdmin},
     {"pause", -3, Pause, "PAUSE <timeout> [WRITE|ALL]",
-     "Suspend all, or just write, clients for <timeout> milliseconds.", kAdmin | kWaits},
+     "Suspend all, or just write, clients for <timeout> milliseconds.", kAdmin | kSlow},
     {"unpause", 2, Unpause, "UNPAUSE", "Stop the current client pause, resuming traffic.", kAdmin},
     {"no-evict", 3, AcceptAndIgnore, "NO-EVICT (ON|OFF)",
      "Accepted for compatibility; Larder never evicts clients.", kAdmin},

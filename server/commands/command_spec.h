@@ -53,10 +53,10 @@ enum CommandFlag : uint32_t {
   // Runs at once inside MULTI, never queued: MULTI, EXEC, DISCARD, WATCH, QUIT, RESET (Redis's
   // list); every other command but a `no_multi` one is queued.
   kRunsInMulti = 1u << 17,
-  // A subcommand's own flag: it waits for other commands (CLIENT PAUSE, for the writes
-  // running), so it runs on an engine thread, never an io thread, though its container is
-  // `fast`.
-  kWaits = 1u << 18,
+  // A subcommand's own flag: not fast, though its container is `fast`, so it runs on an engine
+  // thread, never an io thread (CLIENT PAUSE waits for the writes running; MEMORY MALLOC-STATS
+  // walks every allocator arena).
+  kSlow = 1u << 18,
 };
 
 // The words a row's `flags` may hold, in the order COMMAND reports them. Reported words are
@@ -126,7 +126,7 @@ struct SubcommandRow {
   std::string_view usage;  // "SETNAME <name>": the HELP line naming it
   std::string_view help;   // what it does; lines of a longer help separated by '\n'
   uint32_t flags = 0;      // CommandFlag bits of its own (kAdmin: hidden from MONITOR, as
-                           // Redis hides CLIENT LIST but shows CLIENT SETNAME; kWaits)
+                           // Redis hides CLIENT LIST but shows CLIENT SETNAME; kSlow)
 };
 
 // One command as its family declares it.

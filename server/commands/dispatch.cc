@@ -147,12 +147,12 @@ bool PausedByWrite(const ClientState& client, const CommandSpec& spec) {
   return false;
 }
 
-// Whether `argv` calls a subcommand of `spec` that waits for other commands (kWaits): run on
-// an engine thread, although its container is `fast`.
+// Whether `argv` calls a subcommand of `spec` that is not fast (kSlow): run on an engine
+// thread, although its container is `fast`.
 bool SubcommandWaits(const CommandSpec& spec, const std::vector<std::string>& argv) {
   if (spec.subcommands.empty() || argv.size() < 2) return false;
   const SubcommandRow* row = RowOf(argv[1], spec.subcommands);
-  return row != nullptr && (row->flags & kWaits) != 0;
+  return row != nullptr && (row->flags & kSlow) != 0;
 }
 
 // The arguments as MONITOR and SLOWLOG show them: passwords replaced by "(redacted)" (AUTH's

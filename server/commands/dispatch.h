@@ -19,7 +19,7 @@ class Dispatcher final : public RequestExecutor {
 
   // Held while CLIENT PAUSE holds it. Otherwise, for the io thread: inline when the command is
   // unknown, has the wrong arity, will be queued by MULTI, is `fast` (but for a subcommand
-  // that waits, kWaits), or runs from memory (RunsFromMemory); the engine pool otherwise.
+  // that is not, kSlow), or runs from memory (RunsFromMemory); the engine pool otherwise.
   Plan PlanOf(const ClientState& client, const std::vector<std::string>& argv,
               Planner planner) const override;
   void Run(const Plan& plan, ClientState& client, std::vector<std::string>& argv,

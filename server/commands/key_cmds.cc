@@ -263,16 +263,20 @@ void MemoryPurge(Ctx& ctx) {
   ctx.w.SimpleString("OK");
 }
 
-// MEMORY MALLOC-STATS: the allocator's own report, as Redis gives jemalloc's: glibc's
-// malloc_info (XML), or Redis's words for an allocator without one.
+// MEMORY MALLOC-STATS: the allocator's own report, as Redis gives jemalloc's (verbatim text):
+// glibc's malloc_info (XML), or Redis's words (a bulk string) when it cannot be had.
 void MemoryMallocStats(Ctx& ctx) {
   char* report = nullptr;
   size_t len = 0;
   FILE* out = open_memstream(&report, &len);
-  const bool made = out != nullptr && malloc_info(0, out) == 0;
-  if (out != nullptr) std::fclose(out);
-  ctx.w.BulkString(made ? std::string_view(report, len)
-                        : std::string_view("Stats not supported for the current allocator"));
+  bool made = out != nullptr && malloc_info(0, out) == 0;
+  // The buffer and its length are set by a successful close, not before.
+  if (out != nullptr) made = std::fclose(out) == 0 && made && report != nullptr;
+  if (made) {
+    ctx.w.Verbatim("txt", std::string_view(report, len));
+  } else {
+    ctx.w.BulkString("Stats not supported for the current allocator");
+  }
   std::free(report);
 }
 
@@ -282,7 +286,7 @@ constexpr SubcommandRow kMemorySubcommands[] = {
     {"purge", 2, MemoryPurge, "PURGE",
      "Unmap the value files, so the page cache can drop their pages."},
     {"malloc-stats", 2, MemoryMallocStats, "MALLOC-STATS",
-     "Return internal statistics report from the memory allocator."},
+     "Return internal statistics report from the memory allocator.", kSlow},
 };
 
 void Memory(Ctx& ctx) {

@@ -340,7 +340,9 @@ class CommandsTest(SharedServerCase):
         n = int(self.raw("COMMAND", "COUNT")[1:])
         self.assertGreater(n, 60)
         # LIST names subcommands too ("config|get"), as Redis 7's; COUNT only the commands.
-        listed = self.raw("COMMAND", "LIST").split(b"\r\n")[2::2][:-1]  # the bulks' payloads
+        reply = self.raw("COMMAND", "LIST")
+        listed = reply.split(b"\r\n")[2::2]  # the bulks' payloads
+        self.assertEqual(len(listed), int(reply[1:reply.index(b"\r\n")]))
         self.assertEqual(len([x for x in listed if b"|" not in x]), n)
         self.assertEqual(listed[:1], [b"ping"])
         self.assertIn(b"config|get", listed)
@@ -350,6 +352,10 @@ class CommandsTest(SharedServerCase):
         self.assertTrue(info.endswith(b"$-1\r\n"))
         self.assertTrue(self.raw("COMMAND", "DOCS", "set").startswith(b"*2\r\n$3\r\nset\r\n*0"))
         self.assertIn(b"<malloc version=", self.raw("MEMORY", "MALLOC-STATS"))  # glibc's report
+        resp3 = self.srv.raw()
+        self.addCleanup(resp3.close)
+        resp3.call("HELLO", "3")
+        self.assertTrue(resp3.call("MEMORY", "MALLOC-STATS").startswith(b"="))  # verbatim text
         self.assertTrue(self.raw("COMMAND").startswith(b"*%d\r\n*10\r\n$4\r\nping" % n))
 
     def test_errors_exact(self):
