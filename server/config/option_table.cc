@@ -139,7 +139,7 @@ std::vector<Option> SecurityAndLimitRows() {
       Int("tls-session-cache-size", &S::tls_session_cache_size, kRuntime, 0, 2147483647,
           "TLS sessions cached; 0 = no limit"),
       Int("tls-session-cache-timeout", &S::tls_session_cache_timeout, kRuntime, 0, 2147483647,
-          "seconds a cached TLS session can be resumed"),
+          "seconds a cached TLS session can be resumed (0 = OpenSSL's default, 2 hours)"),
       // --- limits ---
       // limits
       Bytes("proto-max-bulk-len", &S::proto_max_bulk_len, kRuntime, kMiB,

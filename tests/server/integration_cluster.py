@@ -445,8 +445,8 @@ class MigrationAndFailureTest(unittest.TestCase):
             cluster.move(0, 499, 1)
             cluster.push()
             # Hold the destination so the second migration is still sending when FLUSHALL
-            # runs on the source.
-            dest.execute_command("CLIENT", "PAUSE", "1500", "ALL")
+            # runs on the source (long enough for a sanitized build on two busy cores).
+            dest.execute_command("CLIENT", "PAUSE", "3000", "ALL")
             self.assertEqual(source.execute_command(
                 "CLUSTERX", "MIGRATE", "500-999", cluster.ids[1]), b"OK")
             # Myself's CLUSTER NODES line shows the migration while it runs, as Kvrocks's.

@@ -281,6 +281,7 @@ class TlsCloseTest(unittest.TestCase):
         with TlsServer() as servers:
             for name, port in servers.ports():
                 admin = tls_client(port)
+                self.addCleanup(admin.close)
                 self.assertEqual(how_the_stream_ends(port, b"QUIT\r\n"), "close_notify", name)
                 killed = how_the_stream_ends(
                     port, b"PING\r\n",
@@ -300,6 +301,15 @@ def ping_over_tls(port, ctx, session=None):
                 return reply, s.session, s.session_reused
     except (ssl.SSLError, OSError):
         return None
+
+
+def ping_twice(test, port, ctx):
+    """ping_over_tls twice, the second offering the first's session: the second's result."""
+    first = ping_over_tls(port, ctx)
+    test.assertIsNotNone(first, "the first handshake failed")
+    again = ping_over_tls(port, ctx, session=first[1])
+    test.assertIsNotNone(again, "the second handshake failed")
+    return again
 
 
 class TlsOptionsTest(unittest.TestCase):
@@ -337,17 +347,17 @@ class TlsOptionsTest(unittest.TestCase):
             ctx.maximum_version = version
             with TlsServer() as servers:
                 for name, port in servers.ports():
-                    again = ping_over_tls(port, ctx, session=ping_over_tls(port, ctx)[1])
+                    again = ping_twice(self, port, ctx)
                     self.assertEqual(again[0], b"+PONG\r\n", (name, version))
                     self.assertTrue(again[2], (name, version))  # resumed
                 admin = servers.larder.client()
                 admin.config_set("tls-session-caching", "no")
                 port = servers.tls_port
-                again = ping_over_tls(port, ctx, session=ping_over_tls(port, ctx)[1])
+                again = ping_twice(self, port, ctx)
                 self.assertEqual(again[0], b"+PONG\r\n", version)
                 self.assertFalse(again[2], version)  # a full handshake
                 admin.config_set("tls-session-caching", "yes")
-                again = ping_over_tls(port, ctx, session=ping_over_tls(port, ctx)[1])
+                again = ping_twice(self, port, ctx)
                 self.assertTrue(again[2], version)
 
 
