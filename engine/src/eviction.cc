@@ -63,7 +63,17 @@ void StoreImpl::MaybeRotate() {
                        gens_->size() < max_generations_by_hits_;
   if (head->bytes >= generation_bytes_ || by_hits) {
     if (gens_->Rotate(NowMs()).ok()) hit_bytes_ = 0;
+    WantSpareGenerations();
   }
+}
+
+void StoreImpl::WantSpareGenerations() {
+  if (!maintenance_.joinable()) return;  // no thread: each Rotate creates its generation
+  {
+    std::lock_guard lock(maint_mu_);
+    spares_wanted_ = true;
+  }
+  maint_cv_.notify_all();
 }
 
 namespace {

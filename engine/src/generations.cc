@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "format.h"
+#include "sync_point.h"
 
 namespace larder {
 
@@ -266,20 +267,51 @@ Result<Generations::Lease> Generations::LeasePartition(const WriteTicket& t, int
   }
 }
 
-Status Generations::Rotate(int64_t now_ms) {
-  uint64_t id = 0;
-  {
+Result<std::pair<uint64_t, rocksdb::ColumnFamilyHandle*>> Generations::CreateNextLocked() {
+  uint64_t id = 1;
+  if (!spares_.empty()) {
+    id = spares_.back().first + 1;
+  } else {
     std::shared_lock lock(mu_);
-    id = gens_.empty() ? 1 : gens_.rbegin()->first + 1;
+    if (!gens_.empty()) id = gens_.rbegin()->first + 1;
   }
   // Without mu_: creating a column family waits out a write stall, which only a flush ends,
   // and a flush first syncs the blob files (SyncAll takes mu_); reads take it too.
+  testing::SyncPoint("Generations::CreateNextLocked");
   rocksdb::ColumnFamilyHandle* cf = nullptr;
   rocksdb::Status s = db_->CreateColumnFamily(cf_options_, format::IndexCfName(id), &cf);
   if (!s.ok()) {
     const std::string msg = "creating generation " + std::to_string(id) + ": " + s.ToString();
     return s.IsNoSpace() ? Status::NoSpace(msg) : Status::IOError(msg);
   }
+  return std::make_pair(id, cf);
+}
+
+Status Generations::PrepareSpares(size_t n) {
+  for (;;) {
+    // One creation per hold of spare_mu_: a Rotate waits for one at most.
+    std::lock_guard spare(spare_mu_);
+    if (spares_.size() >= n) return Status::OK();
+    auto made = CreateNextLocked();
+    if (!made.ok()) return made.status();
+    spares_.push_back(*made);
+  }
+}
+
+Status Generations::Rotate(int64_t now_ms) {
+  std::pair<uint64_t, rocksdb::ColumnFamilyHandle*> next;
+  {
+    std::lock_guard spare(spare_mu_);
+    if (!spares_.empty()) {
+      next = spares_.front();
+      spares_.pop_front();
+    } else {
+      auto made = CreateNextLocked();
+      if (!made.ok()) return made.status();
+      next = *made;
+    }
+  }
+  const auto [id, cf] = next;
   auto g = std::make_shared<Generation>(db_, cf, id, now_ms);
   std::unique_lock lock(mu_);
   g->inline_seg = AllocSegLocked(Segment{g, nullptr, 0});
@@ -369,6 +401,15 @@ Status Generations::SyncAll() const {
 }
 
 void Generations::ReleaseAll() {
+  {
+    std::lock_guard spare(spare_mu_);
+    for (auto& [id, cf] : spares_) {
+      // Nothing was written to it; a failed drop leaves an empty generation to the next open.
+      db_->DropColumnFamily(cf).PermitUncheckedError();
+      db_->DestroyColumnFamilyHandle(cf).PermitUncheckedError();
+    }
+    spares_.clear();
+  }
   std::unique_lock lock(mu_);
   gens_.clear();
   segs_.assign(1, Segment{});

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -28,6 +29,7 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "blob_file.h"
@@ -186,9 +188,16 @@ class Generations {
   // to become idle.
   Result<Lease> LeasePartition(const WriteTicket& t, int64_t now_ms);
 
-  // Creates a new head generation. Callers serialize it (StoreImpl::rotate_mu_, or the open);
-  // it holds no lock of this class while RocksDB creates the column family.
+  // Creates a new head generation. Callers serialize it (StoreImpl::rotate_mu_, or the open).
+  // It takes a column family PrepareSpares created, if one is ready: then no I/O, where the
+  // creation syncs the MANIFEST (tens of ms on a busy disk), which a write closing the head,
+  // or every write waiting behind it, would wait for. Else it creates one, holding no lock but
+  // spare_mu_ (never mu_).
   Status Rotate(int64_t now_ms);
+  // Creates column families for the next `n` heads ahead of Rotate, off the write path (the
+  // maintenance thread). Spares left at a close are dropped (ReleaseAll); those a crash
+  // leaves open as empty generations, which maintenance drops.
+  Status PrepareSpares(size_t n);
   // Stops new writes into `g` and waits for the ones in flight. `g` must not be the head.
   void Retire(Generation& g);
   // Dropping a retired generation takes two steps, with the index entries removed between
@@ -209,7 +218,7 @@ class Generations {
   Status ForEachFile(const std::function<Status(BlobFile&)>& fn) const;
   // fdatasync of every file with bytes not yet synced, each tried; the first error.
   Status SyncAll() const;
-  // Releases every handle (before the DB closes).
+  // Releases every handle (before the DB closes), and drops the spare column families.
   void ReleaseAll();
 
  private:
@@ -218,6 +227,9 @@ class Generations {
       const std::function<bool(const Segment&)>& pred) const;
   uint32_t AllocSegLocked(Segment s);
   Status CreatePartitionLocked(Generation& g, int64_t now_ms);
+  // Creates the index column family of the generation after every live and spare one. Caller
+  // holds spare_mu_.
+  Result<std::pair<uint64_t, rocksdb::ColumnFamilyHandle*>> CreateNextLocked();
   // Takes n bytes that no longer occupy the disk off FileBytes().
   void SubFileBytes(uint64_t n);
 
@@ -228,6 +240,11 @@ class Generations {
   const uint16_t spread_partitions_;
   std::atomic<uint64_t> file_bytes_{0};
   std::atomic<uint64_t> head_id_{0};
+
+  // Column families created ahead (PrepareSpares), lowest id first; every id above every live
+  // generation's. Ids are taken under spare_mu_, so generations are created in id order.
+  std::mutex spare_mu_;
+  std::deque<std::pair<uint64_t, rocksdb::ColumnFamilyHandle*>> spares_;
 
   mutable std::shared_mutex mu_;  // guards gens_, segs_, free_segs_
   std::map<uint64_t, GenerationPtr> gens_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "format.h"
 #include "store_impl.h"
@@ -110,6 +111,16 @@ void StoreImpl::Maintain() {
   DropEmptyGenerations();
 }
 
+void StoreImpl::PrepareSpareGenerations() {
+  // As many as a burst of writes the size of the write-behind (or one large MSET) closes,
+  // up to 8: with 32 MiB generations (a 1 GB budget) a 128 MiB MSET under the server's
+  // exclusive lock closed four heads, each creation syncing the MANIFEST under the lock.
+  const uint64_t n = std::clamp<uint64_t>(kSpareGenerationBytes / generation_bytes_, 1, 8);
+  // A failure (a full disk) leaves it to the next Rotate, which reports it to its writer.
+  gens_->PrepareSpares(n).PermitUncheckedError();
+  testing::SyncPoint("StoreImpl::PrepareSpareGenerations:Done");
+}
+
 void StoreImpl::MaintenanceLoop() {
   constexpr auto kFailedWriteRetry = std::chrono::seconds(1);  // without periodic passes
   const bool periodic = options_.maintenance_interval_ms > 0;
@@ -119,7 +130,7 @@ void StoreImpl::MaintenanceLoop() {
   std::vector<FailedWrite> failed;  // removals to do, or to try again at the next pass
   std::unique_lock lock(maint_mu_);
   for (;;) {
-    auto woken = [&] { return stop_maintenance_ || !failed_writes_.empty(); };
+    auto woken = [&] { return stop_maintenance_ || !failed_writes_.empty() || spares_wanted_; };
     if (periodic) {
       maint_cv_.wait_until(lock, next_pass, woken);
     } else if (!failed.empty()) {
@@ -130,7 +141,9 @@ void StoreImpl::MaintenanceLoop() {
     if (stop_maintenance_) break;
     for (FailedWrite& f : failed_writes_) failed.push_back(std::move(f));
     failed_writes_.clear();
+    const bool spares = std::exchange(spares_wanted_, false);
     lock.unlock();
+    if (spares) PrepareSpareGenerations();
     if (!failed.empty()) RemoveFailedWrites(&failed);
     if (periodic && std::chrono::steady_clock::now() >= next_pass) {
       // Bounded (ExpiryPass), so a pass stays short however many keys there are; reads never

@@ -373,6 +373,9 @@ class StoreImpl final : public Store {
   void EvictCompanions(const std::vector<RecordMember>& evicted, const Generation& victim,
                        GenerationEvicted* report);
   void MaybeRotate();
+  // Asks the maintenance thread, if there is one, to top up the column families created ahead
+  // of rotations (Generations::PrepareSpares, kSpareGenerationBytes).
+  void WantSpareGenerations();
 
   // --- generations' records (maintenance.cc) ---
   // Calls fn for every record of `g` whose entry is the current one in the index (records of
@@ -386,9 +389,14 @@ class StoreImpl final : public Store {
   // `remove_entries` takes its entries out of the index (any it leaves are removed after, so no
   // entry ever refers to a freed segment), then its files and segments go.
   Status DropGeneration(const GenerationPtr& g, const std::function<void()>& remove_entries);
-  // The maintenance thread: a pass every maintenance_interval_ms (if not 0), and the removal
-  // of failed writes as soon as one is queued.
+  // The maintenance thread: a pass every maintenance_interval_ms (if not 0), the removal of
+  // failed writes as soon as one is queued, and spare generations when a rotation used one.
   void MaintenanceLoop();
+  // The writes the spare generations cover: PrepareSpareGenerations keeps this much over
+  // generation_bytes_ of them, 1 to 8.
+  static constexpr uint64_t kSpareGenerationBytes = 256ull << 20;
+  // Tops the spare generations up (maintenance thread).
+  void PrepareSpareGenerations();
   // Makes every value appended so far durable (the write-behind skipped): before an index flush.
   Status SyncValues();
   // Drops every non-head generation with no live entry left. Caller holds evict_mu_.
@@ -496,6 +504,7 @@ class StoreImpl final : public Store {
   std::mutex maint_mu_;
   std::condition_variable maint_cv_;
   bool stop_maintenance_ = false;
+  bool spares_wanted_ = false;              // WantSpareGenerations (maint_mu_)
   std::vector<FailedWrite> failed_writes_;  // for the maintenance thread (maint_mu_)
 };
 

@@ -359,6 +359,7 @@ Status StoreImpl::OpenDb() {
       ::pthread_setname_np(::pthread_self(), "larder:maint");
       MaintenanceLoop();
     });
+    WantSpareGenerations();
   }
   return FinishOpen(Status::OK());
 }

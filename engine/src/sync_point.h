@@ -35,6 +35,9 @@ namespace larder::testing {
 //                                    files around the entries kept in place are not freed yet
 //   "StoreImpl::MaintenanceLoop:ExpiryPass"  a periodic pass removed the expired entries it
 //                                    looked at (ExpiryPass)
+//   "StoreImpl::PrepareSpareGenerations:Done"  the maintenance thread topped the spare
+//                                    generations up (or failed to)
+//   "Generations::CreateNextLocked"  a generation's column family is about to be created
 void SetSyncPoint(const std::string& name, std::function<void(void*)> fn);
 // The same for a function that takes no argument.
 void SetSyncPoint(const std::string& name, std::function<void()> fn);

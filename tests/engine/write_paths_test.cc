@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <thread>
 
 #include "blob_file.h"
 #include "format.h"
@@ -141,6 +142,46 @@ TEST_F(WritePathsTest, NeverWaitForWritersQueuesPastTheirRoom) {
     Result<Value> got = store_->Get(k);
     ASSERT_TRUE(got.ok()) << k << ": " << got.status().ToString();
     EXPECT_TRUE(got->view() == MakeValue(k, 4 * kMiB)) << k;
+  }
+}
+
+// A write that closes the head does not create the next generation's column family (whose
+// creation syncs the MANIFEST): the maintenance thread created spares ahead, and tops them up
+// after a rotation. A close drops the spares, so the next open finds no extra generation.
+TEST_F(WritePathsTest, WritesThatCloseTheHeadTakeGenerationsCreatedAhead) {
+  opts_.max_disk_bytes = 1ull << 30;
+  opts_.generation_bytes = 16 * kMiB;  // eight spares (256 MiB of writes, at most 8)
+  std::atomic<int> prepared{0};
+  testing::ScopedSyncPoint ready("StoreImpl::PrepareSpareGenerations:Done", [&] { ++prepared; });
+  Reopen();
+  auto await_prepared = [&](int n) {
+    for (int i = 0; i < 3000 && prepared.load() < n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return prepared.load() >= n;
+  };
+  ASSERT_TRUE(await_prepared(1)) << "no spares after the open";
+  const std::thread::id writer = std::this_thread::get_id();
+  std::atomic<int> created_by_writer{0};
+  testing::ScopedSyncPoint create("Generations::CreateNextLocked", [&] {
+    if (std::this_thread::get_id() == writer) ++created_by_writer;
+  });
+  const uint64_t before = store_->GetStats().generations;
+  // Three values, each closing the head it lands in, one after the other: the spares serve
+  // all three, whatever the maintenance thread does meanwhile.
+  for (const char* k : {"a", "b", "c"}) {
+    ASSERT_TRUE(store_->PutOwned(k, MakeValue(k, 16 * kMiB), {}).ok());
+  }
+  EXPECT_EQ(store_->GetStats().generations, before + 3);
+  EXPECT_EQ(created_by_writer.load(), 0) << "a write created the next generation itself";
+  ASSERT_TRUE(await_prepared(2)) << "no top-up after the rotations";
+  const uint64_t live = store_->GetStats().generations;
+  Reopen();  // the open adds a fresh head, and nothing else
+  EXPECT_EQ(store_->GetStats().generations, live + 1);
+  for (const char* k : {"a", "b", "c"}) {
+    Result<Value> got = store_->Get(k);
+    ASSERT_TRUE(got.ok()) << k << ": " << got.status().ToString();
+    EXPECT_TRUE(got->view() == MakeValue(k, 16 * kMiB)) << k;
   }
 }
 
