@@ -68,7 +68,7 @@ void StoreImpl::MaybeRotate() {
 }
 
 void StoreImpl::WantSpareGenerations() {
-  if (!maintenance_.joinable()) return;  // no thread: each Rotate creates its generation
+  // Without a maintenance thread nobody reads it: each Rotate creates its generation.
   {
     std::lock_guard lock(maint_mu_);
     spares_wanted_ = true;

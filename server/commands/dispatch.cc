@@ -149,7 +149,7 @@ bool PausedByWrite(const ClientState& client, const CommandSpec& spec) {
 
 // Whether `argv` calls a subcommand of `spec` that is not fast (kSlow): run on an engine
 // thread, although its container is `fast`.
-bool SubcommandWaits(const CommandSpec& spec, const std::vector<std::string>& argv) {
+bool IsSlowSubcommand(const CommandSpec& spec, const std::vector<std::string>& argv) {
   if (spec.subcommands.empty() || argv.size() < 2) return false;
   const SubcommandRow* row = RowOf(argv[1], spec.subcommands);
   return row != nullptr && (row->flags & kSlow) != 0;
@@ -280,7 +280,7 @@ Plan Dispatcher::PlanOf(const ClientState& client, const std::vector<std::string
     return plan;
   }
   const bool runs_handler = arity_ok && !QueuedByMulti(client, *spec);
-  bool cheap = !runs_handler || (spec->Has(kFast) && !SubcommandWaits(*spec, argv));
+  bool cheap = !runs_handler || (spec->Has(kFast) && !IsSlowSubcommand(*spec, argv));
   if (!cheap) cheap = plan.in_memory = RunsFromMemory(*spec, argv);
   if (cheap && runs_handler && spec->TakesServerLockShared()) {
     cheap = plan.holds_server_lock = core_.exec_lock.try_lock_shared();
