@@ -112,17 +112,19 @@ void GetKeys(Ctx& ctx) {
   if (spec == nullptr) return ctx.w.Error("ERR Invalid command specified");
   // A container's keys belong to its subcommands: none at its level.
   bool has_keys = spec->subcommands.empty() && spec->keys.first != 0;
-  int arity = spec->arity;
+  bool arity_ok = ArityOk(spec->arity, call.size());
   if (!spec->subcommands.empty() && call.size() >= 2) {
     const bool help = EqualsNoCase(call[1], "help");
-    const SubcommandRow* row = help ? nullptr : RowOf(call[1], spec->subcommands);
-    if (!help && row == nullptr) return ctx.w.Error("ERR Invalid command specified");
-    arity = help ? 2 : row->arity;
+    if (!help && RowOf(call[1], spec->subcommands) == nullptr) {
+      return ctx.w.Error("ERR Invalid command specified");
+    }
     has_keys = !help && spec->keys.first != 0 &&
                (spec->keys.subcommand.empty() || EqualsNoCase(call[1], spec->keys.subcommand));
+    // The subcommand's arity (HELP's too), as RunSubcommand checks it.
+    arity_ok = !SubcommandRefusal(spec->name, call, spec->subcommands);
   }
   if (!has_keys) return ctx.w.Error("ERR The command has no key arguments");
-  if (!ArityOk(arity, call.size())) {
+  if (!arity_ok) {
     return ctx.w.Error("ERR Invalid number of arguments specified for command");
   }
   std::vector<std::string_view> keys;

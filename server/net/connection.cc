@@ -349,13 +349,19 @@ void Connection::Hold() {
 size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool* close,
                             bool* held) {
   RequestExecutor& executor = server_.executor();
-  const Plan first = executor.PlanOf(*state_, parser_.args(), Planner::kPoolBatch);
-  if (first.route == Route::kHold) {
-    *held = true;
-    return rpos;
-  }
+  // Plans the parsed request here, where it runs, and runs it; false (*held) if CLIENT PAUSE
+  // holds it.
+  auto run_parsed = [&] {
+    const Plan plan = executor.PlanOf(*state_, parser_.args(), Planner::kPoolBatch);
+    if (plan.route == Route::kHold) {
+      *held = true;
+      return false;
+    }
+    executor.Run(plan, *state_, parser_.args(), w);
+    return true;
+  };
   if (rpos < wpos) PrefetchPipelinedReads(rpos, wpos);
-  executor.Run(first, *state_, parser_.args(), w);
+  if (!run_parsed()) return rpos;
   size_t done = 1;
   while (rpos < wpos && done < kMaxBatchCommands && w.queue().bytes() < kMaxBatchBytes &&
          !w.abandoned() && !state_->close_after_reply && !server_.stopping()) {
@@ -370,12 +376,7 @@ size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool
       *close = true;
       break;
     }
-    const Plan plan = executor.PlanOf(*state_, parser_.args(), Planner::kPoolBatch);
-    if (plan.route == Route::kHold) {
-      *held = true;
-      break;
-    }
-    executor.Run(plan, *state_, parser_.args(), w);
+    if (!run_parsed()) break;
     ++done;
   }
   return rpos;
