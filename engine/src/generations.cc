@@ -219,6 +219,13 @@ Result<Generations::WriteTicket> Generations::BeginWrite() const {
   return WriteTicket(std::move(head));
 }
 
+std::optional<Generations::WriteTicket> Generations::Rejoin(const GenerationPtr& g) const {
+  std::lock_guard lock(g->mu);  // Retire marks it under g->mu before it waits for the writers
+  if (g->retired.load()) return std::nullopt;
+  g->writers++;
+  return WriteTicket(g);
+}
+
 Status Generations::CreatePartitionLocked(Generation& g, int64_t now_ms) {
   format::BlobFileHeader h;
   h.generation = g.id;

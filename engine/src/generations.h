@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -183,6 +184,9 @@ class Generations {
 
   // Pins the head for a write. IOError if the store has no head (closing).
   Result<WriteTicket> BeginWrite() const;
+  // Pins `g` for a write again, unless it is retired (being dropped): a value written into it
+  // earlier is about to be indexed (StagedPuts::Commit), or freed.
+  std::optional<WriteTicket> Rejoin(const GenerationPtr& g) const;
   // A partition of the ticket's generation to append to: a new one while it has fewer than
   // `spread_partitions`, else the longest idle one, a new one (up to kMaxPartitions), or the next
   // to become idle.

@@ -113,8 +113,8 @@ void StoreImpl::Maintain() {
 
 void StoreImpl::PrepareSpareGenerations() {
   // As many as a burst of writes the size of the write-behind (or one large MSET) closes,
-  // up to 8: with 32 MiB generations (a 1 GB budget) a 128 MiB MSET under the server's
-  // exclusive lock closed four heads, each creation syncing the MANIFEST under the lock.
+  // up to 8: with 32 MiB generations (a 1 GB budget) a 128 MiB MSET closes four heads, and
+  // creating each one's column family syncs the MANIFEST.
   const uint64_t n = std::clamp<uint64_t>(kSpareGenerationBytes / generation_bytes_, 1, 8);
   // A failure (a full disk) leaves it to the next Rotate, which reports it to its writer.
   gens_->PrepareSpares(n).PermitUncheckedError();

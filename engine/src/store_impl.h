@@ -63,6 +63,19 @@ struct RecordMember {
   Located at;
 };
 
+// One value of a StagedPuts batch: written (Stage), not yet indexed (Commit).
+struct StagedPut {
+  std::string key;
+  std::string_view value;  // the caller's, valid until the commit (StagedPuts::Stage)
+  uint64_t hash = 0;
+  uint64_t value_hash = 0;
+  int64_t expire_at_ms = 0;
+  bool remove = false;  // expired already: the commit removes the key, nothing is written
+  GenerationPtr gen;    // where the value went (null: not written, or removal)
+  Entry e;
+  format::IndexRecord rec;
+};
+
 class StoreImpl final : public Store {
  public:
   // `env`: RocksDB's Env (nullptr = the default; tests inject faults through it).
@@ -87,6 +100,14 @@ class StoreImpl final : public Store {
   bool InMemory(std::string_view key, uint64_t max_bytes) override;
   bool PutInMemory(std::string_view key, uint64_t value_bytes) override;
   Status CheckPut(std::string_view key, uint64_t value_bytes) const override;
+  std::unique_ptr<StagedPuts> StagePuts() override;
+  // StagedPuts' steps (staged_puts.cc). Stage: checks and writes one value into *p. Commit:
+  // indexes it, writing it again if its generation was dropped since. Abandon: frees a value
+  // staged and not committed. Each leaves p->gen null once the value is no longer staged.
+  Status StagePut(std::string_view key, std::string_view value, const PutOptions& opts,
+                  StagedPut* p);
+  Status CommitStaged(StagedPut* p);
+  void AbandonStagedPut(StagedPut* p);
   uint64_t Exists(const std::vector<std::string_view>& keys) override;
   uint64_t PrefixCount(const std::vector<std::string_view>& keys) override;
   Status Delete(std::string_view key) override;
@@ -295,6 +316,12 @@ class StoreImpl final : public Store {
   // A Put's value appended (or pending) in its file but never indexed (its record's write or
   // its sync failed): no record names its range, so it is freed now, as a replaced version's.
   void AbandonStaged(const Entry& e);
+  // Writes a staged value's bytes into the head (after making room for it); fills p->gen and
+  // its entry. `wait_for_room` as in StageValue.
+  Status WriteStaged(StagedPut* p, bool wait_for_room);
+  // Pins the generation of p's value for its commit (Generations::Rejoin); while the one it is
+  // in is being dropped, writes the value again into the head first.
+  Result<Generations::WriteTicket> PinStaged(StagedPut* p);
   // Writes the record of a new version of `key` (replacing `old`'s in another generation)
   // and updates the index. Caller holds the key's stripe.
   Status Commit(uint64_t hash, std::string_view key, const Entry& e, const format::IndexRecord& rec,

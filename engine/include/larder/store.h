@@ -98,6 +98,34 @@ struct KeyInfo {
   uint64_t generation = 0;
 };
 
+// Puts whose values are written ahead of their keys (Store::StagePuts): Stage does what costs
+// (the checks, the checksum, eviction to make room, the value's bytes into the store's files,
+// the rotation of a full generation) and leaves the value where no read finds it; Commit then
+// makes every staged value its key's, in the order staged, writing only their index records.
+// For a caller that must make several keys change together under a lock others wait for (the
+// server's MSET): it stages before it takes the lock and commits holding it.
+//
+// Not thread-safe (one caller's batch); calls into the store run concurrently with any other.
+// Must be destroyed before the Store; destroying it frees the values staged and not committed.
+class StagedPuts {
+ public:
+  virtual ~StagedPuts() = default;
+  // Checks `key` and the value as Put does and writes the value's bytes; an error stages
+  // nothing (the values staged before stay staged). `value` is read again by Commit if the
+  // generation it went to was dropped meanwhile (eviction, Clear): it must stay valid and
+  // unchanged until Commit returns or this object is destroyed. opts.mode must be kAlways and
+  // keep_ttl false (InvalidArgument); an expiry already past makes Commit remove the key.
+  virtual Status Stage(std::string_view key, std::string_view value, const PutOptions& opts) = 0;
+  // Indexes each staged value, in order, as its key's, replacing any value the key had. Stops at
+  // the first error (an index write failing, the store closed), which it returns: the values
+  // before it are set, as by a sequence of Puts, and those from it on are freed. `*committed`
+  // (if not null) gets how many were set. Afterwards the object holds nothing and may stage
+  // again.
+  virtual Status Commit(size_t* committed) = 0;
+  // Values staged and not yet committed.
+  virtual size_t size() const = 0;
+};
+
 class Store {
  public:
   // Opens (or creates) the store in `dir`. Fails with Busy if another process holds it.
@@ -124,6 +152,8 @@ class Store {
   // arguments are acceptable; the Put may still fail (NoSpace with EvictionPolicy::kNone, an
   // I/O error). Lets a caller writing several values refuse the lot before the first.
   virtual Status CheckPut(std::string_view key, uint64_t value_bytes) const = 0;
+  // An empty batch of staged puts (StagedPuts): values written now, indexed together later.
+  virtual std::unique_ptr<StagedPuts> StagePuts() = 0;
 
   // The value of `key`, verified, or NotFound (absent, expired, or failed verification — the
   // last is counted in Stats::corruptions and the key removed). Counts a reuse. Here and in
