@@ -21,6 +21,11 @@ namespace larder::server {
 
 struct Ctx;
 using Handler = void (*)(Ctx& ctx);
+// The part of an `exclusive` command that needs no server lock, run before dispatch takes it
+// exclusively (MSET writes its values there, so that the others wait only for their index
+// records). It may leave work in the Ctx for the handler; false once it replied (an error), and
+// the handler does not run. Inside EXEC it does not run: the handler does all of it.
+using BeforeLock = bool (*)(Ctx& ctx);
 
 enum CommandFlag : uint32_t {
   kWrite = 1u << 0,        // may modify the keyspace
@@ -139,6 +144,7 @@ struct CommandRow {
   // A container command's subcommands: a call naming none of them, or with the wrong arity
   // for it, is refused before it runs or is queued by MULTI, as Redis's lookup refuses it.
   std::span<const SubcommandRow> subcommands = {};
+  BeforeLock before_lock = nullptr;  // only with `exclusive`
 };
 
 // One command as the table holds it: a row with its flags parsed.
@@ -150,6 +156,7 @@ struct CommandSpec {
   KeySpec keys;
   Handler handler;
   std::span<const SubcommandRow> subcommands;
+  BeforeLock before_lock;
 
   bool Has(CommandFlag f) const { return (flags & f) != 0; }
   // Whether dispatch runs it under the server lock: every command but `locks_itself` ones and

@@ -81,9 +81,10 @@ std::optional<std::string> BuildCommandTable(std::span<const CommandFamily> fami
       if (auto err = ParseFlagWords(row.flags, &flags)) return fail(*err);
       if (auto err = CheckRow(row)) return fail(*err);
       if ((flags & kFast) && (flags & kExclusive)) return fail("both fast and exclusive");
+      if (row.before_lock && !(flags & kExclusive)) return fail("before_lock without exclusive");
       if (!seen.emplace(row.name, true).second) return fail("declared twice");
       out->push_back({static_cast<uint32_t>(out->size()), row.name, row.arity, flags, row.keys,
-                      row.handler, row.subcommands});
+                      row.handler, row.subcommands, row.before_lock});
     }
   }
   return std::nullopt;

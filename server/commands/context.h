@@ -3,6 +3,7 @@
 // writes exactly one reply.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct Ctx {
   uint32_t subcommand_flags = 0;   // the flags of the subcommand row that ran (RunSubcommand)
   bool in_exec = false;            // run by EXEC (what Redis's CLIENT_DENY_BLOCKING marks)
   bool holds_server_lock = false;  // shared, taken by PlanOf (Plan::holds_server_lock)
+  // Values an `exclusive` command's BeforeLock wrote ahead of its keys (MSET's), for the
+  // handler to commit; freed with the Ctx if it does not.
+  std::unique_ptr<StagedPuts> staged = nullptr;
 
   Store& store() { return core.store; }
   // The PutOptions every write of this command starts from. A command that holds the server

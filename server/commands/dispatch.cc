@@ -128,6 +128,7 @@ void Execute(Ctx& ctx) {
     if (!ctx.holds_server_lock) lock.lock();
     if (!RoutedAwayMeanwhile(ctx)) RunHandler(ctx);
   } else if (ctx.spec.TakesServerLock()) {
+    if (ctx.spec.before_lock && !ctx.spec.before_lock(ctx)) return;
     std::unique_lock<FairSharedMutex> lock(ctx.core.exec_lock);
     if (!RoutedAwayMeanwhile(ctx)) RunHandler(ctx);
   } else {

@@ -298,36 +298,69 @@ bool PairsAcceptable(Ctx& ctx) {
   return true;
 }
 
-// MSET key value [key value ...]: atomic as in Redis (the row's `exclusive`: no other command
-// sees some of the keys set and not the others), all pairs checked first. Only a write that
-// fails on the disk, or finds the budget full under eviction-policy none, can leave the pairs
-// before it set. The values go to the engine as they arrived (PutOwned, as SET's): with the WAL
-// off the exclusive hold covers their index writes, their bytes being written behind, queued
-// past the background writers' room rather than waiting for the disk under the hold
-// (Ctx::WriteOptions).
-void MSet(Ctx& ctx) {
-  if (ctx.argc() % 2 == 0) return ReplyArity(ctx, ctx.spec.name);
-  if (!PairsAcceptable(ctx)) return;
-  for (size_t i = 1; i < ctx.argc(); i += 2) {
-    Status s = ctx.store().PutOwned(ctx.argv[i], std::move(ctx.argv[i + 1]), ctx.WriteOptions());
-    if (!s.ok()) return ReplyStatus(ctx, s);
-    NotifySet(ctx, ctx.argv[i], PutOptions{});
+// MSET's and MSETNX's values written ahead of their keys (StagedPuts), all pairs checked first:
+// the rows' BeforeLock, with no server lock held, or the handler itself inside EXEC. False after
+// replying the error; the values staged before it are freed with the Ctx.
+bool StagePairs(Ctx& ctx) {
+  if (ctx.argc() % 2 == 0) {
+    ReplyArity(ctx, ctx.spec.name);
+    return false;
   }
-  ctx.w.SimpleString("OK");
+  if (!PairsAcceptable(ctx)) return false;
+  // Outside the lock a value may wait for the background writers' room as a SET's does.
+  PutOptions po;
+  po.never_wait_for_writers = ctx.in_exec;
+  ctx.staged = ctx.store().StagePuts();
+  for (size_t i = 1; i < ctx.argc(); i += 2) {
+    if (Status s = ctx.staged->Stage(ctx.argv[i], ctx.argv[i + 1], po); !s.ok()) {
+      ReplyStatus(ctx, s);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Makes the staged values their keys', under the exclusive lock. False after replying the
+// error; the keys set before it are notified.
+bool CommitPairs(Ctx& ctx) {
+  size_t committed = 0;
+  Status s = ctx.staged->Commit(&committed);
+  for (size_t i = 0; i < committed; ++i) NotifySet(ctx, ctx.argv[1 + 2 * i], PutOptions{});
+  if (!s.ok()) ReplyStatus(ctx, s);
+  return s.ok();
+}
+
+// MSET key value [key value ...]: atomic as in Redis (the row's `exclusive`: no other command
+// sees some of the keys set and not the others). The values are written before the exclusive
+// lock is taken (StagePairs, the row's BeforeLock), and under it only their index records: the
+// commands waiting for it wait for those, not for the bytes. Only a write that fails on the
+// disk can leave the pairs before it set.
+void MSet(Ctx& ctx) {
+  if (!ctx.staged && !StagePairs(ctx)) return;  // inside EXEC
+  if (CommitPairs(ctx)) ctx.w.SimpleString("OK");
+}
+
+// MSETNX's BeforeLock: a key found present answers 0 at once, nothing written (the reply is
+// what MSETNX answers at that moment); else the values are staged, and the handler checks the
+// keys again under the lock.
+bool StagePairsIfAbsent(Ctx& ctx) {
+  if (ctx.argc() % 2 == 1) {
+    for (size_t i = 1; i < ctx.argc(); i += 2) {
+      if (ctx.store().Contains(ctx.argv[i])) {
+        ctx.w.Integer(0);
+        return false;
+      }
+    }
+  }
+  return StagePairs(ctx);
 }
 
 void MSetNx(Ctx& ctx) {
-  if (ctx.argc() % 2 == 0) return ReplyArity(ctx, ctx.spec.name);
-  if (!PairsAcceptable(ctx)) return;
+  if (!ctx.staged && !StagePairsIfAbsent(ctx)) return;  // inside EXEC
   for (size_t i = 1; i < ctx.argc(); i += 2) {
     if (ctx.store().Contains(ctx.argv[i])) return ctx.w.Integer(0);
   }
-  for (size_t i = 1; i < ctx.argc(); i += 2) {
-    Status s = ctx.store().PutOwned(ctx.argv[i], std::move(ctx.argv[i + 1]), ctx.WriteOptions());
-    if (!s.ok()) return ReplyStatus(ctx, s);
-    NotifySet(ctx, ctx.argv[i], PutOptions{});
-  }
-  ctx.w.Integer(1);
+  if (CommitPairs(ctx)) ctx.w.Integer(1);
 }
 
 void StrLen(Ctx& ctx) {
@@ -540,8 +573,8 @@ constexpr CommandRow kRows[] = {
     {"getex", -2, "write", kOneKey, GetEx},
     {"getdel", 2, "write", kOneKey, GetDel},
     {"mget", -2, "readonly", kEveryArgKey, MGet},
-    {"mset", -3, "write exclusive moves_args", kKeyValuePairs, MSet},
-    {"msetnx", -3, "write exclusive moves_args", kKeyValuePairs, MSetNx},
+    {"mset", -3, "write exclusive", kKeyValuePairs, MSet, {}, StagePairs},
+    {"msetnx", -3, "write exclusive", kKeyValuePairs, MSetNx, {}, StagePairsIfAbsent},
     {"strlen", 2, "readonly fast", kOneKey, StrLen},
     {"getrange", 4, "readonly", kOneKey, GetRange},
     {"substr", 4, "readonly", kOneKey, GetRange},
