@@ -285,9 +285,13 @@ void MGet(Ctx& ctx) {
   }
 }
 
-// MSET's and MSETNX's pairs, checked as Put checks them before any is written, so a bad one
-// (an empty or oversized key) changes nothing. False after replying the error.
+// MSET's and MSETNX's arguments: pairs, each checked as Put checks them before any is written,
+// so a bad one (an empty or oversized key) changes nothing. False after replying the error.
 bool PairsAcceptable(Ctx& ctx) {
+  if (ctx.argc() % 2 == 0) {
+    ReplyArity(ctx, ctx.spec.name);
+    return false;
+  }
   for (size_t i = 1; i < ctx.argc(); i += 2) {
     Status s = ctx.store().CheckPut(ctx.argv[i], ctx.argv[i + 1].size());
     if (!s.ok()) {
@@ -298,15 +302,10 @@ bool PairsAcceptable(Ctx& ctx) {
   return true;
 }
 
-// MSET's and MSETNX's values written ahead of their keys (StagedPuts), all pairs checked first:
-// the rows' BeforeLock, with no server lock held, or the handler itself inside EXEC. False after
-// replying the error; the values staged before it are freed with the Ctx.
-bool StagePairs(Ctx& ctx) {
-  if (ctx.argc() % 2 == 0) {
-    ReplyArity(ctx, ctx.spec.name);
-    return false;
-  }
-  if (!PairsAcceptable(ctx)) return false;
+// The values of acceptable pairs written ahead of their keys (StagedPuts), with no server lock
+// held (the rows' BeforeLock) or, inside EXEC, under its hold. False after replying the error;
+// the values staged before it are freed with the Ctx.
+bool StageAcceptedPairs(Ctx& ctx) {
   // Outside the lock a value may wait for the background writers' room as a SET's does.
   PutOptions po;
   po.never_wait_for_writers = ctx.in_exec;
@@ -318,6 +317,17 @@ bool StagePairs(Ctx& ctx) {
     }
   }
   return true;
+}
+
+bool StagePairs(Ctx& ctx) {
+  return PairsAcceptable(ctx) && StageAcceptedPairs(ctx);
+}
+
+bool AnyKeyPresent(Ctx& ctx) {
+  for (size_t i = 1; i < ctx.argc(); i += 2) {
+    if (ctx.store().Contains(ctx.argv[i])) return true;
+  }
+  return false;
 }
 
 // Makes the staged values their keys', under the exclusive lock. False after replying the
@@ -333,33 +343,29 @@ bool CommitPairs(Ctx& ctx) {
 // MSET key value [key value ...]: atomic as in Redis (the row's `exclusive`: no other command
 // sees some of the keys set and not the others). The values are written before the exclusive
 // lock is taken (StagePairs, the row's BeforeLock), and under it only their index records: the
-// commands waiting for it wait for those, not for the bytes. Only a write that fails on the
-// disk can leave the pairs before it set.
+// commands waiting for it wait for those, not for the bytes. A value that cannot be written (a
+// full disk, a full budget under eviction-policy none) sets nothing; only an index write that
+// fails part-way leaves the pairs before it set.
 void MSet(Ctx& ctx) {
   if (!ctx.staged && !StagePairs(ctx)) return;  // inside EXEC
   if (CommitPairs(ctx)) ctx.w.SimpleString("OK");
 }
 
-// MSETNX's BeforeLock: a key found present answers 0 at once, nothing written (the reply is
-// what MSETNX answers at that moment); else the values are staged, and the handler checks the
-// keys again under the lock.
+// MSETNX's BeforeLock: a key found present answers 0 at once, nothing written (what MSETNX
+// answers at that moment); else the values are staged, and the handler looks again under the
+// lock.
 bool StagePairsIfAbsent(Ctx& ctx) {
-  if (ctx.argc() % 2 == 1) {
-    for (size_t i = 1; i < ctx.argc(); i += 2) {
-      if (ctx.store().Contains(ctx.argv[i])) {
-        ctx.w.Integer(0);
-        return false;
-      }
-    }
+  if (!PairsAcceptable(ctx)) return false;
+  if (AnyKeyPresent(ctx)) {
+    ctx.w.Integer(0);
+    return false;
   }
-  return StagePairs(ctx);
+  return StageAcceptedPairs(ctx);
 }
 
 void MSetNx(Ctx& ctx) {
   if (!ctx.staged && !StagePairsIfAbsent(ctx)) return;  // inside EXEC
-  for (size_t i = 1; i < ctx.argc(); i += 2) {
-    if (ctx.store().Contains(ctx.argv[i])) return ctx.w.Integer(0);
-  }
+  if (AnyKeyPresent(ctx)) return ctx.w.Integer(0);
   if (CommitPairs(ctx)) ctx.w.Integer(1);
 }
 

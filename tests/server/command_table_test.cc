@@ -101,6 +101,10 @@ TEST(FlagWords, ABadRowIsAStartupError) {
             "command 'typo': unknown flag 'fsat'");
   EXPECT_EQ(build({{"both", 2, "write fast exclusive", kOneKey, Nop}}),
             "command 'both': both fast and exclusive");
+  auto staged = [](Ctx&) { return true; };
+  EXPECT_EQ(build({{"early", 2, "write exclusive", kOneKey, Nop, {}, staged}}), std::nullopt);
+  EXPECT_EQ(build({{"early", 2, "write", kOneKey, Nop, {}, staged}}),
+            "command 'early': before_lock without exclusive");
   EXPECT_EQ(build({{"twice", 1, "", kNoKeys, Nop}, {"twice", 1, "", kNoKeys, Nop}}),
             "command 'twice': declared twice");
   EXPECT_EQ(build({{"Upper", 1, "", kNoKeys, Nop}}), "command 'Upper': name not lowercase");

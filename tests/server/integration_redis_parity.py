@@ -493,6 +493,10 @@ class RedisParityTest(unittest.TestCase):
                 self.assertEqual(c.call(cmd, "ms:a", "1", "", "2", "ms:b", "3"),
                                  b"-ERR empty key\r\n")
                 self.assertEqual(c.call("EXISTS", "ms:a", "ms:b"), b":0\r\n")
+        # A bad pair is refused before MSETNX looks for the keys.
+        c.call("SET", "ms:a", "0")
+        self.assertEqual(c.call("MSETNX", "ms:a", "1", "", "2"), b"-ERR empty key\r\n")
+        c.call("DEL", "ms:a")
 
     def test_slowlog_redacts_a_password_given_by_config_set(self):
         for c in self.conns:
