@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """GET latency beside MSETs of large values, for one or more larder-server builds.
 
-An MSET runs under the server's exclusive lock (it is atomic), so every command with a key
-waits for it: what the MSET does there (hashing its values, queuing their writes, closing
-generations) is how long a GET beside it may stall. Each round starts every build in turn on
+An MSET is atomic: it writes its values first, then holds the server's exclusive lock while it
+writes their index records, and every command with a key waits for that hold: what the MSET
+does under it is how long a GET beside it may stall. Each round starts every build in turn on
 a fresh data directory and runs, against it, one client GETting a 1 KiB key in a loop while
 another sends `--msets` MSETs of `--values` x `--value-bytes` (0.3 s apart); it prints each
-build's GET p50/p99/max per round and the medians over the rounds.
+build's GET p50/p99/max and the MSETs' median time per round, and the median over the rounds
+of each build's worst GET.
 
     bench/resp/get_beside_mset.py [--rounds 3] [--budget 1gb] [--] build/bin/larder-server \
         /tmp/base/larder-server
@@ -57,12 +58,13 @@ def stop(proc, data):
 
 
 def one_run(port, args):
-    """GET latencies (ms) while the MSETs run."""
+    """GET latencies (ms) while the MSETs run, sorted, and each MSET's time (ms)."""
     writer = redis.Redis(port=port)
     writer.set("small", b"s" * 1024)
     value = b"x" * args.value_bytes
     done = threading.Event()
     latencies = []
+    msets = []
 
     def reader():
         c = redis.Redis(port=port)
@@ -75,12 +77,14 @@ def one_run(port, args):
     thread.start()
     try:
         for m in range(args.msets):
+            t = time.monotonic()
             writer.mset({"m%d:%d" % (m, i): value for i in range(args.values)})
+            msets.append((time.monotonic() - t) * 1e3)
             time.sleep(0.3)
     finally:
         done.set()
         thread.join()
-    return sorted(latencies)
+    return sorted(latencies), msets
 
 
 def main():
@@ -95,19 +99,20 @@ def main():
     args = ap.parse_args()
     extra = args.server_args.split()
     maxima = {s: [] for s in args.servers}
-    print("| round | server | GETs | p50 ms | p99 ms | max ms |")
-    print("|---|---|---|---|---|---|")
+    print("| round | server | GETs | p50 ms | p99 ms | max ms | MSET ms (median) |")
+    print("|---|---|---|---|---|---|---|")
     for r in range(args.rounds):
         order = args.servers if r % 2 == 0 else list(reversed(args.servers))
         for binary in order:
             proc, data, _, port = start(binary, args.budget, extra)
             try:
-                lat = one_run(port, args)
+                lat, msets = one_run(port, args)
             finally:
                 stop(proc, data)
             maxima[binary].append(lat[-1])
-            print("| %d | %s | %d | %.2f | %.2f | %.1f |" % (
-                r + 1, binary, len(lat), lat[len(lat) // 2], lat[int(len(lat) * 0.99)], lat[-1]))
+            print("| %d | %s | %d | %.2f | %.2f | %.1f | %.0f |" % (
+                r + 1, binary, len(lat), lat[len(lat) // 2], lat[int(len(lat) * 0.99)], lat[-1],
+                statistics.median(msets)))
     for binary in args.servers:
         print("median of the rounds' max, %s: %.1f ms" % (binary, statistics.median(maxima[binary])))
 

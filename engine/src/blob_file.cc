@@ -58,17 +58,17 @@ std::shared_ptr<PendingWrite> PendingWrite::CopyOf(std::string_view value) {
   return w;
 }
 
-std::shared_ptr<PendingWrite> PendingWrite::Adopt(std::string&& value) {
+std::shared_ptr<PendingWrite> PendingWrite::Adopt(std::shared_ptr<const std::string> value) {
   auto w = std::make_shared<PendingWrite>();
   w->owned = std::move(value);
-  w->data = w->owned.data();
-  w->size = w->capacity = w->owned.size();
+  w->data = w->owned->data();
+  w->size = w->capacity = w->owned->size();
   return w;
 }
 
 void PendingWrite::ReleaseBuffer() {
   aligned.reset();
-  std::string().swap(owned);
+  owned.reset();
   data = nullptr;
   released = true;
   if (on_release) on_release();

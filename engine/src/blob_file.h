@@ -30,10 +30,11 @@ namespace larder {
 
 // A value acknowledged but not written yet (ValueWriter): its bytes either copied into a buffer
 // aligned to kValueAlign, AlignUp(size) bytes with the tail past `size` zeroed (what an O_DIRECT
-// write takes), or held in the caller's string, taken over without a copy (Store::PutOwned).
+// write takes), or held in the caller's string, taken over without a copy (Store::PutOwned;
+// shared with a StagedPuts batch until it is committed).
 struct PendingWrite {
   std::unique_ptr<char, void (*)(void*)> aligned{nullptr, &std::free};  // CopyOf's
-  std::string owned;                                                    // Adopt's
+  std::shared_ptr<const std::string> owned;                             // Adopt's
   const char* data = nullptr;  // the value's bytes: in `aligned` or `owned`
   size_t size = 0;
   size_t capacity = 0;  // the bytes held: AlignUp(size) in `aligned`, else size
@@ -68,8 +69,8 @@ struct PendingWrite {
 
   // An aligned copy of `value`; nullptr if memory is short.
   static std::shared_ptr<PendingWrite> CopyOf(std::string_view value);
-  // Takes `value`'s buffer as it is (not aligned: for buffered writes only).
-  static std::shared_ptr<PendingWrite> Adopt(std::string&& value);
+  // Holds `value`'s buffer as it is (not aligned: for buffered writes only).
+  static std::shared_ptr<PendingWrite> Adopt(std::shared_ptr<const std::string> value);
   // Frees the buffer of a write dropped unwritten (no longer registered in its file, so nobody
   // reads it), though the writer's queue still holds this object until its turn; then runs
   // on_release. `size` and `capacity` stay as they were.

@@ -98,7 +98,7 @@ Status StoreImpl::ConvertEntry(const std::string& key, const format::v1::MetaRec
     rec.created_ms = m.created_ms;
     rec.last_access_ms = m.last_access_ms;
     rec.reuse_count = m.reuse_count;
-    if (Status s = StageValue(hash, key, *value, nullptr, true, m.checksum, *ticket, &e, &rec);
+    if (Status s = StageValue(hash, key, *value, HandedOver{}, true, m.checksum, *ticket, &e, &rec);
         !s.ok()) {
       return s;
     }

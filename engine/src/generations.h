@@ -55,6 +55,7 @@ struct Generation {
   // Bytes written into it (values with their alignment padding, inline values, keys).
   std::atomic<uint64_t> bytes{0};
   std::atomic<int64_t> live{0};      // index entries whose value is in this generation
+  std::atomic<int64_t> staged{0};    // values written into it, not yet indexed (StagedPuts)
   std::atomic<int> writers{0};       // writes in flight (see Generations::BeginWrite)
   std::atomic<bool> retired{false};  // being dropped: no write may begin
   std::atomic<bool> dropped{false};
@@ -105,7 +106,9 @@ class Generations {
   };
 
   // A write in progress into the generation it pins; writers hold one from before they append
-  // a value until the index holds its record, so a drop waits for them.
+  // a value until the index holds its record, so a drop waits for them. A staged value
+  // (StagedPuts) lets go of it between its append and its commit, which pins the generation
+  // again (Rejoin) or finds it dropped.
   class WriteTicket {
    public:
     explicit WriteTicket(GenerationPtr g) : gen_(std::move(g)) {}

@@ -1,10 +1,11 @@
 // StagedPuts: values written ahead of their keys. A staged value is in a generation's blob
 // file (or its inline bytes counted in it) with no index record, so no read finds it; the
-// generation counts it among its live entries (Generation::live) until it is indexed or freed,
-// so that maintenance does not drop a generation holding only staged values as empty. The
+// generation counts it (Generation::staged) until it is indexed or freed, so that maintenance
+// does not drop a generation holding only staged values as empty. The
 // commit pins the generation again (Generations::Rejoin) while it writes the record, as a Put
 // pins the head while it writes: a generation retired meanwhile (eviction, Clear) took the bytes
-// with it, and the value is written again into the head from the caller's memory.
+// with it, and the value is written again into the head from the caller's memory (or the
+// buffer StageOwned kept).
 #include <string>
 #include <vector>
 
@@ -26,10 +27,13 @@ class StagedPutsImpl final : public StagedPuts {
   ~StagedPutsImpl() override { AbandonAll(); }
 
   Status Stage(std::string_view key, std::string_view value, const PutOptions& opts) override {
-    StagedPut p;
-    if (Status s = store_.StagePut(key, value, opts, &p); !s.ok()) return s;
-    puts_.push_back(std::move(p));
-    return Status::OK();
+    return Add(key, value, nullptr, opts);
+  }
+
+  Status StageOwned(std::string_view key, std::string&& value, const PutOptions& opts) override {
+    if (value.size() < format::kMinBlobBytes) return Add(key, value, nullptr, opts);  // inline
+    auto bytes = std::make_shared<const std::string>(std::move(value));
+    return Add(key, *bytes, bytes, opts);
   }
 
   Status Commit(size_t* committed) override {
@@ -45,6 +49,14 @@ class StagedPutsImpl final : public StagedPuts {
   size_t size() const override { return puts_.size(); }
 
  private:
+  Status Add(std::string_view key, std::string_view value, std::shared_ptr<const std::string> bytes,
+             const PutOptions& opts) {
+    StagedPut p;
+    if (Status s = store_.StagePut(key, value, std::move(bytes), opts, &p); !s.ok()) return s;
+    puts_.push_back(std::move(p));
+    return Status::OK();
+  }
+
   void AbandonAll() {
     for (StagedPut& p : puts_) store_.AbandonStagedPut(&p);
   }
@@ -59,7 +71,8 @@ std::unique_ptr<StagedPuts> StoreImpl::StagePuts() {
   return std::make_unique<StagedPutsImpl>(*this);
 }
 
-Status StoreImpl::StagePut(std::string_view key, std::string_view value, const PutOptions& opts,
+Status StoreImpl::StagePut(std::string_view key, std::string_view value,
+                           std::shared_ptr<const std::string> bytes, const PutOptions& opts,
                            StagedPut* p) {
   if (opts.mode != PutMode::kAlways || opts.keep_ttl) {
     return Status::InvalidArgument("a staged put takes no NX, XX or KEEPTTL");
@@ -67,6 +80,7 @@ Status StoreImpl::StagePut(std::string_view key, std::string_view value, const P
   if (Status s = CheckPut(key, value.size()); !s.ok()) return s;
   p->key = std::string(key);
   p->value = value;
+  p->bytes = std::move(bytes);
   p->hash = format::KeyHash(key);
   p->expire_at_ms = opts.expire_at_ms;
   if (opts.expire_at_ms != 0 && opts.expire_at_ms <= NowMs()) {
@@ -87,13 +101,13 @@ Status StoreImpl::WriteStaged(StagedPut* p, bool wait_for_room) {
   p->e.expire_at_ms = p->rec.expire_at_ms = p->expire_at_ms;
   const int64_t now = NowMs();
   p->e.last_access_ms = p->rec.created_ms = p->rec.last_access_ms = now;
-  if (Status s = StageValue(p->hash, p->key, p->value, nullptr, wait_for_room, p->value_hash,
-                            *ticket, &p->e, &p->rec);
+  if (Status s = StageValue(p->hash, p->key, p->value, HandedOver{nullptr, p->bytes}, wait_for_room,
+                            p->value_hash, *ticket, &p->e, &p->rec);
       !s.ok()) {
     AbandonStaged(p->e);
     return s;
   }
-  gen.live++;  // see the top of the file
+  gen.staged++;  // see the top of the file
   p->gen = ticket->ptr();
   if (gen.bytes + hit_bytes_.load(std::memory_order_relaxed) >= generation_bytes_) MaybeRotate();
   return Status::OK();
@@ -103,7 +117,7 @@ Result<Generations::WriteTicket> StoreImpl::PinStaged(StagedPut* p) {
   for (int rewrites = 0;; ++rewrites) {
     if (std::optional<Generations::WriteTicket> t = gens_->Rejoin(p->gen)) return std::move(*t);
     // Its generation is being dropped, and the value's bytes with it.
-    p->gen->live--;
+    p->gen->staged--;
     p->gen.reset();
     if (rewrites == kMaxRewrites) {
       return Status::Busy("the generation of a staged value was dropped " +
@@ -128,9 +142,9 @@ Status StoreImpl::CommitStaged(StagedPut* p) {
   p->e.position = missing_positions_.Take(p->hash);
   if (p->e.position == Entry::kNoPosition && old) p->e.position = old->entry.position;
   Status committed = Commit(p->hash, p->key, p->e, p->rec, *p->gen, old);
-  if (MayWriteBehind(nullptr)) SettlePut(p->hash, p->key, p->e);
+  if (MayWriteBehind(HandedOver{nullptr, p->bytes})) SettlePut(p->hash, p->key, p->e);
   if (!committed.ok()) AbandonStaged(p->e);
-  p->gen->live--;  // Commit counted the entry itself
+  p->gen->staged--;
   p->gen.reset();
   if (committed.ok()) counters_.bytes_written += p->value.size();
   return committed;
@@ -141,13 +155,13 @@ void StoreImpl::AbandonStagedPut(StagedPut* p) {
   // A generation retired meanwhile takes the value's bytes with it; else, pinned, its segments
   // still name its files.
   if (auto ticket = gens_->Rejoin(p->gen)) {
-    if (MayWriteBehind(nullptr)) {
+    if (MayWriteBehind(HandedOver{nullptr, p->bytes})) {
       std::lock_guard stripe(Stripe(p->hash));
       SettlePut(p->hash, p->key, p->e);  // never indexed: a failed background write is let go
     }
     AbandonStaged(p->e);
   }
-  p->gen->live--;
+  p->gen->staged--;
   p->gen.reset();
 }
 

@@ -63,10 +63,24 @@ struct RecordMember {
   Located at;
 };
 
+// A value's buffer the store may keep for a background write (ValueWriter) instead of writing
+// the value as the call runs: the caller's string, taken over (PutOwned), or a buffer shared
+// with a StagedPut. Empty: the caller keeps its bytes.
+struct HandedOver {
+  std::string* string = nullptr;
+  std::shared_ptr<const std::string> shared;
+
+  explicit operator bool() const { return string != nullptr || shared != nullptr; }
+  std::shared_ptr<const std::string> Take() const {
+    return shared ? shared : std::make_shared<const std::string>(std::move(*string));
+  }
+};
+
 // One value of a StagedPuts batch: written (Stage), not yet indexed (Commit).
 struct StagedPut {
   std::string key;
-  std::string_view value;  // the caller's, valid until the commit (StagedPuts::Stage)
+  std::string_view value;  // the caller's (valid until the commit: StagedPuts::Stage) or in:
+  std::shared_ptr<const std::string> bytes;  // StageOwned's
   uint64_t hash = 0;
   uint64_t value_hash = 0;
   int64_t expire_at_ms = 0;
@@ -104,8 +118,9 @@ class StoreImpl final : public Store {
   // StagedPuts' steps (staged_puts.cc). Stage: checks and writes one value into *p. Commit:
   // indexes it, writing it again if its generation was dropped since. Abandon: frees a value
   // staged and not committed. Each leaves p->gen null once the value is no longer staged.
-  Status StagePut(std::string_view key, std::string_view value, const PutOptions& opts,
-                  StagedPut* p);
+  // `bytes`, if not null, holds `value` (StageOwned).
+  Status StagePut(std::string_view key, std::string_view value,
+                  std::shared_ptr<const std::string> bytes, const PutOptions& opts, StagedPut* p);
   Status CommitStaged(StagedPut* p);
   void AbandonStagedPut(StagedPut* p);
   uint64_t Exists(const std::vector<std::string_view>& keys) override;
@@ -273,23 +288,23 @@ class StoreImpl final : public Store {
   // Puts a value where its version will live: inline in the record, or appended to a blob
   // file of the ticket's generation. Fills the entry's and the record's identity and location;
   // the caller fills expiry and times.
-  // `owned`, if not null, holds `value`'s bytes and may be taken (PutOwned); `wait_for_room`:
+  // `owned`, if not empty, holds `value`'s bytes and may be kept (HandedOver); `wait_for_room`:
   // whether a value written behind waits for the writers' room (ValueWriter::Submit).
-  Status StageValue(uint64_t hash, std::string_view key, std::string_view value, std::string* owned,
-                    bool wait_for_room, uint64_t value_hash, const Generations::WriteTicket& t,
-                    Entry* e, format::IndexRecord* rec);
+  Status StageValue(uint64_t hash, std::string_view key, std::string_view value,
+                    const HandedOver& owned, bool wait_for_room, uint64_t value_hash,
+                    const Generations::WriteTicket& t, Entry* e, format::IndexRecord* rec);
   // Whether a Put's blob value may be written in the background (a PendingWrite): with the
   // WAL off, a caller's string (PutOwned) or any value with direct_writes; unless a background
   // write failed since the last success (write_failed_), which AppendValue checks as it goes.
-  bool MayWriteBehind(const std::string* owned) const {
+  bool MayWriteBehind(const HandedOver& owned) const {
     return writer_ && (owned || options_.direct_writes);
   }
   // Appends a blob value into the head; fills e's location.
-  Status AppendValue(std::string_view key, std::string_view value, std::string* owned,
+  Status AppendValue(std::string_view key, std::string_view value, const HandedOver& owned,
                      bool wait_for_room, const Generations::WriteTicket& t, Entry* e,
                      format::IndexRecord* rec);
-  // Put and PutOwned (`owned`: value's string, or null).
-  Status PutImpl(std::string_view key, std::string_view value, std::string* owned,
+  // Put and PutOwned (`owned`: value's string, or empty).
+  Status PutImpl(std::string_view key, std::string_view value, const HandedOver& owned,
                  const PutOptions& opts);
   // A value whose background write failed. Its bytes stay readable from the write's buffer
   // (PendingWrite::failed) until RemoveFailedWrites has removed the version.

@@ -100,7 +100,7 @@ Status WriteFailed(const rocksdb::Status& s, const std::string& dir, const char*
 
 }  // namespace
 
-Status StoreImpl::AppendValue(std::string_view key, std::string_view value, std::string* owned,
+Status StoreImpl::AppendValue(std::string_view key, std::string_view value, const HandedOver& owned,
                               bool wait_for_room, const Generations::WriteTicket& t, Entry* e,
                               format::IndexRecord* rec) {
   // WAL off: a caller's string (PutOwned) is taken as it is and written in the background
@@ -115,7 +115,7 @@ Status StoreImpl::AppendValue(std::string_view key, std::string_view value, std:
     if (options_.direct_writes) {
       pending = PendingWrite::CopyOf(value);
     } else if (owned) {
-      pending = PendingWrite::Adopt(std::move(*owned));
+      pending = PendingWrite::Adopt(owned.Take());
     }
   }
   BlobFilePtr file;
@@ -207,7 +207,7 @@ void StoreImpl::RemoveFailedWrites(std::vector<FailedWrite>* failed) {
 }
 
 Status StoreImpl::StageValue(uint64_t hash, std::string_view key, std::string_view value,
-                             std::string* owned, bool wait_for_room, uint64_t value_hash,
+                             const HandedOver& owned, bool wait_for_room, uint64_t value_hash,
                              const Generations::WriteTicket& t, Entry* e,
                              format::IndexRecord* rec) {
   Generation& gen = t.gen();
@@ -292,11 +292,11 @@ bool StoreImpl::PutInMemory(std::string_view key, uint64_t value_bytes) {
 }
 
 Status StoreImpl::Put(std::string_view key, std::string_view value, const PutOptions& opts) {
-  return PutImpl(key, value, nullptr, opts);
+  return PutImpl(key, value, HandedOver{}, opts);
 }
 
 Status StoreImpl::PutOwned(std::string_view key, std::string&& value, const PutOptions& opts) {
-  return PutImpl(key, value, &value, opts);
+  return PutImpl(key, value, HandedOver{&value, nullptr}, opts);
 }
 
 // `value` stays readable as a view until StageValue; only its size is used after it (its
@@ -316,7 +316,7 @@ Status StoreImpl::CheckPut(std::string_view key, uint64_t value_bytes) const {
   return Status::OK();
 }
 
-Status StoreImpl::PutImpl(std::string_view key, std::string_view value, std::string* owned,
+Status StoreImpl::PutImpl(std::string_view key, std::string_view value, const HandedOver& owned,
                           const PutOptions& opts) {
   if (Status s = CheckPut(key, value.size()); !s.ok()) return s;
   const uint64_t hash = format::KeyHash(key);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <new>
+#include <shared_mutex>
 
 #include "commands/expiry.h"
 #include "commands/families.h"
@@ -311,7 +312,7 @@ bool StageAcceptedPairs(Ctx& ctx) {
   po.never_wait_for_writers = ctx.in_exec;
   ctx.staged = ctx.store().StagePuts();
   for (size_t i = 1; i < ctx.argc(); i += 2) {
-    if (Status s = ctx.staged->Stage(ctx.argv[i], ctx.argv[i + 1], po); !s.ok()) {
+    if (Status s = ctx.staged->StageOwned(ctx.argv[i], std::move(ctx.argv[i + 1]), po); !s.ok()) {
       ReplyStatus(ctx, s);
       return false;
     }
@@ -343,20 +344,29 @@ bool CommitPairs(Ctx& ctx) {
 // MSET key value [key value ...]: atomic as in Redis (the row's `exclusive`: no other command
 // sees some of the keys set and not the others). The values are written before the exclusive
 // lock is taken (StagePairs, the row's BeforeLock), and under it only their index records: the
-// commands waiting for it wait for those, not for the bytes. A value that cannot be written (a
-// full disk, a full budget under eviction-policy none) sets nothing; only an index write that
-// fails part-way leaves the pairs before it set.
+// commands waiting for it wait for those, not for the bytes. The values go as they arrived
+// (StageOwned, as SET's PutOwned: with the WAL off, written behind). A value that cannot be
+// written (a full disk, a full budget under eviction-policy none) sets nothing; only an index
+// write that fails part-way (or the rewrite of a value whose generation FLUSHALL or eviction
+// dropped meanwhile) leaves the pairs before it set.
 void MSet(Ctx& ctx) {
   if (!ctx.staged && !StagePairs(ctx)) return;  // inside EXEC
   if (CommitPairs(ctx)) ctx.w.SimpleString("OK");
 }
 
 // MSETNX's BeforeLock: a key found present answers 0 at once, nothing written (what MSETNX
-// answers at that moment); else the values are staged, and the handler looks again under the
-// lock.
+// answers at that moment; the look holds the lock shared, as any read, so that it never sees
+// the middle of a transaction); else the values are staged, and the handler looks again under
+// the exclusive lock.
 bool StagePairsIfAbsent(Ctx& ctx) {
   if (!PairsAcceptable(ctx)) return false;
-  if (AnyKeyPresent(ctx)) {
+  bool present;
+  {
+    std::shared_lock<FairSharedMutex> lock(ctx.core.exec_lock, std::defer_lock);
+    if (!ctx.in_exec) lock.lock();  // inside EXEC, its exclusive hold
+    present = AnyKeyPresent(ctx);
+  }
+  if (present) {
     ctx.w.Integer(0);
     return false;
   }
@@ -579,8 +589,8 @@ constexpr CommandRow kRows[] = {
     {"getex", -2, "write", kOneKey, GetEx},
     {"getdel", 2, "write", kOneKey, GetDel},
     {"mget", -2, "readonly", kEveryArgKey, MGet},
-    {"mset", -3, "write exclusive", kKeyValuePairs, MSet, {}, StagePairs},
-    {"msetnx", -3, "write exclusive", kKeyValuePairs, MSetNx, {}, StagePairsIfAbsent},
+    {"mset", -3, "write exclusive moves_args", kKeyValuePairs, MSet, {}, StagePairs},
+    {"msetnx", -3, "write exclusive moves_args", kKeyValuePairs, MSetNx, {}, StagePairsIfAbsent},
     {"strlen", 2, "readonly fast", kOneKey, StrLen},
     {"getrange", 4, "readonly", kOneKey, GetRange},
     {"substr", 4, "readonly", kOneKey, GetRange},

@@ -261,7 +261,7 @@ TEST(BlobFileFailedWriteTest, ASyncAndAPunchDoNotWaitForIt) {
   testing::ScopedSyncPoint failing("BlobFile::WritePending:Write",
                                    [](void* err) { *static_cast<int*>(err) = EIO; });
   const std::string v = MakeValue("v", 64 << 10);
-  auto w = PendingWrite::Adopt(std::string(v));
+  auto w = PendingWrite::Adopt(std::make_shared<const std::string>(v));
   Status reported;
   w->on_error = [&](const Status& s) { reported = s; };
   uint64_t at = 0;

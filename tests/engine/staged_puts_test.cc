@@ -48,8 +48,8 @@ TEST_F(StagedPutsTest, StagedValuesAreFoundOnlyOnceCommitted) {
   const std::string a = MakeValue("a", 3 * kMiB), b = MakeValue("b", 5 * kMiB), c = "small";
   std::unique_ptr<StagedPuts> staged = store_->StagePuts();
   ASSERT_TRUE(staged->Stage("a", a, {}).ok());
-  ASSERT_TRUE(staged->Stage("b", b, {}).ok());
-  ASSERT_TRUE(staged->Stage("c", c, {}).ok());  // inline in its index record
+  ASSERT_TRUE(staged->StageOwned("b", std::string(b), {}).ok());  // written behind
+  ASSERT_TRUE(staged->Stage("c", c, {}).ok());                    // inline in its index record
   EXPECT_EQ(staged->size(), 3u);
   EXPECT_FALSE(store_->Contains("a"));
   EXPECT_FALSE(store_->Contains("c"));
@@ -119,15 +119,44 @@ TEST_F(StagedPutsTest, AnExpiryAlreadyPastRemovesTheKeyAtTheCommit) {
 
 // Clear drops every generation, the one holding the staged value too: the commit writes the
 // value again into the head, from the caller's memory, and indexes that copy.
+// StageOwned's value is written behind (WAL off) from the buffer the batch keeps, and written
+// again from it.
 TEST_F(StagedPutsTest, AValueWhoseGenerationWasDroppedIsWrittenAgain) {
-  const std::string v = MakeValue("v", 4 * kMiB);
+  const std::string v = MakeValue("v", 4 * kMiB), w = MakeValue("w", 2 * kMiB);
   std::unique_ptr<StagedPuts> staged = store_->StagePuts();
   ASSERT_TRUE(staged->Stage("v", v, {}).ok());
+  ASSERT_TRUE(staged->StageOwned("w", std::string(w), {}).ok());
   ASSERT_TRUE(store_->Clear().ok());
   ASSERT_TRUE(staged->Commit(nullptr).ok());
   EXPECT_EQ(GetString("v"), v);
+  EXPECT_EQ(GetString("w"), w);
   Reopen();
   EXPECT_EQ(GetString("v"), v);
+  EXPECT_EQ(GetString("w"), w);
+}
+
+// Writes past the budget evict the generations the staged values went to, in place or whole:
+// the commit still indexes each one's exact bytes (written again where its generation went).
+TEST_F(StagedPutsTest, EvictionOfAStagedValuesGenerationLosesNoValue) {
+  opts_.max_disk_bytes = 64 * kMiB;
+  opts_.generation_bytes = 8 * kMiB;
+  Reopen();
+  const std::string v = MakeValue("v", 4 * kMiB), w = MakeValue("w", kMiB);
+  std::unique_ptr<StagedPuts> staged = store_->StagePuts();
+  ASSERT_TRUE(staged->Stage("v", v, {}).ok());
+  ASSERT_TRUE(staged->StageOwned("w", std::string(w), {}).ok());
+  const uint64_t evicted = store_->GetStats().evicted_keys;
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(store_->Put("p" + std::to_string(i), MakeValue("p", 4 * kMiB)).ok());
+  }
+  EXPECT_GT(store_->GetStats().evicted_keys, evicted);
+  ASSERT_TRUE(staged->Commit(nullptr).ok());
+  EXPECT_EQ(GetString("v"), v);
+  EXPECT_EQ(GetString("w"), w);
+  EXPECT_EQ(store_->GetStats().corruptions, 0u);
+  Reopen();
+  EXPECT_EQ(GetString("v"), v);
+  EXPECT_EQ(GetString("w"), w);
 }
 
 // A value that closes the head leaves a generation holding nothing but it: maintenance, which

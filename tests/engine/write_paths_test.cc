@@ -195,10 +195,10 @@ TEST(BlobFileSyncTest, AValueAppendedWhileASyncWaitsIsNotCountedSynced) {
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   BlobFile& f = **created;
   uint64_t first = 0, second = 0;
-  auto written = PendingWrite::Adopt(std::string(64 << 10, 'a'));
+  auto written = PendingWrite::Adopt(std::make_shared<const std::string>(64 << 10, 'a'));
   f.AppendPending(written, &first);
   f.WritePending(first, *written);
-  auto waiting = PendingWrite::Adopt(std::string(64 << 10, 'b'));
+  auto waiting = PendingWrite::Adopt(std::make_shared<const std::string>(64 << 10, 'b'));
   {
     testing::ScopedSyncPoint appending("BlobFile::Sync:AfterWait",
                                        [&] { f.AppendPending(waiting, &second); });

@@ -106,7 +106,8 @@ struct KeyInfo {
 // server's MSET): it stages before it takes the lock and commits holding it.
 //
 // Not thread-safe (one caller's batch); calls into the store run concurrently with any other.
-// Must be destroyed before the Store; destroying it frees the values staged and not committed.
+// Must be destroyed before the Store is closed (Close, or its destructor), as a ValueReader;
+// destroying it frees the values staged and not committed.
 class StagedPuts {
  public:
   virtual ~StagedPuts() = default;
@@ -114,10 +115,18 @@ class StagedPuts {
   // nothing (the values staged before stay staged). `value` is read again by Commit if the
   // generation it went to was dropped meanwhile (eviction, Clear): it must stay valid and
   // unchanged until Commit returns or this object is destroyed. opts.mode must be kAlways and
-  // keep_ttl false (InvalidArgument); an expiry already past makes Commit remove the key.
+  // keep_ttl false (InvalidArgument); an expiry already past when it is staged makes Commit
+  // remove the key.
   virtual Status Stage(std::string_view key, std::string_view value, const PutOptions& opts) = 0;
-  // Indexes each staged value, in order, as its key's, replacing any value the key had. Stops at
-  // the first error (an index write failing, the store closed), which it returns: the values
+  // Stage that takes `value`'s buffer instead of reading the caller's memory again, as PutOwned
+  // does: with the WAL off (and direct_writes off) the value is written in the background from
+  // it, and the batch keeps it until the commit. Afterwards `value` is valid but its contents
+  // are unspecified.
+  virtual Status StageOwned(std::string_view key, std::string&& value, const PutOptions& opts) = 0;
+  // Indexes each staged value, in order, as its key's, replacing any value the key had. A value
+  // whose generation was dropped since it was staged (eviction of the oldest, Clear) is written
+  // again first, as its Stage wrote it. Stops at the first error (an index write failing, such a
+  // write failing), which it returns: the values
   // before it are set, as by a sequence of Puts, and those from it on are freed. `*committed`
   // (if not null) gets how many were set. Afterwards the object holds nothing and may stage
   // again.
