@@ -31,7 +31,7 @@ class StagedPutsImpl final : public StagedPuts {
   }
 
   Status StageOwned(std::string_view key, std::string&& value, const PutOptions& opts) override {
-    if (value.size() < format::kMinBlobBytes) return Add(key, value, nullptr, opts);  // inline
+    // Kept whatever its size: an inline value's record points into it until the commit.
     auto bytes = std::make_shared<const std::string>(std::move(value));
     return Add(key, *bytes, bytes, opts);
   }

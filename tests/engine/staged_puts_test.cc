@@ -16,30 +16,21 @@ using test::MakeValue;
 
 constexpr size_t kMiB = 1 << 20;
 
-class StagedPutsTest : public ::testing::Test {
+class StagedPutsTest : public test::ReopenedStoreTest {
  protected:
-  void SetUp() override { Reopen(); }
-  void Reopen() {
-    store_.reset();
-    opts_.maintenance_interval_ms = 0;
-    auto r = Store::Open(opts_, dir_.path());
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    store_ = std::move(r).value();
-  }
+  StagedPutsTest()
+      : ReopenedStoreTest([] {
+          Options o;
+          o.wal = false;
+          o.max_disk_bytes = 256 * kMiB;
+          o.generation_bytes = 16 * kMiB;
+          return o;
+        }()) {}
+
   std::string GetString(const std::string& key) {
     Result<Value> got = store_->Get(key);
     return got.ok() ? std::string(got->view()) : "<" + got.status().ToString() + ">";
   }
-
-  test::TempDir dir_;
-  Options opts_ = [] {
-    Options o;
-    o.wal = false;
-    o.max_disk_bytes = 256 * kMiB;
-    o.generation_bytes = 16 * kMiB;
-    return o;
-  }();
-  std::unique_ptr<Store> store_;
 };
 
 TEST_F(StagedPutsTest, StagedValuesAreFoundOnlyOnceCommitted) {

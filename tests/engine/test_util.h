@@ -13,12 +13,14 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "format.h"
 #include "larder/clock.h"
 #include "larder/options.h"
+#include "larder/store.h"
 
 namespace larder::test {
 
@@ -151,6 +153,25 @@ class CollidingKeyHashes {
   static uint64_t Hash(std::string_view key) {
     return key.starts_with("c-") ? 0x0123456789abcdefull : format::Checksum(key);
   }
+};
+
+// A store in a fresh directory, opened by SetUp and again by Reopen with opts_ (maintenance
+// passes off: a test runs them itself). A fixture sets opts_ in its initializer.
+class ReopenedStoreTest : public ::testing::Test {
+ protected:
+  explicit ReopenedStoreTest(Options opts) : opts_(std::move(opts)) {}
+  void SetUp() override { Reopen(); }
+  void Reopen() {
+    store_.reset();
+    opts_.maintenance_interval_ms = 0;
+    auto r = Store::Open(opts_, dir_.path());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    store_ = std::move(r).value();
+  }
+
+  TempDir dir_;
+  Options opts_;
+  std::unique_ptr<Store> store_;
 };
 
 }  // namespace larder::test

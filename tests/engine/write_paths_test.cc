@@ -19,27 +19,18 @@ namespace {
 
 using test::MakeValue;
 
-class WritePathsTest : public ::testing::Test {
+class WritePathsTest : public test::ReopenedStoreTest {
  protected:
-  void SetUp() override { Reopen(); }
-  void Reopen() {
-    store_.reset();
-    opts_.maintenance_interval_ms = 0;
-    auto r = Store::Open(opts_, dir_.path());
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    store_ = std::move(r).value();
-  }
+  WritePathsTest()
+      : ReopenedStoreTest([] {
+          Options o;
+          o.wal = false;
+          o.max_disk_bytes = 64 << 20;
+          o.generation_bytes = 16 << 20;
+          return o;
+        }()) {}
 
-  test::TempDir dir_;
   test::CollidingKeyHashes colliding_;  // keys "c-*" share a hash
-  Options opts_ = [] {
-    Options o;
-    o.wal = false;
-    o.max_disk_bytes = 64 << 20;
-    o.generation_bytes = 16 << 20;
-    return o;
-  }();
-  std::unique_ptr<Store> store_;
 };
 
 constexpr size_t kMiB = 1 << 20;
