@@ -60,6 +60,9 @@ struct Generation {
   std::atomic<bool> retired{false};  // being dropped: no write may begin
   std::atomic<bool> dropped{false};
 
+  // Neither an index entry nor a staged value is in it: maintenance may drop it.
+  bool HoldsNothing() const { return live.load() <= 0 && staged.load() <= 0; }
+
   bool HasPartition(uint16_t p) const {
     std::lock_guard lock(mu);
     return p < files.size() && files[p] != nullptr;

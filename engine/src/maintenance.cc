@@ -92,9 +92,9 @@ void StoreImpl::DropEmptyGenerations() {
   std::vector<GenerationPtr> all = gens_->All();
   for (size_t i = 0; i + 1 < all.size(); ++i) {
     GenerationPtr& g = all[i];
-    if (g->live.load() > 0 || g->staged.load() > 0) continue;
+    if (!g->HoldsNothing()) continue;
     gens_->Retire(*g);  // a write pinned to it before it stopped being the head may land
-    if (g->live.load() > 0 || g->staged.load() > 0) {
+    if (!g->HoldsNothing()) {
       g->retired = false;
       continue;
     }

@@ -93,23 +93,14 @@ Status StoreImpl::StagePut(std::string_view key, std::string_view value,
 
 Status StoreImpl::WriteStaged(StagedPut* p, bool wait_for_room) {
   if (Status s = MakeRoom(format::StoredBytes(p->key.size(), p->value.size())); !s.ok()) return s;
-  auto ticket = gens_->BeginWrite();
+  auto ticket =
+      WriteVersion(p->hash, p->key, p->value, HandedOver{nullptr, p->bytes}, wait_for_room,
+                   p->value_hash, p->expire_at_ms, NowMs(), &p->e, &p->rec);
   if (!ticket.ok()) return ticket.status();
   Generation& gen = ticket->gen();
-  p->e = Entry{};
-  p->rec = format::IndexRecord{};
-  p->e.expire_at_ms = p->rec.expire_at_ms = p->expire_at_ms;
-  const int64_t now = NowMs();
-  p->e.last_access_ms = p->rec.created_ms = p->rec.last_access_ms = now;
-  if (Status s = StageValue(p->hash, p->key, p->value, HandedOver{nullptr, p->bytes}, wait_for_room,
-                            p->value_hash, *ticket, &p->e, &p->rec);
-      !s.ok()) {
-    AbandonStaged(p->e);
-    return s;
-  }
   gen.staged++;  // see the top of the file
   p->gen = ticket->ptr();
-  if (gen.bytes + hit_bytes_.load(std::memory_order_relaxed) >= generation_bytes_) MaybeRotate();
+  RotateIfFull(gen);
   return Status::OK();
 }
 
@@ -139,11 +130,8 @@ Status StoreImpl::CommitStaged(StagedPut* p) {
   if (!ticket.ok()) return ticket.status();
   std::lock_guard stripe(Stripe(p->hash));
   std::optional<Located> old = LookupExact(p->hash, p->key);
-  p->e.position = missing_positions_.Take(p->hash);
-  if (p->e.position == Entry::kNoPosition && old) p->e.position = old->entry.position;
-  Status committed = Commit(p->hash, p->key, p->e, p->rec, *p->gen, old);
-  if (MayWriteBehind(HandedOver{nullptr, p->bytes})) SettlePut(p->hash, p->key, p->e);
-  if (!committed.ok()) AbandonStaged(p->e);
+  Status committed =
+      IndexVersion(p->hash, p->key, &p->e, p->rec, *p->gen, old, HandedOver{nullptr, p->bytes});
   p->gen->staged--;
   p->gen.reset();
   if (committed.ok()) counters_.bytes_written += p->value.size();

@@ -331,6 +331,21 @@ class StoreImpl final : public Store {
   // A Put's value appended (or pending) in its file but never indexed (its record's write or
   // its sync failed): no record names its range, so it is freed now, as a replaced version's.
   void AbandonStaged(const Entry& e);
+  // A new version of `key`'s value written into the head (StageValue), with a fresh entry and
+  // record (expiry `expire_at_ms`, times `now`): the ticket pinning the head until the version
+  // is indexed, or the error, nothing of the value left.
+  Result<Generations::WriteTicket> WriteVersion(uint64_t hash, std::string_view key,
+                                                std::string_view value, const HandedOver& owned,
+                                                bool wait_for_room, uint64_t value_hash,
+                                                int64_t expire_at_ms, int64_t now, Entry* e,
+                                                format::IndexRecord* rec);
+  // Makes the version WriteVersion wrote (`e`, `rec`, in `gen`, written with `owned`) the key's
+  // current one in place of `old`, keeping old's place among its prefix's keys (Commit); on
+  // failure its bytes are freed. Caller holds the key's stripe.
+  Status IndexVersion(uint64_t hash, std::string_view key, Entry* e, const format::IndexRecord& rec,
+                      Generation& gen, const std::optional<Located>& old, const HandedOver& owned);
+  // After a write into `gen`: a rotation if it filled the head (MaybeRotate).
+  void RotateIfFull(const Generation& gen);
   // Writes a staged value's bytes into the head (after making room for it); fills p->gen and
   // its entry. `wait_for_room` as in StageValue.
   Status WriteStaged(StagedPut* p, bool wait_for_room);

@@ -237,6 +237,41 @@ void StoreImpl::AbandonStaged(const Entry& e) {
   }
 }
 
+Result<Generations::WriteTicket> StoreImpl::WriteVersion(uint64_t hash, std::string_view key,
+                                                         std::string_view value,
+                                                         const HandedOver& owned,
+                                                         bool wait_for_room, uint64_t value_hash,
+                                                         int64_t expire_at_ms, int64_t now,
+                                                         Entry* e, format::IndexRecord* rec) {
+  auto ticket = gens_->BeginWrite();
+  if (!ticket.ok()) return ticket.status();
+  *e = Entry{};
+  *rec = format::IndexRecord{};
+  e->expire_at_ms = rec->expire_at_ms = expire_at_ms;
+  e->last_access_ms = rec->created_ms = rec->last_access_ms = now;
+  if (Status s = StageValue(hash, key, value, owned, wait_for_room, value_hash, *ticket, e, rec);
+      !s.ok()) {
+    AbandonStaged(*e);
+    return s;
+  }
+  return ticket;
+}
+
+Status StoreImpl::IndexVersion(uint64_t hash, std::string_view key, Entry* e,
+                               const format::IndexRecord& rec, Generation& gen,
+                               const std::optional<Located>& old, const HandedOver& owned) {
+  e->position = missing_positions_.Take(hash);
+  if (e->position == Entry::kNoPosition && old) e->position = old->entry.position;
+  Status committed = Commit(hash, key, *e, rec, gen, old);
+  if (MayWriteBehind(owned)) SettlePut(hash, key, *e);
+  if (!committed.ok()) AbandonStaged(*e);
+  return committed;
+}
+
+void StoreImpl::RotateIfFull(const Generation& gen) {
+  if (gen.bytes + hit_bytes_.load(std::memory_order_relaxed) >= generation_bytes_) MaybeRotate();
+}
+
 Status StoreImpl::Commit(uint64_t hash, std::string_view key, const Entry& e,
                          const format::IndexRecord& rec, Generation& gen,
                          const std::optional<Located>& old) {
@@ -352,37 +387,23 @@ Status StoreImpl::PutImpl(std::string_view key, std::string_view value, const Ha
   }
   const uint64_t value_hash = format::Checksum(value);  // outside the stripe for plain SETs
 
-  auto ticket = gens_->BeginWrite();
-  if (!ticket.ok()) return ticket.status();
-  Generation& gen = ticket->gen();
   Entry e;
   format::IndexRecord rec;
-  e.expire_at_ms = rec.expire_at_ms = opts.expire_at_ms;
-  e.last_access_ms = rec.created_ms = rec.last_access_ms = now;
-  if (Status s = StageValue(hash, key, value, owned, !opts.never_wait_for_writers, value_hash,
-                            *ticket, &e, &rec);
-      !s.ok()) {
-    AbandonStaged(e);
-    return s;
-  }
+  auto ticket = WriteVersion(hash, key, value, owned, !opts.never_wait_for_writers, value_hash,
+                             opts.expire_at_ms, now, &e, &rec);
+  if (!ticket.ok()) return ticket.status();
+  Generation& gen = ticket->gen();
   testing::SyncPoint("StoreImpl::PutImpl:BeforeCommit");
   if (!stripe.owns_lock()) stripe.lock();
   std::optional<Located> old = LookupExact(hash, key);
-  e.position = missing_positions_.Take(hash);
-  if (e.position == Entry::kNoPosition && old) e.position = old->entry.position;
   if (opts.keep_ttl) {
     rec.expire_at_ms = old && !old->entry.ExpiredAt(now) ? ExactExpiry(hash, key, *old) : 0;
     e.expire_at_ms = rec.expire_at_ms;
   }
-  Status committed = Commit(hash, key, e, rec, gen, old);
-  if (MayWriteBehind(owned)) SettlePut(hash, key, e);
-  if (!committed.ok()) {
-    AbandonStaged(e);
-    return committed;
-  }
+  if (Status s = IndexVersion(hash, key, &e, rec, gen, old, owned); !s.ok()) return s;
   stripe.unlock();
   counters_.bytes_written += value.size();
-  if (gen.bytes + hit_bytes_.load(std::memory_order_relaxed) >= generation_bytes_) MaybeRotate();
+  RotateIfFull(gen);
   return Status::OK();
 }
 
