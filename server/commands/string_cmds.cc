@@ -374,8 +374,13 @@ bool StagePairsIfAbsent(Ctx& ctx) {
 }
 
 void MSetNx(Ctx& ctx) {
-  if (!ctx.staged && !StagePairsIfAbsent(ctx)) return;  // inside EXEC
-  if (AnyKeyPresent(ctx)) return ctx.w.Integer(0);
+  if (!ctx.staged) {
+    // Inside EXEC: StagePairsIfAbsent looks under EXEC's hold, which nothing passes before the
+    // commit.
+    if (!StagePairsIfAbsent(ctx)) return;
+  } else if (AnyKeyPresent(ctx)) {
+    return ctx.w.Integer(0);  // set since the BeforeLock looked
+  }
   if (CommitPairs(ctx)) ctx.w.Integer(1);
 }
 
