@@ -1,12 +1,17 @@
 // StagedPuts: values written ahead of their keys. A staged value is in a generation's blob
 // file (or its inline bytes counted in it) with no index record, so no read finds it; the
 // generation counts it (Generation::staged) until it is indexed or freed, so that maintenance
-// does not drop a generation holding only staged values as empty. The
-// commit pins the generation again (Generations::Rejoin) while it writes the record, as a Put
-// pins the head while it writes: a generation retired meanwhile (eviction, Clear) took the bytes
-// with it, and the value is written again into the head from the caller's memory (or the
-// buffer StageOwned kept).
+// does not drop a generation holding only staged values as empty. The commit pins the
+// generations again (Generations::Rejoin) while it writes the records, as a Put pins the head
+// while it writes: a generation retired meanwhile (eviction, Clear) took the bytes with it, and
+// the value is written again into the head from the caller's memory (or the buffer StageOwned
+// kept). The records go in one RocksDB write batch, under the stripes of all the keys: every
+// key changes, or none, in memory and on disk (the WAL has the batch whole; without it, the
+// atomic flush takes it whole).
+#include <algorithm>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "format.h"
@@ -36,12 +41,9 @@ class StagedPutsImpl final : public StagedPuts {
     return Add(key, *bytes, bytes, opts);
   }
 
-  Status Commit(size_t* committed) override {
-    Status result;
-    size_t n = 0;
-    for (; n < puts_.size() && result.ok(); ++n) result = store_.CommitStaged(&puts_[n]);
-    if (committed) *committed = result.ok() ? n : n - 1;
-    AbandonAll();  // those from the failed one on (a committed one is no longer staged)
+  Status Commit() override {
+    Status result = store_.CommitStaged(LastOfEachKey());
+    AbandonAll();  // those a later value of the same key replaced, and all if it failed
     puts_.clear();
     return result;
   }
@@ -55,6 +57,19 @@ class StagedPutsImpl final : public StagedPuts {
     if (Status s = store_.StagePut(key, value, std::move(bytes), opts, &p); !s.ok()) return s;
     puts_.push_back(std::move(p));
     return Status::OK();
+  }
+
+  // A key staged twice gets its last value, as by Puts in order; the earlier ones are never
+  // indexed.
+  std::vector<StagedPut*> LastOfEachKey() {
+    std::vector<StagedPut*> last;
+    last.reserve(puts_.size());
+    std::unordered_set<std::string_view> seen;
+    for (auto it = puts_.rbegin(); it != puts_.rend(); ++it) {
+      if (seen.insert(it->key).second) last.push_back(&*it);
+    }
+    std::reverse(last.begin(), last.end());
+    return last;
   }
 
   void AbandonAll() {
@@ -104,38 +119,85 @@ Status StoreImpl::WriteStaged(StagedPut* p, bool wait_for_room) {
   return Status::OK();
 }
 
-Result<Generations::WriteTicket> StoreImpl::PinStaged(StagedPut* p) {
+Result<std::vector<Generations::WriteTicket>> StoreImpl::PinStaged(
+    const std::vector<StagedPut*>& puts) {
   for (int rewrites = 0;; ++rewrites) {
-    if (std::optional<Generations::WriteTicket> t = gens_->Rejoin(p->gen)) return std::move(*t);
-    // Its generation is being dropped, and the value's bytes with it.
-    p->gen->staged--;
-    p->gen.reset();
+    std::vector<Generations::WriteTicket> pins;
+    pins.reserve(puts.size());
+    bool dropped = false;
+    for (StagedPut* p : puts) {
+      if (p->remove) continue;
+      std::optional<Generations::WriteTicket> t = gens_->Rejoin(p->gen);
+      if (!t) {
+        dropped = true;
+        break;
+      }
+      pins.push_back(std::move(*t));
+    }
+    if (!dropped) return pins;
+    pins.clear();
     if (rewrites == kMaxRewrites) {
       return Status::Busy("the generation of a staged value was dropped " +
                           std::to_string(kMaxRewrites + 1) + " times before it was indexed");
     }
-    if (Status s = WriteStaged(p, /*wait_for_room=*/false); !s.ok()) return s;
+    for (StagedPut* p : puts) {
+      if (p->remove || !p->gen->retired.load()) continue;
+      // Its generation is being dropped, and the value's bytes with it.
+      p->gen->staged--;
+      p->gen.reset();
+      if (Status s = WriteStaged(p, /*wait_for_room=*/false); !s.ok()) return s;
+    }
   }
 }
 
-Status StoreImpl::CommitStaged(StagedPut* p) {
+namespace {
+
+// The stripes of `puts`' keys, each once, taken in one order (their addresses): no other path
+// holds two stripes, and two commits cannot each wait for the other's.
+std::vector<std::unique_lock<std::mutex>> LockStripes(std::vector<std::mutex*> stripes) {
+  std::sort(stripes.begin(), stripes.end());
+  stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+  std::vector<std::unique_lock<std::mutex>> held;
+  held.reserve(stripes.size());
+  for (std::mutex* m : stripes) held.emplace_back(*m);
+  return held;
+}
+
+}  // namespace
+
+Status StoreImpl::CommitStaged(const std::vector<StagedPut*>& puts) {
   if (Status s = CheckWritable(); !s.ok()) return s;
-  if (p->remove) {
-    p->remove = false;
-    std::lock_guard stripe(Stripe(p->hash));
-    std::optional<Located> old = LookupExact(p->hash, p->key);
-    return old ? RemoveLocked(p->hash, p->key, *old) : Status::OK();
+  Result<std::vector<Generations::WriteTicket>> pins = PinStaged(puts);
+  if (!pins.ok()) return pins.status();
+  std::vector<std::mutex*> stripes;
+  for (const StagedPut* p : puts) stripes.push_back(&Stripe(p->hash));
+  auto held = LockStripes(std::move(stripes));
+  rocksdb::WriteBatch batch;
+  std::vector<std::optional<Located>> olds;
+  olds.reserve(puts.size());
+  for (StagedPut* p : puts) {
+    const std::optional<Located>& old = olds.emplace_back(LookupExact(p->hash, p->key));
+    if (p->remove) {
+      if (old) AddRemoval(&batch, p->hash, p->key, *old);
+      continue;
+    }
+    AddVersion(&batch, p->hash, p->key, &p->e, p->rec, *p->gen, old);
   }
-  Result<Generations::WriteTicket> ticket = PinStaged(p);
-  if (!ticket.ok()) return ticket.status();
-  std::lock_guard stripe(Stripe(p->hash));
-  std::optional<Located> old = LookupExact(p->hash, p->key);
-  Status committed =
-      IndexVersion(p->hash, p->key, &p->e, p->rec, *p->gen, old, HandedOver{nullptr, p->bytes});
-  p->gen->staged--;
-  p->gen.reset();
-  if (committed.ok()) counters_.bytes_written += p->value.size();
-  return committed;
+  const Status written = WriteIndex(&batch, "writing the index");
+  for (size_t i = 0; i < puts.size(); ++i) {
+    StagedPut* p = puts[i];
+    if (p->remove) {
+      p->remove = false;
+      if (written.ok() && olds[i]) Removed(*olds[i]);
+      continue;
+    }
+    SettleVersion(written.ok(), p->hash, p->key, p->e, *p->gen, olds[i],
+                  HandedOver{nullptr, p->bytes});
+    if (written.ok()) counters_.bytes_written += p->value.size();
+    p->gen->staged--;
+    p->gen.reset();
+  }
+  return written;
 }
 
 void StoreImpl::AbandonStagedPut(StagedPut* p) {

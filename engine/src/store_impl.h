@@ -116,12 +116,13 @@ class StoreImpl final : public Store {
   Status CheckPut(std::string_view key, uint64_t value_bytes) const override;
   std::unique_ptr<StagedPuts> StagePuts() override;
   // StagedPuts' steps (staged_puts.cc). Stage: checks and writes one value into *p. Commit:
-  // indexes it, writing it again if its generation was dropped since. Abandon: frees a value
-  // staged and not committed. Each leaves p->gen null once the value is no longer staged.
-  // `bytes`, if not null, holds `value` (StageOwned).
+  // indexes them, distinct keys, in one index write, writing again those whose generation was
+  // dropped since; all or none. Abandon: frees a value staged and not committed. Each leaves
+  // p->gen null once the value is no longer staged. `bytes`, if not null, holds `value`
+  // (StageOwned).
   Status StagePut(std::string_view key, std::string_view value,
                   std::shared_ptr<const std::string> bytes, const PutOptions& opts, StagedPut* p);
-  Status CommitStaged(StagedPut* p);
+  Status CommitStaged(const std::vector<StagedPut*>& puts);
   void AbandonStagedPut(StagedPut* p);
   uint64_t Exists(const std::vector<std::string_view>& keys) override;
   uint64_t PrefixCount(const std::vector<std::string_view>& keys) override;
@@ -340,25 +341,37 @@ class StoreImpl final : public Store {
                                                 int64_t expire_at_ms, int64_t now, Entry* e,
                                                 format::IndexRecord* rec);
   // Makes the version WriteVersion wrote (`e`, `rec`, in `gen`, written with `owned`) the key's
-  // current one in place of `old`, keeping old's place among its prefix's keys (Commit); on
-  // failure its bytes are freed. Caller holds the key's stripe.
+  // current one in place of `old`, keeping old's place among its prefix's keys; on failure its
+  // bytes are freed. Caller holds the key's stripe.
   Status IndexVersion(uint64_t hash, std::string_view key, Entry* e, const format::IndexRecord& rec,
                       Generation& gen, const std::optional<Located>& old, const HandedOver& owned);
+  // IndexVersion in its two steps, for a caller that writes several keys' records in one batch
+  // (a StagedPuts commit): what the batch must hold (and e's place), then, once the batch was
+  // written (`indexed`) or failed, the in-memory index's change or the version's bytes freed.
+  // Caller holds the keys' stripes from the first step to the second.
+  void AddVersion(rocksdb::WriteBatch* batch, uint64_t hash, std::string_view key, Entry* e,
+                  const format::IndexRecord& rec, const Generation& gen,
+                  const std::optional<Located>& old);
+  void SettleVersion(bool indexed, uint64_t hash, std::string_view key, const Entry& e,
+                     Generation& gen, const std::optional<Located>& old, const HandedOver& owned);
   // After a write into `gen`: a rotation if it filled the head (MaybeRotate).
   void RotateIfFull(const Generation& gen);
   // Writes a staged value's bytes into the head (after making room for it); fills p->gen and
   // its entry. `wait_for_room` as in StageValue.
   Status WriteStaged(StagedPut* p, bool wait_for_room);
-  // Pins the generation of p's value for its commit (Generations::Rejoin); while the one it is
-  // in is being dropped, writes the value again into the head first.
-  Result<Generations::WriteTicket> PinStaged(StagedPut* p);
-  // Writes the record of a new version of `key` (replacing `old`'s in another generation)
-  // and updates the index. Caller holds the key's stripe.
-  Status Commit(uint64_t hash, std::string_view key, const Entry& e, const format::IndexRecord& rec,
-                Generation& gen, const std::optional<Located>& old);
+  // Pins the generations of the staged values for their commit (Generations::Rejoin); while
+  // one is being dropped, writes its values again into the head first, holding no pin (the
+  // drop waits for the generation's writers, and the rewrite may evict).
+  Result<std::vector<Generations::WriteTicket>> PinStaged(const std::vector<StagedPut*>& puts);
   // Removes one version of a key (its record, then its index entry). Caller holds its stripe.
   // An error leaves the key as it was.
   Status RemoveLocked(uint64_t hash, std::string_view key, const Located& at);
+  // RemoveLocked in its two steps, as AddVersion and SettleVersion.
+  void AddRemoval(rocksdb::WriteBatch* batch, uint64_t hash, std::string_view key,
+                  const Located& at) const;
+  void Removed(const Located& at);
+  // Writes `batch` into the index (nothing if it is empty); the error names `what` failed.
+  Status WriteIndex(rocksdb::WriteBatch* batch, const char* what);
   // The entry's expiry as stored (the index keeps expiries past Entry::kMaxExpiry as kFarExpiry).
   int64_t ExactExpiry(uint64_t hash, std::string_view key, const Located& at);
 

@@ -91,15 +91,6 @@ rocksdb::WriteOptions StoreImpl::WriteOpts() const {
   return wo;
 }
 
-namespace {
-
-Status WriteFailed(const rocksdb::Status& s, const std::string& dir, const char* what) {
-  if (s.IsNoSpace()) return Status::NoSpace("disk full " + std::string(what) + " in " + dir);
-  return Status::IOError(std::string(what) + " failed: " + s.ToString());
-}
-
-}  // namespace
-
 Status StoreImpl::AppendValue(std::string_view key, std::string_view value, const HandedOver& owned,
                               bool wait_for_room, const Generations::WriteTicket& t, Entry* e,
                               format::IndexRecord* rec) {
@@ -260,48 +251,67 @@ Result<Generations::WriteTicket> StoreImpl::WriteVersion(uint64_t hash, std::str
 Status StoreImpl::IndexVersion(uint64_t hash, std::string_view key, Entry* e,
                                const format::IndexRecord& rec, Generation& gen,
                                const std::optional<Located>& old, const HandedOver& owned) {
+  rocksdb::WriteBatch batch;
+  AddVersion(&batch, hash, key, e, rec, gen, old);
+  Status indexed = WriteIndex(&batch, "writing the index");
+  SettleVersion(indexed.ok(), hash, key, *e, gen, old, owned);
+  return indexed;
+}
+
+void StoreImpl::AddVersion(rocksdb::WriteBatch* batch, uint64_t hash, std::string_view key,
+                           Entry* e, const format::IndexRecord& rec, const Generation& gen,
+                           const std::optional<Located>& old) {
   e->position = missing_positions_.Take(hash);
   if (e->position == Entry::kNoPosition && old) e->position = old->entry.position;
-  Status committed = Commit(hash, key, *e, rec, gen, old);
-  if (MayWriteBehind(owned)) SettlePut(hash, key, *e);
-  if (!committed.ok()) AbandonStaged(*e);
-  return committed;
+  const std::string ik = format::IndexKey(hash, key);
+  batch->Put(gen.cf, ik, rec.Encode());
+  if (old && old->seg.gen && old->seg.gen->id != gen.id) batch->Delete(old->seg.gen->cf, ik);
+}
+
+void StoreImpl::SettleVersion(bool indexed, uint64_t hash, std::string_view key, const Entry& e,
+                              Generation& gen, const std::optional<Located>& old,
+                              const HandedOver& owned) {
+  if (indexed) {
+    if (old && index_.Replace(old->entry, e)) {
+      LeftIndex(*old);
+      if (old->seg.file) old->seg.file->Supersede(old->entry.offset, memtable_seals_.load());
+    } else {
+      index_.Insert(e);
+    }
+    gen.live++;
+  }
+  if (MayWriteBehind(owned)) SettlePut(hash, key, e);
+  if (!indexed) AbandonStaged(e);
 }
 
 void StoreImpl::RotateIfFull(const Generation& gen) {
   if (gen.bytes + hit_bytes_.load(std::memory_order_relaxed) >= generation_bytes_) MaybeRotate();
 }
 
-Status StoreImpl::Commit(uint64_t hash, std::string_view key, const Entry& e,
-                         const format::IndexRecord& rec, Generation& gen,
-                         const std::optional<Located>& old) {
-  const std::string ik = format::IndexKey(hash, key);
-  rocksdb::WriteBatch batch;
-  batch.Put(gen.cf, ik, rec.Encode());
-  if (old && old->seg.gen && old->seg.gen->id != gen.id) batch.Delete(old->seg.gen->cf, ik);
-  rocksdb::Status s = db_->Write(WriteOpts(), &batch);
-  if (!s.ok()) return WriteFailed(s, dir_, "writing the index");
+Status StoreImpl::WriteIndex(rocksdb::WriteBatch* batch, const char* what) {
+  if (batch->Count() == 0) return Status::OK();
+  rocksdb::Status s = db_->Write(WriteOpts(), batch);
+  if (s.IsNoSpace()) return Status::NoSpace("disk full " + std::string(what) + " in " + dir_);
+  if (!s.ok()) return Status::IOError(std::string(what) + " failed: " + s.ToString());
   index_writes_++;
-  if (old && index_.Replace(old->entry, e)) {
-    LeftIndex(*old);
-    if (old->seg.file) old->seg.file->Supersede(old->entry.offset, memtable_seals_.load());
-  } else {
-    index_.Insert(e);
-  }
-  gen.live++;
   return Status::OK();
 }
 
-Status StoreImpl::RemoveLocked(uint64_t hash, std::string_view key, const Located& at) {
-  if (at.seg.gen) {
-    rocksdb::WriteBatch batch;
-    batch.Delete(at.seg.gen->cf, format::IndexKey(hash, key));
-    rocksdb::Status s = db_->Write(WriteOpts(), &batch);
-    if (!s.ok()) return WriteFailed(s, dir_, "deleting from the index");
-    index_writes_++;
-  }
+void StoreImpl::AddRemoval(rocksdb::WriteBatch* batch, uint64_t hash, std::string_view key,
+                           const Located& at) const {
+  if (at.seg.gen) batch->Delete(at.seg.gen->cf, format::IndexKey(hash, key));
+}
+
+void StoreImpl::Removed(const Located& at) {
   if (index_.Erase(at.entry)) LeftIndex(at);
   if (at.seg.file) at.seg.file->Supersede(at.entry.offset, memtable_seals_.load());
+}
+
+Status StoreImpl::RemoveLocked(uint64_t hash, std::string_view key, const Located& at) {
+  rocksdb::WriteBatch batch;
+  AddRemoval(&batch, hash, key, at);
+  if (Status s = WriteIndex(&batch, "deleting from the index"); !s.ok()) return s;
+  Removed(at);
   return Status::OK();
 }
 
@@ -442,9 +452,7 @@ Status StoreImpl::SetExpiry(std::string_view key, int64_t expire_at_ms) {
   rec.expire_at_ms = expire_at_ms;
   rocksdb::WriteBatch batch;
   batch.Put(at->seg.gen->cf, format::IndexKey(hash, key), rec.Encode());
-  rocksdb::Status s = db_->Write(WriteOpts(), &batch);
-  if (!s.ok()) return WriteFailed(s, dir_, "writing the index");
-  index_writes_++;
+  if (Status s = WriteIndex(&batch, "writing the index"); !s.ok()) return s;
   index_.Update(at->entry, [&](Entry& x) { x.expire_at_ms = expire_at_ms; });
   return Status::OK();
 }

@@ -331,14 +331,15 @@ bool AnyKeyPresent(Ctx& ctx) {
   return false;
 }
 
-// Makes the staged values their keys', under the exclusive lock. False after replying the
-// error; the keys set before it are notified.
+// Makes the staged values their keys', all or none, under the exclusive lock. False after
+// replying the error.
 bool CommitPairs(Ctx& ctx) {
-  size_t committed = 0;
-  Status s = ctx.staged->Commit(&committed);
-  for (size_t i = 0; i < committed; ++i) NotifySet(ctx, ctx.argv[1 + 2 * i], PutOptions{});
-  if (!s.ok()) ReplyStatus(ctx, s);
-  return s.ok();
+  if (Status s = ctx.staged->Commit(); !s.ok()) {
+    ReplyStatus(ctx, s);
+    return false;
+  }
+  for (size_t i = 1; i < ctx.argc(); i += 2) NotifySet(ctx, ctx.argv[i], PutOptions{});
+  return true;
 }
 
 // MSET key value [key value ...]: atomic as in Redis (the row's `exclusive`: no other command
@@ -346,9 +347,8 @@ bool CommitPairs(Ctx& ctx) {
 // lock is taken (StagePairs, the row's BeforeLock), and under it only their index records: the
 // commands waiting for it wait for those, not for the bytes. The values go as they arrived
 // (StageOwned, as SET's PutOwned: with the WAL off, written behind). A value that cannot be
-// written (a full disk, a full budget under eviction-policy none) sets nothing; only an index
-// write that fails part-way (or the rewrite of a value whose generation FLUSHALL or eviction
-// dropped meanwhile) leaves the pairs before it set.
+// written (a full disk, a full budget under eviction-policy none) sets nothing, nor does a
+// failed commit: the records go in one index write (also atomic across a crash).
 void MSet(Ctx& ctx) {
   if (!ctx.staged && !StagePairs(ctx)) return;  // inside EXEC
   if (CommitPairs(ctx)) ctx.w.SimpleString("OK");

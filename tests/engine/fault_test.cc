@@ -26,46 +26,53 @@ namespace {
 using test::MakeValue;
 
 // Every write to a RocksDB file (WAL, MANIFEST, SST) fails while `failing` is set, as on a
-// disk that went read-only or full.
+// disk that went read-only or full; with `appends_left` >= 0, `failing` is set once that many
+// more appends went through.
 class FailingFs : public rocksdb::FileSystemWrapper {
  public:
   explicit FailingFs(std::shared_ptr<rocksdb::FileSystem> base)
       : FileSystemWrapper(std::move(base)) {}
   const char* Name() const override { return "FailingFs"; }
   std::atomic<bool> failing{false};
+  std::atomic<int> appends_left{-1};
 
   rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
                                     std::unique_ptr<rocksdb::FSWritableFile>* r,
                                     rocksdb::IODebugContext* dbg) override {
     if (failing) return rocksdb::IOStatus::IOError("injected: cannot create " + f);
     rocksdb::IOStatus s = target()->NewWritableFile(f, o, r, dbg);
-    if (s.ok()) *r = std::make_unique<File>(std::move(*r), &failing);
+    if (s.ok()) *r = std::make_unique<File>(std::move(*r), this);
     return s;
   }
 
  private:
+  bool AppendFails() {
+    if (!failing && appends_left.load() >= 0 && appends_left.fetch_sub(1) <= 0) failing = true;
+    return failing;
+  }
+
   class File : public rocksdb::FSWritableFileOwnerWrapper {
    public:
-    File(std::unique_ptr<rocksdb::FSWritableFile> t, std::atomic<bool>* failing)
-        : FSWritableFileOwnerWrapper(std::move(t)), failing_(failing) {}
+    File(std::unique_ptr<rocksdb::FSWritableFile> t, FailingFs* fs)
+        : FSWritableFileOwnerWrapper(std::move(t)), fs_(fs) {}
     rocksdb::IOStatus Append(const rocksdb::Slice& d, const rocksdb::IOOptions& o,
                              rocksdb::IODebugContext* dbg) override {
-      if (*failing_) return rocksdb::IOStatus::IOError("injected write failure");
+      if (fs_->AppendFails()) return rocksdb::IOStatus::IOError("injected write failure");
       return FSWritableFileOwnerWrapper::Append(d, o, dbg);
     }
     rocksdb::IOStatus Append(const rocksdb::Slice& d, const rocksdb::IOOptions& o,
                              const rocksdb::DataVerificationInfo& v,
                              rocksdb::IODebugContext* dbg) override {
-      if (*failing_) return rocksdb::IOStatus::IOError("injected write failure");
+      if (fs_->AppendFails()) return rocksdb::IOStatus::IOError("injected write failure");
       return FSWritableFileOwnerWrapper::Append(d, o, v, dbg);
     }
     rocksdb::IOStatus Sync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
-      if (*failing_) return rocksdb::IOStatus::IOError("injected sync failure");
+      if (fs_->failing) return rocksdb::IOStatus::IOError("injected sync failure");
       return FSWritableFileOwnerWrapper::Sync(o, dbg);
     }
 
    private:
-    std::atomic<bool>* failing_;
+    FailingFs* fs_;
   };
 };
 
@@ -142,6 +149,82 @@ TEST(Faults, AValueWhoseIndexWriteIsRefusedGivesItsSpaceBack) {
   fs->failing = false;
   EXPECT_EQ(s.Get("kept")->view(), MakeValue("kept", 1 << 20));
   s.Close().PermitUncheckedError();  // RocksDB may keep reporting the earlier failure
+}
+
+// A StagedPuts commit writes its keys' records in one index write: all of them, or none when
+// that write is refused, and a reopen finds the same.
+class StagedCommitFaults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    o_.wal = true;  // each index write is a WAL append, made when the commit returns
+    o_.maintenance_interval_ms = 0;
+    o_.max_disk_bytes = 1ull << 30;
+    auto r = testing::OpenWithEnv(o_, dir_.path(), env_.get());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    store_ = std::move(r).value();
+    for (const char* k : kKeys) ASSERT_TRUE(store_->Put(k, MakeValue(k, 1 << 20)).ok());
+    staged_ = store_->StagePuts();
+    for (const char* k : kKeys) {
+      ASSERT_TRUE(staged_->Stage(k, MakeValue(std::string("new ") + k, 2 << 20), {}).ok());
+    }
+  }
+
+  // How many of the keys have their staged value; the others must have their first one.
+  int NewValues(Store& s) {
+    int found = 0;
+    for (const char* k : kKeys) {
+      Result<Value> v = s.Get(k);
+      if (!v.ok()) {
+        ADD_FAILURE() << k << ": " << v.status().ToString();
+      } else if (v->view() == MakeValue(std::string("new ") + k, 2 << 20)) {
+        found++;
+      } else {
+        EXPECT_EQ(v->view(), MakeValue(k, 1 << 20)) << k;
+      }
+    }
+    return found;
+  }
+
+  int NewValuesAfterReopen() {
+    staged_.reset();
+    store_->Close().PermitUncheckedError();  // RocksDB may keep reporting an earlier failure
+    store_.reset();
+    auto r = Store::Open(o_, dir_.path());
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? NewValues(**r) : -1;
+  }
+
+  static constexpr const char* kKeys[] = {"a", "b", "c", "d"};
+  test::TempDir dir_;
+  std::shared_ptr<FailingFs> fs_ = std::make_shared<FailingFs>(rocksdb::FileSystem::Default());
+  std::unique_ptr<rocksdb::Env> env_ = rocksdb::NewCompositeEnv(fs_);
+  Options o_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<StagedPuts> staged_;
+};
+
+TEST_F(StagedCommitFaults, ARefusedCommitChangesNoKey) {
+  const uint64_t staged_bytes = store_->GetStats().budget_used_bytes;
+  fs_->failing = true;
+  EXPECT_FALSE(staged_->Commit().ok());
+  EXPECT_EQ(staged_->size(), 0u);
+  fs_->failing = false;
+  EXPECT_EQ(NewValues(*store_), 0);
+  if (BlobFile::CanPunchHoles(dir_.path() + "/values")) {
+    EXPECT_LE(store_->GetStats().budget_used_bytes + 8 * (1 << 20), staged_bytes)
+        << "the staged values' space was kept";
+  }
+  EXPECT_EQ(NewValuesAfterReopen(), 0);
+}
+
+// One WAL append goes through, then the disk refuses: a commit made of one index write per key
+// would set the first key and fail.
+TEST_F(StagedCommitFaults, ACommitIsOneIndexWrite) {
+  fs_->appends_left = 1;
+  Status s = staged_->Commit();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(NewValues(*store_), 4);
+  EXPECT_EQ(NewValuesAfterReopen(), 4);
 }
 
 std::string ReadFile(const std::string& path) {

@@ -123,14 +123,14 @@ class StagedPuts {
   // it, and the batch keeps it until the commit. Afterwards `value` is valid but its contents
   // are unspecified.
   virtual Status StageOwned(std::string_view key, std::string&& value, const PutOptions& opts) = 0;
-  // Indexes each staged value, in order, as its key's, replacing any value the key had. A value
-  // whose generation was dropped since it was staged (eviction of the oldest, Clear) is written
-  // again first, as its Stage wrote it. Stops at the first error (an index write failing, such a
-  // write failing), which it returns: the values
-  // before it are set, as by a sequence of Puts, and those from it on are freed. `*committed`
-  // (if not null) gets how many were set. Afterwards the object holds nothing and may stage
-  // again.
-  virtual Status Commit(size_t* committed) = 0;
+  // Makes every staged value its key's, replacing any value the key had, in one index write:
+  // all of them or none, for readers and across a crash (with the WAL on, its one sync where
+  // sync_writes; with it off, the flush that persists the index takes the write whole). A key
+  // staged twice gets its last value, as by Puts in order. A value whose generation was dropped
+  // since it was staged (eviction of the oldest, Clear) is written again first, as its Stage
+  // wrote it. On an error (the index write failing, such a rewrite failing) no key changed and
+  // every staged value is freed. Afterwards the object holds nothing and may stage again.
+  virtual Status Commit() = 0;
   // Values staged and not yet committed.
   virtual size_t size() const = 0;
 };
