@@ -44,6 +44,13 @@ class SmallFs:
         st = os.statvfs(self.path)
         return (st.f_blocks - st.f_bfree) * st.f_frsize / MiB
 
+    def tail(self, name, n):
+        try:
+            with open(os.path.join(self.path, name), errors="replace") as f:
+                return f.read()[-n:]
+        except OSError as e:
+            return str(e)
+
     def cleanup(self):
         subprocess.run(["umount", "-l", self.path], capture_output=True)
         shutil.rmtree(self.path, ignore_errors=True)
@@ -107,12 +114,15 @@ class FullDiskTest(unittest.TestCase):
         self.assertGreater(hits_full, 0, "nothing readable on a full disk")
 
         fs.resize(512)  # space returns
-        deadline, recovered = time.time() + 60, False
-        while time.time() < deadline and not recovered:
-            recovered = rc.call("SET", "after", b"x" * VALUE) == b"+OK\r\n"
-            if not recovered:
+        deadline, reply = time.time() + 60, None
+        while time.time() < deadline and reply != b"+OK\r\n":
+            if reply is not None:
                 time.sleep(0.5)
-        self.assertTrue(recovered, "writes still fail after space returned: " + srv.read_log()[-2000:])
+            reply = rc.call("SET", "after", b"x" * VALUE)
+        if reply != b"+OK\r\n":
+            self.fail("writes still fail after space returned: %r\nINFO: %r\nlog: %s\nRocksDB LOG: %s"
+                      % (reply[:300], rc.call("INFO", "larder")[:1500], srv.read_log()[-2000:],
+                         fs.tail("data/LOG", 4000)))
         for i in range(120, 140):
             self.assertEqual(rc.call("SET", "fd:%d" % i, value(i)), b"+OK\r\n")
         self.assertEqual(rc.call("SAVE"), b"+OK\r\n")

@@ -552,6 +552,10 @@ class EvictionTest(unittest.TestCase):
                           replies)
             self.assertEqual(replies[0], b"+OK\r\n")
             rc.close()
+            # The reply is Redis's; the log says what the store refused, once for the lot.
+            log = srv.read_log()
+            self.assertIn("a command failed in the store: NoSpace: max-disk-bytes", log)
+            self.assertEqual(log.count("a command failed in the store"), 1, log)
         finally:
             srv.cleanup()
 
