@@ -3,7 +3,9 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <thread>
 #include <utility>
 
 #include "format.h"
@@ -108,6 +110,7 @@ void StoreImpl::Maintain() {
   if (closed_ || options_.read_only) return;
   RemoveExpiredIn(0, KeyIndex::kShards);
   std::lock_guard lock(evict_mu_);
+  ResumeIndex().PermitUncheckedError();
   DropEmptyGenerations();
 }
 
@@ -152,6 +155,7 @@ void StoreImpl::MaintenanceLoop() {
       testing::SyncPoint("StoreImpl::MaintenanceLoop:ExpiryPass");
       {
         std::lock_guard evict(evict_mu_);
+        ResumeIndex().PermitUncheckedError();  // while the disk is full: at the next pass
         DropEmptyGenerations();
       }
       FlushIfDue();
@@ -307,19 +311,66 @@ Status StoreImpl::Flush() {
   return FlushIndex();
 }
 
+namespace {
+
+Status IndexError(const char* what, const rocksdb::Status& s) {
+  const std::string msg = std::string(what) + ": " + s.ToString();
+  return s.IsNoSpace() ? Status::NoSpace(msg) : Status::IOError(msg);
+}
+
+}  // namespace
+
 Status StoreImpl::FlushIndex(bool values_must_sync) {
+  if (Status s = ResumeIndex(); !s.ok()) return s;
   // Values first: a durable record must never point at bytes that are not.
   if (Status s = SyncValues(); !s.ok()) {
     if (values_must_sync) return s;
     s.PermitUncheckedError();
   }
-  std::vector<rocksdb::ColumnFamilyHandle*> cfs{default_cf_};
-  std::vector<GenerationPtr> all = gens_->All();  // held: a drop cannot free a handle in use
-  for (auto& g : all) cfs.push_back(g->cf);
+  std::vector<GenerationPtr> held;
+  const std::vector<rocksdb::ColumnFamilyHandle*> cfs = IndexColumnFamilies(&held);
+  const uint64_t errors_before = index_errors_.load();
   rocksdb::Status s = db_->Flush(rocksdb::FlushOptions(), cfs);
-  if (s.ok()) return Status::OK();
-  const std::string msg = "flushing the index: " + s.ToString();
-  return s.IsNoSpace() ? Status::NoSpace(msg) : Status::IOError(msg);
+  if (!s.ok()) return IndexError("flushing the index", s);
+  return index_resumed_.load() ? WaitForMemtablesFlushed(errors_before) : Status::OK();
+}
+
+Status StoreImpl::ResumeIndex() {
+  if (!index_stopped_.load()) return Status::OK();
+  rocksdb::Status s = db_->Resume();
+  if (!s.ok()) return IndexError("resuming the index after a full disk", s);
+  index_stopped_ = false;
+  index_resumed_ = true;
+  rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, info_log_, "the index resumed its writes");
+  return Status::OK();
+}
+
+std::vector<rocksdb::ColumnFamilyHandle*> StoreImpl::IndexColumnFamilies(
+    std::vector<GenerationPtr>* held) {
+  *held = gens_->All();  // a drop cannot free a handle in use
+  std::vector<rocksdb::ColumnFamilyHandle*> cfs{default_cf_};
+  for (auto& g : *held) cfs.push_back(g->cf);
+  return cfs;
+}
+
+uint64_t StoreImpl::UnflushedMemtables() {
+  std::vector<GenerationPtr> held;
+  uint64_t unflushed = 0;
+  for (rocksdb::ColumnFamilyHandle* cf : IndexColumnFamilies(&held)) {
+    uint64_t n = 0;
+    if (db_->GetIntProperty(cf, rocksdb::DB::Properties::kNumImmutableMemTable, &n)) unflushed += n;
+  }
+  return unflushed;
+}
+
+Status StoreImpl::WaitForMemtablesFlushed(uint64_t errors_before) {
+  while (UnflushedMemtables() > 0) {
+    if (index_errors_.load() != errors_before) {
+      return Status::IOError("flushing the index: a background flush failed (see LOG)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return Status::OK();
 }
 
 Status StoreImpl::Compact() {

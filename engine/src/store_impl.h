@@ -124,6 +124,8 @@ class StoreImpl final : public Store {
                   std::shared_ptr<const std::string> bytes, const PutOptions& opts, StagedPut* p);
   Status CommitStaged(const std::vector<StagedPut*>& puts);
   void AbandonStagedPut(StagedPut* p);
+  // Sealed memtables of the index not yet flushed, over every column family.
+  uint64_t UnflushedMemtables();
   uint64_t Exists(const std::vector<std::string_view>& keys) override;
   uint64_t PrefixCount(const std::vector<std::string_view>& keys) override;
   Status Delete(std::string_view key) override;
@@ -455,6 +457,17 @@ class StoreImpl final : public Store {
   // `values_must_sync` false, a failed sync of the blob files (already reported, or to be by
   // the next Flush) does not stop the index's flush.
   Status FlushIndex(bool values_must_sync = true);
+  // After RocksDB stopped writes on a full disk (index_stopped_), resumes them (DB::Resume:
+  // the memtables are flushed first); an error while the disk is still full, the next call
+  // tries again. OK if they were not stopped. Caller holds evict_mu_, so that no flush of the
+  // store's runs beside the recovery's.
+  Status ResumeIndex();
+  // Waits until no memtable is left to flush, or a background error came after
+  // `errors_before`: RocksDB 7.8 keeps its "stopped" mark after a resume (cleared upstream in
+  // 8.9.1, PR 11991), and its Flush then returns without waiting.
+  Status WaitForMemtablesFlushed(uint64_t errors_before);
+  // Every column family of the index; `held` keeps their generations (and so their handles).
+  std::vector<rocksdb::ColumnFamilyHandle*> IndexColumnFamilies(std::vector<GenerationPtr>* held);
   // Drops a retired generation: its index (an error leaves everything as it was), then
   // `remove_entries` takes its entries out of the index (any it leaves are removed after, so no
   // entry ever refers to a freed segment), then its files and segments go.
@@ -570,6 +583,9 @@ class StoreImpl final : public Store {
   uint64_t written_at_flush_ = 0;            // index_writes_ at that flush
   std::atomic<uint64_t> memtable_seals_{0};  // memtables sealed (see PendingWrite)
   std::atomic<uint64_t> index_writes_{0};    // index batches written (puts, deletes, expiries)
+  std::atomic<bool> index_stopped_{false};   // RocksDB stopped writes on a full disk (ResumeIndex)
+  std::atomic<uint64_t> index_errors_{0};    // RocksDB background errors so far
+  std::atomic<bool> index_resumed_{false};   // a ResumeIndex succeeded (WaitForMemtablesFlushed)
   std::thread maintenance_;
   std::mutex maint_mu_;
   std::condition_variable maint_cv_;

@@ -105,6 +105,30 @@ class SyncValuesBeforeFlush : public rocksdb::EventListener {
   std::atomic<uint64_t>* seals_;
 };
 
+// RocksDB 7.8's own recovery from a full disk (its SstFileManager polling the free space every
+// 5 s) can stop for good with atomic_flush: a flush that ran meanwhile and succeeded once space
+// returned is dropped without giving back its memtables, and the recovery waits for them
+// forever, every write refused (fixed upstream in 8.7.3, PR 11872). So it is off for NoSpace:
+// the store resumes the index itself (StoreImpl::ResumeIndex), with no flush of its own beside
+// it. Counts every background error, which a flush waiting for its memtables watches.
+class ResumeIndexItself : public rocksdb::EventListener {
+ public:
+  ResumeIndexItself(std::atomic<bool>* stopped, std::atomic<uint64_t>* errors)
+      : stopped_(stopped), errors_(errors) {}
+  void OnBackgroundError(rocksdb::BackgroundErrorReason, rocksdb::Status* error) override {
+    errors_->fetch_add(1);
+    if (error->IsNoSpace()) stopped_->store(true);
+  }
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status error,
+                            bool* auto_recovery) override {
+    if (error.IsNoSpace()) *auto_recovery = false;
+  }
+
+ private:
+  std::atomic<bool>* stopped_;
+  std::atomic<uint64_t>* errors_;
+};
+
 }  // namespace
 
 namespace {
@@ -159,6 +183,10 @@ Result<std::unique_ptr<Store>> testing::OpenWithEnv(const Options& options, cons
   return OpenStore(options, dir, env);
 }
 
+uint64_t testing::UnflushedMemtables(Store& store) {
+  return static_cast<StoreImpl&>(store).UnflushedMemtables();
+}
+
 StoreImpl::StoreImpl(const Options& options, std::string dir, rocksdb::Env* env)
     : options_(options), dir_(std::move(dir)), env_(env) {
   if (!options_.clock) options_.clock = SystemClock();
@@ -204,7 +232,8 @@ rocksdb::DBOptions StoreImpl::DbOptions() {
   db.info_log = info_log_;
   db.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
   db.max_total_wal_size = memtable_bytes_;
-  sfm_.reset(rocksdb::NewSstFileManager(rocksdb::Env::Default()));
+  // What it logs (deleting files, its recovery from a full disk) goes to the index's LOG.
+  sfm_.reset(rocksdb::NewSstFileManager(rocksdb::Env::Default(), info_log_));
   db.sst_file_manager = sfm_;
   wbm_ = std::make_shared<rocksdb::WriteBufferManager>(memtable_bytes_, nullptr,
                                                        /*allow_stall=*/true);
@@ -214,6 +243,7 @@ rocksdb::DBOptions StoreImpl::DbOptions() {
         if (gens_) SyncValues().PermitUncheckedError();  // a failed sync fails the next Flush
       },
       &memtable_seals_));
+  db.listeners.push_back(std::make_shared<ResumeIndexItself>(&index_stopped_, &index_errors_));
   return db;
 }
 

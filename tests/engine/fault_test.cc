@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "blob_file.h"
 #include "info_log.h"
@@ -26,8 +28,8 @@ namespace {
 using test::MakeValue;
 
 // Every write to a RocksDB file (WAL, MANIFEST, SST) fails while `failing` is set, as on a
-// disk that went read-only or full; with `appends_left` >= 0, `failing` is set once that many
-// more appends went through.
+// disk that went read-only (or full, with `no_space`); with `appends_left` >= 0, `failing` is
+// set once that many more appends went through.
 class FailingFs : public rocksdb::FileSystemWrapper {
  public:
   explicit FailingFs(std::shared_ptr<rocksdb::FileSystem> base)
@@ -35,11 +37,14 @@ class FailingFs : public rocksdb::FileSystemWrapper {
   const char* Name() const override { return "FailingFs"; }
   std::atomic<bool> failing{false};
   std::atomic<int> appends_left{-1};
+  std::atomic<bool> no_space{false};
+  std::atomic<int> append_delay_ms{0};  // each append waits that long first (a slow disk)
 
   rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
                                     std::unique_ptr<rocksdb::FSWritableFile>* r,
                                     rocksdb::IODebugContext* dbg) override {
-    if (failing) return rocksdb::IOStatus::IOError("injected: cannot create " + f);
+    // A full disk still creates files (its inodes are not full); their writes fail.
+    if (failing && !no_space) return rocksdb::IOStatus::IOError("injected: cannot create " + f);
     rocksdb::IOStatus s = target()->NewWritableFile(f, o, r, dbg);
     if (s.ok()) *r = std::make_unique<File>(std::move(*r), this);
     return s;
@@ -47,8 +52,15 @@ class FailingFs : public rocksdb::FileSystemWrapper {
 
  private:
   bool AppendFails() {
+    if (const int ms = append_delay_ms.load(); ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
     if (!failing && appends_left.load() >= 0 && appends_left.fetch_sub(1) <= 0) failing = true;
     return failing;
+  }
+  rocksdb::IOStatus Refused() const {
+    return no_space ? rocksdb::IOStatus::NoSpace("injected: disk full")
+                    : rocksdb::IOStatus::IOError("injected write failure");
   }
 
   class File : public rocksdb::FSWritableFileOwnerWrapper {
@@ -57,13 +69,13 @@ class FailingFs : public rocksdb::FileSystemWrapper {
         : FSWritableFileOwnerWrapper(std::move(t)), fs_(fs) {}
     rocksdb::IOStatus Append(const rocksdb::Slice& d, const rocksdb::IOOptions& o,
                              rocksdb::IODebugContext* dbg) override {
-      if (fs_->AppendFails()) return rocksdb::IOStatus::IOError("injected write failure");
+      if (fs_->AppendFails()) return fs_->Refused();
       return FSWritableFileOwnerWrapper::Append(d, o, dbg);
     }
     rocksdb::IOStatus Append(const rocksdb::Slice& d, const rocksdb::IOOptions& o,
                              const rocksdb::DataVerificationInfo& v,
                              rocksdb::IODebugContext* dbg) override {
-      if (fs_->AppendFails()) return rocksdb::IOStatus::IOError("injected write failure");
+      if (fs_->AppendFails()) return fs_->Refused();
       return FSWritableFileOwnerWrapper::Append(d, o, v, dbg);
     }
     rocksdb::IOStatus Sync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
@@ -225,6 +237,53 @@ TEST_F(StagedCommitFaults, ACommitIsOneIndexWrite) {
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(NewValues(*store_), 4);
   EXPECT_EQ(NewValuesAfterReopen(), 4);
+}
+
+// RocksDB stops taking index writes when a flush meets a full disk. Its own recovery (polling
+// the free space every 5 s, and in 7.8 able to hang for good) is off: the next Flush or
+// maintenance pass after the disk has room again resumes the index at once, and later
+// Flushes still wait until the index is on disk.
+TEST(Faults, IndexWritesResumeOnceTheFullDiskHasRoom) {
+  test::TempDir dir;
+  auto fs = std::make_shared<FailingFs>(rocksdb::FileSystem::Default());
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  Options o;
+  o.wal = false;  // the records reach the disk by flushes
+  o.maintenance_interval_ms = 0;
+  o.max_disk_bytes = 1ull << 30;
+  auto r = testing::OpenWithEnv(o, dir.path(), env.get());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Store& s = **r;
+  ASSERT_TRUE(s.Put("before", MakeValue("before", 1 << 20)).ok());
+  fs->no_space = true;
+  fs->failing = true;
+  EXPECT_TRUE(s.Flush().IsNoSpace());
+  EXPECT_TRUE(s.Put("refused", MakeValue("refused", 1 << 20)).IsNoSpace());
+  fs->failing = false;  // space returns
+  s.Maintain();
+  Status put = s.Put("after maintenance", MakeValue("m", 1 << 20));
+  EXPECT_TRUE(put.ok()) << put.ToString();
+  // Again, ended by a Flush this time.
+  fs->failing = true;
+  EXPECT_FALSE(s.Flush().ok());
+  fs->failing = false;
+  Status flushed = s.Flush();
+  EXPECT_TRUE(flushed.ok()) << flushed.ToString();
+  ASSERT_TRUE(s.Put("after flush", MakeValue("f", 1 << 20)).ok());
+  // The Flush that follows a resume waits for the records to be on disk (none is left in a
+  // memtable), slow as the disk may be, so that a crash right after keeps them.
+  fs->append_delay_ms = 100;
+  ASSERT_TRUE(s.Flush().ok());
+  EXPECT_EQ(testing::UnflushedMemtables(s), 0u) << "Flush returned before the records were on disk";
+  fs->append_delay_ms = 0;
+  s.Close().PermitUncheckedError();
+  r->reset();
+  auto reopened = Store::Open(o, dir.path());
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  for (const char* k : {"before", "after maintenance", "after flush"}) {
+    EXPECT_TRUE((*reopened)->Contains(k)) << k;
+  }
+  EXPECT_FALSE((*reopened)->Contains("refused"));
 }
 
 std::string ReadFile(const std::string& path) {

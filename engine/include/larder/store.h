@@ -293,7 +293,9 @@ class Store {
   // Removes every key and drops every generation.
   virtual Status Clear() = 0;
 
-  // Drops expired entries and fully expired generations now (also runs in the background).
+  // Drops expired entries and fully expired generations now, and lets the index take writes
+  // again if it stopped on a full disk that has room again (also runs in the background; a
+  // Flush does the latter too).
   virtual void Maintain() = 0;
 
   // Evicts whole generations, by the configured policy, until disk usage is at most
