@@ -464,7 +464,8 @@ class StoreImpl final : public Store {
   Status ResumeIndex();
   // Waits until no memtable is left to flush, or a background error came after
   // `errors_before`: RocksDB 7.8 keeps its "stopped" mark after a resume (cleared upstream in
-  // 8.9.1, PR 11991), and its Flush then returns without waiting.
+  // 8.9.1, PR 11991), and its Flush then returns without waiting. Memtables sealed meanwhile
+  // are waited for too (index records are small: a memtable holds many thousand writes).
   Status WaitForMemtablesFlushed(uint64_t errors_before);
   // Every column family of the index; `held` keeps their generations (and so their handles).
   std::vector<rocksdb::ColumnFamilyHandle*> IndexColumnFamilies(std::vector<GenerationPtr>* held);
