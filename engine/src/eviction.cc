@@ -7,6 +7,7 @@
 #include <map>
 
 #include "format.h"
+#include "rocks_status.h"
 #include "store_impl.h"
 #include "sync_point.h"
 
@@ -378,10 +379,7 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, uint64_t goal, int64_t n
   }
   ReportDropped(gone, now, *victim, report);
   if (options_.listener) options_.listener->OnGenerationEvicted(*report);
-  if (!rs.ok()) {
-    const std::string msg = "eviction failed: " + rs.ToString();
-    return rs.IsNoSpace() ? Status::NoSpace(msg) : Status::IOError(msg);
-  }
+  if (!rs.ok()) return FromRocks(rs, "eviction failed");
   index_writes_ += gone.size();
   return Status::OK();
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "format.h"
+#include "rocks_status.h"
 #include "sync_point.h"
 
 namespace larder {
@@ -287,10 +288,7 @@ Result<std::pair<uint64_t, rocksdb::ColumnFamilyHandle*>> Generations::CreateNex
   testing::SyncPoint("Generations::CreateNextLocked");
   rocksdb::ColumnFamilyHandle* cf = nullptr;
   rocksdb::Status s = db_->CreateColumnFamily(cf_options_, format::IndexCfName(id), &cf);
-  if (!s.ok()) {
-    const std::string msg = "creating generation " + std::to_string(id) + ": " + s.ToString();
-    return s.IsNoSpace() ? Status::NoSpace(msg) : Status::IOError(msg);
-  }
+  if (!s.ok()) return FromRocks(s, "creating generation " + std::to_string(id));
   return std::make_pair(id, cf);
 }
 
@@ -337,9 +335,7 @@ Status Generations::DropIndex(const GenerationPtr& g) {
   rocksdb::Status rs = db_->DropColumnFamily(g->cf);
   if (rs.ok()) return Status::OK();
   g->retired = false;
-  if (rs.IsNoSpace())
-    return Status::NoSpace("dropping generation " + std::to_string(g->id) + ": " + rs.ToString());
-  return Status::IOError("dropping generation " + std::to_string(g->id) + ": " + rs.ToString());
+  return FromRocks(rs, "dropping generation " + std::to_string(g->id));
 }
 
 void Generations::Release(const GenerationPtr& g, bool unlink_files) {

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "format.h"
+#include "rocks_status.h"
 #include "store_impl.h"
 #include "sync_point.h"
 
@@ -311,15 +312,6 @@ Status StoreImpl::Flush() {
   return FlushIndex();
 }
 
-namespace {
-
-Status IndexError(const char* what, const rocksdb::Status& s) {
-  const std::string msg = std::string(what) + ": " + s.ToString();
-  return s.IsNoSpace() ? Status::NoSpace(msg) : Status::IOError(msg);
-}
-
-}  // namespace
-
 Status StoreImpl::FlushIndex(bool values_must_sync) {
   if (Status s = ResumeIndex(); !s.ok()) return s;
   // Values first: a durable record must never point at bytes that are not.
@@ -331,14 +323,14 @@ Status StoreImpl::FlushIndex(bool values_must_sync) {
   const std::vector<rocksdb::ColumnFamilyHandle*> cfs = IndexColumnFamilies(&held);
   const uint64_t errors_before = index_errors_.load();
   rocksdb::Status s = db_->Flush(rocksdb::FlushOptions(), cfs);
-  if (!s.ok()) return IndexError("flushing the index", s);
+  if (!s.ok()) return FromRocks(s, "flushing the index");
   return index_resumed_.load() ? WaitForMemtablesFlushed(errors_before) : Status::OK();
 }
 
 Status StoreImpl::ResumeIndex() {
   if (!index_stopped_.load()) return Status::OK();
   rocksdb::Status s = db_->Resume();
-  if (!s.ok()) return IndexError("resuming the index after a full disk", s);
+  if (!s.ok()) return FromRocks(s, "resuming the index after a full disk");
   index_stopped_ = false;
   index_resumed_ = true;
   rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, info_log_, "the index resumed its writes");

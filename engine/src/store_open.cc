@@ -19,6 +19,7 @@
 #include "format_v1.h"
 #include "info_log.h"
 #include "manifest_check.h"
+#include "rocks_status.h"
 #include "store_impl.h"
 #include "testing.h"
 
@@ -66,15 +67,13 @@ rocksdb::ColumnFamilyOptions IndexCfOptions(uint64_t memtable_bytes) {
   return cf;
 }
 
-Status FromRocks(const rocksdb::Status& s, const std::string& what) {
-  if (s.ok()) return Status::OK();
-  std::string msg = what + ": " + s.ToString();
+// FromRocks, and Busy where another process holds the directory's lock.
+Status OpenFailed(const rocksdb::Status& s, const std::string& what) {
   if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
-    return Status::Busy(msg + " (is another larder process using this directory?)");
+    return Status::Busy(what + ": " + s.ToString() +
+                        " (is another larder process using this directory?)");
   }
-  if (s.IsCorruption()) return Status::Corruption(msg);
-  if (s.IsNoSpace()) return Status::NoSpace(msg);
-  return Status::IOError(msg);
+  return FromRocks(s, what);
 }
 
 // Bytes of the files under `dir` (what the store already uses of the filesystem).
@@ -281,9 +280,9 @@ Status StoreImpl::OpenRocks(LegacyHandles* legacy) {
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   Status s =
-      FromRocks(options_.read_only ? rocksdb::DB::OpenForReadOnly(db, dir_, descs, &handles, &raw)
-                                   : rocksdb::DB::Open(db, dir_, descs, &handles, &raw),
-                "opening " + dir_);
+      OpenFailed(options_.read_only ? rocksdb::DB::OpenForReadOnly(db, dir_, descs, &handles, &raw)
+                                    : rocksdb::DB::Open(db, dir_, descs, &handles, &raw),
+                 "opening " + dir_);
   if (s.IsCorruption()) return Status::Corruption(s.message() + DamagedTableFiles(db));
   if (!s.ok()) return s;
   db_.reset(raw);
@@ -314,7 +313,7 @@ Status StoreImpl::OpenRocks(LegacyHandles* legacy) {
 Status StoreImpl::CheckFormat(LegacyHandles* legacy) {
   std::string ver;
   rocksdb::Status vs = db_->Get(rocksdb::ReadOptions(), default_cf_, format::kFormatKey, &ver);
-  if (!vs.ok() && !vs.IsNotFound()) return FromRocks(vs, "reading the data format of " + dir_);
+  if (!vs.ok() && !vs.IsNotFound()) return OpenFailed(vs, "reading the data format of " + dir_);
   unsigned v = 0;
   if (vs.ok()) {
     const auto [end, ec] = std::from_chars(ver.data(), ver.data() + ver.size(), v);
@@ -340,7 +339,7 @@ Status StoreImpl::CheckFormat(LegacyHandles* legacy) {
   if (v == format::kFormatVersion) return Status::OK();
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  return FromRocks(
+  return OpenFailed(
       db_->Put(wo, default_cf_, format::kFormatKey, std::to_string(format::kFormatVersion)),
       "writing the data format of " + dir_);
 }
@@ -413,7 +412,7 @@ Status StoreImpl::LockForReading() {
   if (::access(path.c_str(), F_OK) != 0 && errno == ENOENT) return Status::OK();  // none holds it
   if (::access(path.c_str(), W_OK) == 0) {
     rocksdb::Env* env = env_ ? env_ : rocksdb::Env::Default();
-    return FromRocks(env->LockFile(path, &read_lock_), "locking " + dir_);
+    return OpenFailed(env->LockFile(path, &read_lock_), "locking " + dir_);
   }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::IOError("opening " + path + ": " + std::strerror(errno));

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "format.h"
+#include "rocks_status.h"
 #include "store_impl.h"
 #include "sync_point.h"
 
@@ -290,9 +291,7 @@ void StoreImpl::RotateIfFull(const Generation& gen) {
 
 Status StoreImpl::WriteIndex(rocksdb::WriteBatch* batch, const char* what) {
   if (batch->Count() == 0) return Status::OK();
-  rocksdb::Status s = db_->Write(WriteOpts(), batch);
-  if (s.IsNoSpace()) return Status::NoSpace("disk full " + std::string(what) + " in " + dir_);
-  if (!s.ok()) return Status::IOError(std::string(what) + " failed: " + s.ToString());
+  if (Status s = FromRocks(db_->Write(WriteOpts(), batch), what); !s.ok()) return s;
   index_writes_++;
   return Status::OK();
 }
