@@ -21,6 +21,11 @@ logging.getLogger("larder.client").setLevel(logging.ERROR)  # outages are logged
 TIMEOUT = 0.5
 # A call may wait on connect, send and receive in turn: each is bounded by TIMEOUT.
 HANG = 3 * TIMEOUT + 2.0
+# The stores are filled through a client of its own whose timeout covers moving a whole
+# 32 MiB pipeline on a loaded machine (the client's documented contract: `timeout` must cover
+# one pipeline; redis.asyncio bounds a pipeline's whole send by it). The calls under test use
+# TIMEOUT, which a 32 MiB put can exceed when the machine is busy.
+FILL_TIMEOUT = 30
 VALUE = 4 * MiB
 KEYS = [f"fs:{i}" for i in range(8)]
 
@@ -99,23 +104,25 @@ class ClientFailsafeTest(unittest.TestCase):
     def setUp(self):
         self.srv = SERVERS["larder"](budget=512 * MiB).start()
         self.url = f"larder://127.0.0.1:{self.srv.port}?timeout={TIMEOUT}"
+        self.fill_url = f"larder://127.0.0.1:{self.srv.port}?timeout={FILL_TIMEOUT}"
 
     def tearDown(self):
         if self.srv.proc is not None and self.srv.alive():
             self.srv.proc.send_signal(signal.SIGCONT)
         self.srv.cleanup()
 
-    def fill(self, c):
-        self.assertTrue(c.put_many([(k, value_of(k)) for k in KEYS]))
-        c.redis.execute_command("SAVE")  # durable: the values are there after a SIGKILL
+    def fill(self):
+        with Client(self.fill_url) as filler:
+            self.assertTrue(filler.put_many([(k, value_of(k)) for k in KEYS]))
+            filler.redis.execute_command("SAVE")  # durable: the values are there after a SIGKILL
 
     def check_batch(self, values):
         for k, v in zip(KEYS, values):
             self.assertTrue(v is None or v == value_of(k), f"wrong bytes for {k}")
 
     def test_killed_mid_batch_then_restarted(self):
+        self.fill()
         c = Client(self.url)
-        self.fill(c)
         durations, _, errors, hung = reads_through_a_kill(
             self.srv, lambda: self.check_batch(c.get_many(KEYS)))
         self.assertFalse(hung, "a get_many hung on a dead server")
@@ -132,8 +139,8 @@ class ClientFailsafeTest(unittest.TestCase):
         c.close()
 
     def test_stalled_server_costs_misses_then_recovers(self):
+        self.fill()
         c = Client(self.url)
-        self.fill(c)
         self.srv.proc.send_signal(signal.SIGSTOP)
         t = time.monotonic()
         self.check_batch(c.get_many(KEYS))
@@ -191,7 +198,7 @@ class ClientFailsafeTest(unittest.TestCase):
     def test_connections_dropped_under_many_tasks_never_raise_into_callers(self):
         small = {f"a{i}".encode(): f"value of a{i}".encode() * 100 for i in range(8)}
 
-        with Client(self.url) as filler:  # before the connections start being dropped
+        with Client(self.fill_url) as filler:  # before the connections start being dropped
             self.assertTrue(filler.put_many(small))
 
         async def run(stop):
@@ -235,10 +242,10 @@ class ClientFailsafeTest(unittest.TestCase):
         c.close()
 
     def test_async_client_killed_and_stalled(self):
+        self.fill()
+
         async def run():
             c = AsyncClient(self.url)
-            self.assertTrue(await c.put_many([(k, value_of(k)) for k in KEYS]))
-            await c.redis.execute_command("SAVE")
             self.srv.proc.send_signal(signal.SIGSTOP)
             t = time.monotonic()
             self.check_batch(await c.get_many(KEYS))

@@ -16,7 +16,7 @@ import redis
 from helpers import SERVERS, MiB
 from larder import chunk_format
 from larder.lmcache_connector import HAVE_LMCACHE, LarderConnector, LarderConnectorAdapter
-from test_failsafe import HANG, TIMEOUT, reads_through_a_kill, recovery_seconds
+from test_failsafe import FILL_TIMEOUT, HANG, TIMEOUT, reads_through_a_kill, recovery_seconds
 
 logging.getLogger("larder.lmcache").setLevel(logging.ERROR)  # bad values are logged by design
 ITEM = {"bfloat16": 2, "float32": 4, "uint8": 1}
@@ -316,11 +316,14 @@ class ConnectorFailsafeTest(OnLmcacheLoop, unittest.TestCase):
         self.srv = SERVERS["larder"](budget=512 * MiB).start()
         self.addCleanup(self.srv.cleanup)
         self.start_loop()
-        self.conn = self.make(f"larder://127.0.0.1:{self.srv.port}?timeout={TIMEOUT}")
         self.keys = [Key(f"fs{i}") for i in range(8)]
         self.chunks = [chunk([2, 4, 256, 8, 128]) for _ in self.keys]  # 4 MiB each
-        self.wait(self.conn.batched_put(self.keys, self.chunks))
-        self.wait(self.conn.client.redis.execute_command("SAVE"))
+        filler = self.make(f"larder://127.0.0.1:{self.srv.port}?timeout={FILL_TIMEOUT}")
+        self.wait(filler.batched_put(self.keys, self.chunks))
+        self.wait(filler.client.redis.execute_command("SAVE"))
+        self.assertEqual(self.wait(filler.batched_async_contains("l", self.keys)), len(self.keys))
+        self.wait(filler.close())
+        self.conn = self.make(f"larder://127.0.0.1:{self.srv.port}?timeout={TIMEOUT}")
 
     def tearDown(self):
         if self.srv.alive():
