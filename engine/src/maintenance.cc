@@ -107,12 +107,16 @@ void StoreImpl::DropEmptyGenerations() {
   }
 }
 
+void StoreImpl::ResumeIndexAndDropEmpty() {
+  std::lock_guard lock(evict_mu_);
+  ResumeIndex().PermitUncheckedError();  // while the disk is full: at the next call
+  DropEmptyGenerations();
+}
+
 void StoreImpl::Maintain() {
   if (closed_ || options_.read_only) return;
   RemoveExpiredIn(0, KeyIndex::kShards);
-  std::lock_guard lock(evict_mu_);
-  ResumeIndex().PermitUncheckedError();
-  DropEmptyGenerations();
+  ResumeIndexAndDropEmpty();
 }
 
 void StoreImpl::PrepareSpareGenerations() {
@@ -154,11 +158,7 @@ void StoreImpl::MaintenanceLoop() {
       // see an expired entry anyway.
       cursor = ExpiryPass(cursor);
       testing::SyncPoint("StoreImpl::MaintenanceLoop:ExpiryPass");
-      {
-        std::lock_guard evict(evict_mu_);
-        ResumeIndex().PermitUncheckedError();  // while the disk is full: at the next pass
-        DropEmptyGenerations();
-      }
+      ResumeIndexAndDropEmpty();
       FlushIfDue();
       next_pass = std::chrono::steady_clock::now() + interval;
     }

@@ -485,6 +485,9 @@ class StoreImpl final : public Store {
   Status SyncValues();
   // Drops every non-head generation with no live entry left. Caller holds evict_mu_.
   void DropEmptyGenerations();
+  // A maintenance pass's step under evict_mu_ (it takes it): ResumeIndex, then
+  // DropEmptyGenerations.
+  void ResumeIndexAndDropEmpty();
   // Removes the expired entries of index shards [first, first + n); says how many entries it
   // looked at and how many of them had expired.
   struct ExpiredFound {
