@@ -79,7 +79,9 @@ class FailingFs : public rocksdb::FileSystemWrapper {
       return FSWritableFileOwnerWrapper::Append(d, o, v, dbg);
     }
     rocksdb::IOStatus Sync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
-      if (fs_->failing) return rocksdb::IOStatus::IOError("injected sync failure");
+      if (fs_->failing) {  // a full disk fails a sync too (ENOSPC at writeback)
+        return fs_->no_space ? fs_->Refused() : rocksdb::IOStatus::IOError("injected sync failure");
+      }
       return FSWritableFileOwnerWrapper::Sync(o, dbg);
     }
 
@@ -284,6 +286,43 @@ TEST(Faults, IndexWritesResumeOnceTheFullDiskHasRoom) {
     EXPECT_TRUE((*reopened)->Contains(k)) << k;
   }
   EXPECT_FALSE((*reopened)->Contains("refused"));
+}
+
+// With the WAL on, a full disk refuses the WAL's appends: the writes fail at once, and come
+// back at the first maintenance pass after the disk has room (RocksDB's recovery from a WAL
+// error is its own, not a flush's).
+TEST(Faults, WalWritesResumeOnceTheFullDiskHasRoom) {
+  test::TempDir dir;
+  auto fs = std::make_shared<FailingFs>(rocksdb::FileSystem::Default());
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  Options o;
+  o.wal = true;
+  o.maintenance_interval_ms = 0;
+  o.max_disk_bytes = 1ull << 30;
+  auto r = testing::OpenWithEnv(o, dir.path(), env.get());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Store& s = **r;
+  ASSERT_TRUE(s.Put("before", MakeValue("before", 1 << 20)).ok());
+  fs->no_space = true;
+  fs->failing = true;
+  for (const char* k : {"refused", "refused again"}) {
+    Status refused = s.Put(k, MakeValue(k, 1 << 20));
+    EXPECT_FALSE(refused.ok()) << k;
+  }
+  EXPECT_FALSE(s.Delete("before").ok());
+  EXPECT_FALSE(s.Flush().ok());  // a new memtable (and WAL file) after a failed WAL append
+  fs->failing = false;           // space returns
+  s.Maintain();
+  Status put = s.Put("after", MakeValue("after", 1 << 20));
+  EXPECT_TRUE(put.ok()) << put.ToString();
+  Status flushed = s.Flush();
+  EXPECT_TRUE(flushed.ok()) << flushed.ToString();
+  s.Close().PermitUncheckedError();
+  r->reset();
+  auto reopened = Store::Open(o, dir.path());
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  for (const char* k : {"before", "after"}) EXPECT_TRUE((*reopened)->Contains(k)) << k;
+  for (const char* k : {"refused", "refused again"}) EXPECT_FALSE((*reopened)->Contains(k)) << k;
 }
 
 std::string ReadFile(const std::string& path) {
