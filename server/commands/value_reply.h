@@ -1,0 +1,24 @@
+// Replies of stored values, shared by the commands that answer one (GET, MGET, GETEX, ...).
+#pragma once
+
+#include <string_view>
+
+#include "commands/util.h"
+
+namespace larder::server {
+
+// Replies `value` without copying it (the reply holds the engine's buffer).
+void ReplyValue(Ctx& ctx, Value value);
+
+// A read found no `key`: nil, and the keymiss event.
+void ReplyMiss(Ctx& ctx, std::string_view key);
+
+// Replies the value of `key` (nil on a miss; the engine's error, or nil if `errors_as_nil`):
+// streamed while it is read when the connection can send while a command runs and the page
+// cache does not hold the value (no client ever receives a complete wrong value: the last
+// piece waits for the checksum, and a value that fails after its first bytes were sent closes
+// the connection); otherwise sent from its file where it is in one and option `sendfile`
+// allows (no copy in user space), through a buffer otherwise.
+void ReplyStored(Ctx& ctx, std::string_view key, bool errors_as_nil = false);
+
+}  // namespace larder::server
