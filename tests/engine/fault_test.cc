@@ -90,17 +90,30 @@ class FailingFs : public rocksdb::FileSystemWrapper {
   };
 };
 
-TEST(Faults, RefusedIndexWritesChangeNothingAndNothingComesBack) {
-  test::TempDir dir;
-  auto fs = std::make_shared<FailingFs>(rocksdb::FileSystem::Default());
-  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
-  Options o;
-  o.wal = true;  // a DEL or an EXPIRE reaches the disk when it is acknowledged
-  o.maintenance_interval_ms = 0;
-  o.max_disk_bytes = 1ull << 30;
-  o.generation_bytes = 4 << 20;
+// A store on a FailingFs: the WAL on, no maintenance thread (the tests call Maintain), a 1 GiB
+// budget.
+class Faults : public ::testing::Test {
+ protected:
+  Faults() {
+    o_.wal = true;
+    o_.maintenance_interval_ms = 0;
+    o_.max_disk_bytes = 1ull << 30;
+  }
+  Result<std::unique_ptr<Store>> Open() {
+    return testing::OpenWithEnv(o_, dir_.path(), env_.get());
+  }
+
+  test::TempDir dir_;
+  std::shared_ptr<FailingFs> fs_ = std::make_shared<FailingFs>(rocksdb::FileSystem::Default());
+  std::unique_ptr<rocksdb::Env> env_ = rocksdb::NewCompositeEnv(fs_);
+  Options o_;
+};
+
+TEST_F(Faults, RefusedIndexWritesChangeNothingAndNothingComesBack) {
+  o_.wal = true;  // a DEL or an EXPIRE reaches the disk when it is acknowledged
+  o_.generation_bytes = 4 << 20;
   {
-    auto r = testing::OpenWithEnv(o, dir.path(), env.get());
+    auto r = Open();
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     Store& s = **r;
     for (int i = 0; i < 12; ++i) {
@@ -108,7 +121,7 @@ TEST(Faults, RefusedIndexWritesChangeNothingAndNothingComesBack) {
       ASSERT_TRUE(s.Put(k, MakeValue(k, 1 << 20)).ok());
     }
     ASSERT_TRUE(s.Delete("k0").ok());  // before the fault: gone for good
-    fs->failing = true;
+    fs_->failing = true;
     Status del = s.Delete("k1");
     EXPECT_FALSE(del.ok()) << "DEL answered OK though its delete never reached the disk";
     EXPECT_TRUE(s.Contains("k1"));
@@ -120,10 +133,10 @@ TEST(Faults, RefusedIndexWritesChangeNothingAndNothingComesBack) {
     Status ev = s.EvictTo(0);
     EXPECT_FALSE(ev.ok()) << "eviction answered OK though its drop never reached the disk";
     for (int i = 1; i < 12; ++i) EXPECT_TRUE(s.Contains("k" + std::to_string(i))) << i;
-    fs->failing = false;
+    fs_->failing = false;
     s.Close().PermitUncheckedError();  // RocksDB may keep reporting the earlier failure
   }
-  auto r = Store::Open(o, dir.path());
+  auto r = Store::Open(o_, dir_.path());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   Store& s = **r;
   EXPECT_FALSE(s.Contains("k0")) << "a key deleted before the fault came back";
@@ -137,21 +150,15 @@ TEST(Faults, RefusedIndexWritesChangeNothingAndNothingComesBack) {
   EXPECT_EQ(s.GetStats().corruptions, 0u);
 }
 
-TEST(Faults, AValueWhoseIndexWriteIsRefusedGivesItsSpaceBack) {
-  test::TempDir dir;
-  auto fs = std::make_shared<FailingFs>(rocksdb::FileSystem::Default());
-  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
-  Options o;
-  o.wal = true;  // the record's write fails with the Put
-  o.maintenance_interval_ms = 0;
-  o.max_disk_bytes = 1ull << 30;
-  auto r = testing::OpenWithEnv(o, dir.path(), env.get());
+TEST_F(Faults, AValueWhoseIndexWriteIsRefusedGivesItsSpaceBack) {
+  o_.wal = true;  // the record's write fails with the Put
+  auto r = Open();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  if (!BlobFile::CanPunchHoles(dir.path() + "/values")) GTEST_SKIP() << "no hole punching here";
+  if (!BlobFile::CanPunchHoles(dir_.path() + "/values")) GTEST_SKIP() << "no hole punching here";
   Store& s = **r;
   ASSERT_TRUE(s.Put("kept", MakeValue("kept", 1 << 20)).ok());
   const uint64_t before = s.GetStats().budget_used_bytes;
-  fs->failing = true;
+  fs_->failing = true;
   for (int i = 0; i < 8; ++i) {
     const std::string k = "refused" + std::to_string(i);
     EXPECT_FALSE(s.Put(k, MakeValue(k, 4 << 20)).ok()) << k;
@@ -160,20 +167,18 @@ TEST(Faults, AValueWhoseIndexWriteIsRefusedGivesItsSpaceBack) {
   // version is (before, they stayed counted until their generation went).
   EXPECT_LT(s.GetStats().budget_used_bytes, before + (4 << 20))
       << "before " << before << ", after " << s.GetStats().budget_used_bytes;
-  fs->failing = false;
+  fs_->failing = false;
   EXPECT_EQ(s.Get("kept")->view(), MakeValue("kept", 1 << 20));
   s.Close().PermitUncheckedError();  // RocksDB may keep reporting the earlier failure
 }
 
 // A StagedPuts commit writes its keys' records in one index write: all of them, or none when
 // that write is refused, and a reopen finds the same.
-class StagedCommitFaults : public ::testing::Test {
+class StagedCommitFaults : public Faults {
  protected:
   void SetUp() override {
     o_.wal = true;  // each index write is a WAL append, made when the commit returns
-    o_.maintenance_interval_ms = 0;
-    o_.max_disk_bytes = 1ull << 30;
-    auto r = testing::OpenWithEnv(o_, dir_.path(), env_.get());
+    auto r = Open();
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     store_ = std::move(r).value();
     for (const char* k : kKeys) ASSERT_TRUE(store_->Put(k, MakeValue(k, 1 << 20)).ok());
@@ -209,10 +214,6 @@ class StagedCommitFaults : public ::testing::Test {
   }
 
   static constexpr const char* kKeys[] = {"a", "b", "c", "d"};
-  test::TempDir dir_;
-  std::shared_ptr<FailingFs> fs_ = std::make_shared<FailingFs>(rocksdb::FileSystem::Default());
-  std::unique_ptr<rocksdb::Env> env_ = rocksdb::NewCompositeEnv(fs_);
-  Options o_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<StagedPuts> staged_;
 };
@@ -245,42 +246,36 @@ TEST_F(StagedCommitFaults, ACommitIsOneIndexWrite) {
 // the free space every 5 s, and in 7.8 able to hang for good) is off: the next Flush or
 // maintenance pass after the disk has room again resumes the index at once, and later
 // Flushes still wait until the index is on disk.
-TEST(Faults, IndexWritesResumeOnceTheFullDiskHasRoom) {
-  test::TempDir dir;
-  auto fs = std::make_shared<FailingFs>(rocksdb::FileSystem::Default());
-  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
-  Options o;
-  o.wal = false;  // the records reach the disk by flushes
-  o.maintenance_interval_ms = 0;
-  o.max_disk_bytes = 1ull << 30;
-  auto r = testing::OpenWithEnv(o, dir.path(), env.get());
+TEST_F(Faults, IndexWritesResumeOnceTheFullDiskHasRoom) {
+  o_.wal = false;  // the records reach the disk by flushes
+  auto r = Open();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   Store& s = **r;
   ASSERT_TRUE(s.Put("before", MakeValue("before", 1 << 20)).ok());
-  fs->no_space = true;
-  fs->failing = true;
+  fs_->no_space = true;
+  fs_->failing = true;
   EXPECT_TRUE(s.Flush().IsNoSpace());
   EXPECT_TRUE(s.Put("refused", MakeValue("refused", 1 << 20)).IsNoSpace());
-  fs->failing = false;  // space returns
+  fs_->failing = false;  // space returns
   s.Maintain();
   Status put = s.Put("after maintenance", MakeValue("m", 1 << 20));
   EXPECT_TRUE(put.ok()) << put.ToString();
   // Again, ended by a Flush this time.
-  fs->failing = true;
+  fs_->failing = true;
   EXPECT_FALSE(s.Flush().ok());
-  fs->failing = false;
+  fs_->failing = false;
   Status flushed = s.Flush();
   EXPECT_TRUE(flushed.ok()) << flushed.ToString();
   ASSERT_TRUE(s.Put("after flush", MakeValue("f", 1 << 20)).ok());
   // The Flush that follows a resume waits for the records to be on disk (none is left in a
   // memtable), slow as the disk may be, so that a crash right after keeps them.
-  fs->append_delay_ms = 100;
+  fs_->append_delay_ms = 100;
   ASSERT_TRUE(s.Flush().ok());
   EXPECT_EQ(testing::UnflushedMemtables(s), 0u) << "Flush returned before the records were on disk";
-  fs->append_delay_ms = 0;
+  fs_->append_delay_ms = 0;
   s.Close().PermitUncheckedError();
   r->reset();
-  auto reopened = Store::Open(o, dir.path());
+  auto reopened = Store::Open(o_, dir_.path());
   ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
   for (const char* k : {"before", "after maintenance", "after flush"}) {
     EXPECT_TRUE((*reopened)->Contains(k)) << k;
@@ -291,27 +286,21 @@ TEST(Faults, IndexWritesResumeOnceTheFullDiskHasRoom) {
 // With the WAL on, a full disk refuses the WAL's appends: the writes fail at once, and come
 // back at the first maintenance pass after the disk has room (RocksDB's recovery from a WAL
 // error is its own, not a flush's).
-TEST(Faults, WalWritesResumeOnceTheFullDiskHasRoom) {
-  test::TempDir dir;
-  auto fs = std::make_shared<FailingFs>(rocksdb::FileSystem::Default());
-  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
-  Options o;
-  o.wal = true;
-  o.maintenance_interval_ms = 0;
-  o.max_disk_bytes = 1ull << 30;
-  auto r = testing::OpenWithEnv(o, dir.path(), env.get());
+TEST_F(Faults, WalWritesResumeOnceTheFullDiskHasRoom) {
+  o_.wal = true;
+  auto r = Open();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   Store& s = **r;
   ASSERT_TRUE(s.Put("before", MakeValue("before", 1 << 20)).ok());
-  fs->no_space = true;
-  fs->failing = true;
+  fs_->no_space = true;
+  fs_->failing = true;
   for (const char* k : {"refused", "refused again"}) {
     Status refused = s.Put(k, MakeValue(k, 1 << 20));
     EXPECT_FALSE(refused.ok()) << k;
   }
   EXPECT_FALSE(s.Delete("before").ok());
   EXPECT_FALSE(s.Flush().ok());  // a new memtable (and WAL file) after a failed WAL append
-  fs->failing = false;           // space returns
+  fs_->failing = false;          // space returns
   s.Maintain();
   Status put = s.Put("after", MakeValue("after", 1 << 20));
   EXPECT_TRUE(put.ok()) << put.ToString();
@@ -319,7 +308,7 @@ TEST(Faults, WalWritesResumeOnceTheFullDiskHasRoom) {
   EXPECT_TRUE(flushed.ok()) << flushed.ToString();
   s.Close().PermitUncheckedError();
   r->reset();
-  auto reopened = Store::Open(o, dir.path());
+  auto reopened = Store::Open(o_, dir_.path());
   ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
   for (const char* k : {"before", "after"}) EXPECT_TRUE((*reopened)->Contains(k)) << k;
   for (const char* k : {"refused", "refused again"}) EXPECT_FALSE((*reopened)->Contains(k)) << k;
@@ -338,35 +327,29 @@ struct CorruptValueCounter final : EventListener {
   std::atomic<int> calls{0};
 };
 
-TEST(Faults, ADamagedValueWhoseRemovalIsRefusedIsLoggedAsNotRemoved) {
-  test::TempDir dir;
-  auto fs = std::make_shared<FailingFs>(rocksdb::FileSystem::Default());
-  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+TEST_F(Faults, ADamagedValueWhoseRemovalIsRefusedIsLoggedAsNotRemoved) {
   auto counter = std::make_shared<CorruptValueCounter>();
-  Options o;
-  o.wal = true;  // the removal's index write fails at once
-  o.maintenance_interval_ms = 0;
-  o.max_disk_bytes = 1ull << 30;
-  o.listener = counter;
-  auto r = testing::OpenWithEnv(o, dir.path(), env.get());
+  o_.wal = true;  // the removal's index write fails at once
+  o_.listener = counter;
+  auto r = Open();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   Store& s = **r;
   ASSERT_TRUE(s.Put("v", MakeValue("v", 1 << 20)).ok());
   ASSERT_TRUE(s.Flush().ok());
-  test::DamageBlobFileTails(dir.path());
-  fs->failing = true;
+  test::DamageBlobFileTails(dir_.path());
+  fs_->failing = true;
   for (uint64_t read = 1; read <= 2; ++read) {
     EXPECT_TRUE(s.Get("v").status().IsNotFound());  // never the damaged bytes
     EXPECT_EQ(s.GetStats().corruptions, read);
     EXPECT_TRUE(s.Contains("v"));  // the removal was refused: the next read finds it again
   }
   EXPECT_EQ(counter->calls, 0) << "told of a removal that did not happen";
-  const std::string log = ReadFile(dir.path() + "/LOG");
-  EXPECT_EQ(test::LogLinesWith(dir.path(), "failed verification: checksum mismatch (gen-"), 2)
+  const std::string log = ReadFile(dir_.path() + "/LOG");
+  EXPECT_EQ(test::LogLinesWith(dir_.path(), "failed verification: checksum mismatch (gen-"), 2)
       << log;
-  EXPECT_EQ(test::LogLinesWith(dir.path(), "removing it failed"), 2) << log;
-  EXPECT_EQ(test::LogLinesWith(dir.path(), "was removed"), 0) << log;
-  fs->failing = false;
+  EXPECT_EQ(test::LogLinesWith(dir_.path(), "removing it failed"), 2) << log;
+  EXPECT_EQ(test::LogLinesWith(dir_.path(), "was removed"), 0) << log;
+  fs_->failing = false;
   s.Close().PermitUncheckedError();  // RocksDB may keep reporting the earlier failure
 }
 
