@@ -5,7 +5,7 @@ the reason, where mounting is not permitted, e.g. without root/CAP_SYS_ADMIN).
   every SET is answered +OK, reads return exact bytes or a miss;
 - a budget larger than the filesystem (misconfigured, or other files filled the disk): SETs
   get an error once the disk is full, nothing crashes, stored keys stay readable, and once the
-  filesystem grows again (remount) writes succeed again.
+  filesystem grows again (remount) writes succeed again, with the WAL off and on.
 Run (as root): LARDER_SERVER=... /usr/bin/python3 -m unittest -v full_disk_test"""
 import os
 import shutil
@@ -93,9 +93,16 @@ class FullDiskTest(unittest.TestCase):
               "peak use %.0f MiB" % (n, hits, peak), file=sys.stderr)
 
     def test_disk_full_then_space_returns(self):
+        self.disk_full_then_space_returns("no")
+
+    def test_disk_full_then_space_returns_with_the_wal(self):
+        self.disk_full_then_space_returns("yes")
+
+    def disk_full_then_space_returns(self, wal):
         fs = SmallFs(96)
         self.addCleanup(fs.cleanup)
-        srv = self.start_on(fs, "--max-disk-bytes", "1gb", "--generation-bytes", "32mb")
+        srv = self.start_on(fs, "--max-disk-bytes", "1gb", "--generation-bytes", "32mb",
+                            "--wal", wal)
         rc = srv.raw()
         stored, errors, first_error = 0, 0, None
         for i in range(120):  # 240 MiB into 96 MiB
@@ -133,10 +140,10 @@ class FullDiskTest(unittest.TestCase):
         rc = srv.raw()
         self.assertEqual(self.read_back(rc, 140), hits_after)
         rc.close()
-        print("\n  96 MiB tmpfs, 1 GiB budget: %d SETs stored before the first error %r, %d "
-              "errors, %d keys readable while full; after growing to 512 MiB writes resumed, "
-              "%d readable" % (stored, first_error[:80], errors, hits_full, hits_after),
-              file=sys.stderr)
+        print("\n  96 MiB tmpfs, 1 GiB budget, wal %s: %d SETs stored before the first error "
+              "%r, %d errors, %d keys readable while full; after growing to 512 MiB writes "
+              "resumed, %d readable" % (wal, stored, first_error[:80], errors, hits_full,
+                                        hits_after), file=sys.stderr)
 
 
 if __name__ == "__main__":
