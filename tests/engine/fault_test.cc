@@ -1,9 +1,8 @@
-// RocksDB refusing writes (fault injection through its FileSystem): a Put gives
-// the space of its value back; DEL, EXPIRE and eviction report the error and
-// change nothing, so that no key comes back after a restart that the store said
-// was gone, and none goes that it said was kept; a damaged value whose removal
-// is refused is logged as not removed. And the index's info log on a disk that
-// refuses its writes.
+// RocksDB refusing writes (fault injection through its FileSystem): a Put gives the space of
+// its value back; DEL, EXPIRE and eviction report the error and change nothing, so that no key
+// comes back after a restart that the store said was gone, and none goes that it said was
+// kept; a damaged value whose removal is refused is logged as not removed. And the index's info log
+// on a disk that refuses its writes.
 #include <gtest/gtest.h>
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
@@ -30,42 +29,35 @@ namespace {
 
 using test::MakeValue;
 
-// Every write to a RocksDB file (WAL, MANIFEST, SST) fails while `failing` is
-// set, as on a disk that went read-only (or full, with `no_space`); with
-// `appends_left` >= 0, `failing` is set once that many more appends went
-// through.
+// Every write to a RocksDB file (WAL, MANIFEST, SST) fails while `failing` is set, as on a
+// disk that went read-only (or full, with `no_space`); with `appends_left` >= 0, `failing` is
+// set once that many more appends went through.
 class FailingFs : public rocksdb::FileSystemWrapper {
-public:
+ public:
   explicit FailingFs(std::shared_ptr<rocksdb::FileSystem> base)
       : FileSystemWrapper(std::move(base)) {}
-  const char *Name() const override { return "FailingFs"; }
+  const char* Name() const override { return "FailingFs"; }
   std::atomic<bool> failing{false};
   std::atomic<int> appends_left{-1};
   std::atomic<bool> no_space{false};
-  std::atomic<int> append_delay_ms{
-      0}; // each append waits that long first (a slow disk)
+  std::atomic<int> append_delay_ms{0};  // each append waits that long first (a slow disk)
 
-  rocksdb::IOStatus NewWritableFile(const std::string &f,
-                                    const rocksdb::FileOptions &o,
-                                    std::unique_ptr<rocksdb::FSWritableFile> *r,
-                                    rocksdb::IODebugContext *dbg) override {
-    // A full disk still creates files (its inodes are not full); their writes
-    // fail.
-    if (failing && !no_space)
-      return rocksdb::IOStatus::IOError("injected: cannot create " + f);
+  rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                    rocksdb::IODebugContext* dbg) override {
+    // A full disk still creates files (its inodes are not full); their writes fail.
+    if (failing && !no_space) return rocksdb::IOStatus::IOError("injected: cannot create " + f);
     rocksdb::IOStatus s = target()->NewWritableFile(f, o, r, dbg);
-    if (s.ok())
-      *r = std::make_unique<File>(std::move(*r), this);
+    if (s.ok()) *r = std::make_unique<File>(std::move(*r), this);
     return s;
   }
 
-private:
+ private:
   bool AppendFails() {
     if (const int ms = append_delay_ms.load(); ms > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     }
-    if (!failing && appends_left.load() >= 0 && appends_left.fetch_sub(1) <= 0)
-      failing = true;
+    if (!failing && appends_left.load() >= 0 && appends_left.fetch_sub(1) <= 0) failing = true;
     return failing;
   }
   rocksdb::IOStatus Refused() const {
@@ -74,43 +66,36 @@ private:
   }
 
   class File : public rocksdb::FSWritableFileOwnerWrapper {
-  public:
-    File(std::unique_ptr<rocksdb::FSWritableFile> t, FailingFs *fs)
+   public:
+    File(std::unique_ptr<rocksdb::FSWritableFile> t, FailingFs* fs)
         : FSWritableFileOwnerWrapper(std::move(t)), fs_(fs) {}
-    rocksdb::IOStatus Append(const rocksdb::Slice &d,
-                             const rocksdb::IOOptions &o,
-                             rocksdb::IODebugContext *dbg) override {
-      if (fs_->AppendFails())
-        return fs_->Refused();
+    rocksdb::IOStatus Append(const rocksdb::Slice& d, const rocksdb::IOOptions& o,
+                             rocksdb::IODebugContext* dbg) override {
+      if (fs_->AppendFails()) return fs_->Refused();
       return FSWritableFileOwnerWrapper::Append(d, o, dbg);
     }
-    rocksdb::IOStatus Append(const rocksdb::Slice &d,
-                             const rocksdb::IOOptions &o,
-                             const rocksdb::DataVerificationInfo &v,
-                             rocksdb::IODebugContext *dbg) override {
-      if (fs_->AppendFails())
-        return fs_->Refused();
+    rocksdb::IOStatus Append(const rocksdb::Slice& d, const rocksdb::IOOptions& o,
+                             const rocksdb::DataVerificationInfo& v,
+                             rocksdb::IODebugContext* dbg) override {
+      if (fs_->AppendFails()) return fs_->Refused();
       return FSWritableFileOwnerWrapper::Append(d, o, v, dbg);
     }
-    rocksdb::IOStatus Sync(const rocksdb::IOOptions &o,
-                           rocksdb::IODebugContext *dbg) override {
-      if (fs_->failing) { // a full disk fails a sync too (ENOSPC at writeback)
-        return fs_->no_space
-                   ? fs_->Refused()
-                   : rocksdb::IOStatus::IOError("injected sync failure");
+    rocksdb::IOStatus Sync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
+      if (fs_->failing) {  // a full disk fails a sync too (ENOSPC at writeback)
+        return fs_->no_space ? fs_->Refused() : rocksdb::IOStatus::IOError("injected sync failure");
       }
       return FSWritableFileOwnerWrapper::Sync(o, dbg);
     }
 
-  private:
-    FailingFs *fs_;
+   private:
+    FailingFs* fs_;
   };
 };
 
-// A store on a FailingFs: the WAL on, no maintenance thread (the tests call
-// Maintain), a 1 GiB budget.
+// A store on a FailingFs: the WAL on, no maintenance thread (the tests call Maintain), a 1 GiB
+// budget.
 class Faults : public ::testing::Test {
-protected:
+ protected:
   Faults() {
     o_.wal = true;
     o_.maintenance_interval_ms = 0;
@@ -121,46 +106,41 @@ protected:
   }
 
   test::TempDir dir_;
-  std::shared_ptr<FailingFs> fs_ =
-      std::make_shared<FailingFs>(rocksdb::FileSystem::Default());
+  std::shared_ptr<FailingFs> fs_ = std::make_shared<FailingFs>(rocksdb::FileSystem::Default());
   std::unique_ptr<rocksdb::Env> env_ = rocksdb::NewCompositeEnv(fs_);
   Options o_;
 };
 
 TEST_F(Faults, RefusedIndexWritesChangeNothingAndNothingComesBack) {
-  o_.wal = true; // a DEL or an EXPIRE reaches the disk when it is acknowledged
+  o_.wal = true;  // a DEL or an EXPIRE reaches the disk when it is acknowledged
   o_.generation_bytes = 4 << 20;
   {
     auto r = Open();
     ASSERT_TRUE(r.ok()) << r.status().ToString();
-    Store &s = **r;
+    Store& s = **r;
     for (int i = 0; i < 12; ++i) {
       std::string k = "k" + std::to_string(i);
       ASSERT_TRUE(s.Put(k, MakeValue(k, 1 << 20)).ok());
     }
-    ASSERT_TRUE(s.Delete("k0").ok()); // before the fault: gone for good
+    ASSERT_TRUE(s.Delete("k0").ok());  // before the fault: gone for good
     fs_->failing = true;
     Status del = s.Delete("k1");
-    EXPECT_FALSE(del.ok())
-        << "DEL answered OK though its delete never reached the disk";
+    EXPECT_FALSE(del.ok()) << "DEL answered OK though its delete never reached the disk";
     EXPECT_TRUE(s.Contains("k1"));
-    Status exp = s.SetExpiry("k2", 1); // in the past: deletes
+    Status exp = s.SetExpiry("k2", 1);  // in the past: deletes
     EXPECT_FALSE(exp.ok());
     Status ttl = s.SetExpiry("k3", SystemClock()->NowMs() + 60000);
     EXPECT_FALSE(ttl.ok());
     EXPECT_EQ(s.Ttl("k3"), kTtlNoExpiry);
     Status ev = s.EvictTo(0);
-    EXPECT_FALSE(ev.ok())
-        << "eviction answered OK though its drop never reached the disk";
-    for (int i = 1; i < 12; ++i)
-      EXPECT_TRUE(s.Contains("k" + std::to_string(i))) << i;
+    EXPECT_FALSE(ev.ok()) << "eviction answered OK though its drop never reached the disk";
+    for (int i = 1; i < 12; ++i) EXPECT_TRUE(s.Contains("k" + std::to_string(i))) << i;
     fs_->failing = false;
-    s.Close().PermitUncheckedError(); // RocksDB may keep reporting the earlier
-                                      // failure
+    s.Close().PermitUncheckedError();  // RocksDB may keep reporting the earlier failure
   }
   auto r = Store::Open(o_, dir_.path());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  Store &s = **r;
+  Store& s = **r;
   EXPECT_FALSE(s.Contains("k0")) << "a key deleted before the fault came back";
   for (int i = 1; i < 12; ++i) {
     std::string k = "k" + std::to_string(i);
@@ -173,12 +153,11 @@ TEST_F(Faults, RefusedIndexWritesChangeNothingAndNothingComesBack) {
 }
 
 TEST_F(Faults, AValueWhoseIndexWriteIsRefusedGivesItsSpaceBack) {
-  o_.wal = true; // the record's write fails with the Put
+  o_.wal = true;  // the record's write fails with the Put
   auto r = Open();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  if (!BlobFile::CanPunchHoles(dir_.path() + "/values"))
-    GTEST_SKIP() << "no hole punching here";
-  Store &s = **r;
+  if (!BlobFile::CanPunchHoles(dir_.path() + "/values")) GTEST_SKIP() << "no hole punching here";
+  Store& s = **r;
   ASSERT_TRUE(s.Put("kept", MakeValue("kept", 1 << 20)).ok());
   const uint64_t before = s.GetStats().budget_used_bytes;
   fs_->failing = true;
@@ -186,42 +165,35 @@ TEST_F(Faults, AValueWhoseIndexWriteIsRefusedGivesItsSpaceBack) {
     const std::string k = "refused" + std::to_string(i);
     EXPECT_FALSE(s.Put(k, MakeValue(k, 4 << 20)).ok()) << k;
   }
-  // 32 MiB of values appended to the blob file and never indexed: freed at
-  // once, as a replaced version is (before, they stayed counted until their
-  // generation went).
+  // 32 MiB of values appended to the blob file and never indexed: freed at once, as a replaced
+  // version is (before, they stayed counted until their generation went).
   EXPECT_LT(s.GetStats().budget_used_bytes, before + (4 << 20))
       << "before " << before << ", after " << s.GetStats().budget_used_bytes;
   fs_->failing = false;
   EXPECT_EQ(s.Get("kept")->view(), MakeValue("kept", 1 << 20));
-  s.Close()
-      .PermitUncheckedError(); // RocksDB may keep reporting the earlier failure
+  s.Close().PermitUncheckedError();  // RocksDB may keep reporting the earlier failure
 }
 
-// A StagedPuts commit writes its keys' records in one index write: all of them,
-// or none when that write is refused, and a reopen finds the same.
+// A StagedPuts commit writes its keys' records in one index write: all of them, or none when
+// that write is refused, and a reopen finds the same.
 class StagedCommitFaults : public Faults {
-protected:
+ protected:
   void SetUp() override {
-    o_.wal =
-        true; // each index write is a WAL append, made when the commit returns
+    o_.wal = true;  // each index write is a WAL append, made when the commit returns
     auto r = Open();
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     store_ = std::move(r).value();
-    for (const char *k : kKeys)
-      ASSERT_TRUE(store_->Put(k, MakeValue(k, 1 << 20)).ok());
+    for (const char* k : kKeys) ASSERT_TRUE(store_->Put(k, MakeValue(k, 1 << 20)).ok());
     staged_ = store_->StagePuts();
-    for (const char *k : kKeys) {
-      ASSERT_TRUE(
-          staged_->Stage(k, MakeValue(std::string("new ") + k, 2 << 20), {})
-              .ok());
+    for (const char* k : kKeys) {
+      ASSERT_TRUE(staged_->Stage(k, MakeValue(std::string("new ") + k, 2 << 20), {}).ok());
     }
   }
 
-  // How many of the keys have their staged value; the others must have their
-  // first one.
-  int NewValues(Store &s) {
+  // How many of the keys have their staged value; the others must have their first one.
+  int NewValues(Store& s) {
     int found = 0;
-    for (const char *k : kKeys) {
+    for (const char* k : kKeys) {
       Result<Value> v = s.Get(k);
       if (!v.ok()) {
         ADD_FAILURE() << k << ": " << v.status().ToString();
@@ -236,15 +208,14 @@ protected:
 
   int NewValuesAfterReopen() {
     staged_.reset();
-    store_->Close().PermitUncheckedError(); // RocksDB may keep reporting an
-                                            // earlier failure
+    store_->Close().PermitUncheckedError();  // RocksDB may keep reporting an earlier failure
     store_.reset();
     auto r = Store::Open(o_, dir_.path());
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? NewValues(**r) : -1;
   }
 
-  static constexpr const char *kKeys[] = {"a", "b", "c", "d"};
+  static constexpr const char* kKeys[] = {"a", "b", "c", "d"};
   std::unique_ptr<Store> store_;
   std::unique_ptr<StagedPuts> staged_;
 };
@@ -257,15 +228,14 @@ TEST_F(StagedCommitFaults, ARefusedCommitChangesNoKey) {
   fs_->failing = false;
   EXPECT_EQ(NewValues(*store_), 0);
   if (BlobFile::CanPunchHoles(dir_.path() + "/values")) {
-    EXPECT_LE(store_->GetStats().budget_used_bytes + 8 * (1 << 20),
-              staged_bytes)
+    EXPECT_LE(store_->GetStats().budget_used_bytes + 8 * (1 << 20), staged_bytes)
         << "the staged values' space was kept";
   }
   EXPECT_EQ(NewValuesAfterReopen(), 0);
 }
 
-// One WAL append goes through, then the disk refuses: a commit made of one
-// index write per key would set the first key and fail.
+// One WAL append goes through, then the disk refuses: a commit made of one index write per key
+// would set the first key and fail.
 TEST_F(StagedCommitFaults, ACommitIsOneIndexWrite) {
   fs_->appends_left = 1;
   Status s = staged_->Commit();
@@ -274,10 +244,9 @@ TEST_F(StagedCommitFaults, ACommitIsOneIndexWrite) {
   EXPECT_EQ(NewValuesAfterReopen(), 4);
 }
 
-// A store holding "before" on a disk that then fills (every append and sync
-// answers NoSpace).
+// A store holding "before" on a disk that then fills (every append and sync answers NoSpace).
 class FullDiskFaults : public Faults {
-protected:
+ protected:
   void OpenThenFillTheDisk() {
     auto r = Open();
     ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -287,35 +256,32 @@ protected:
     fs_->failing = true;
   }
 
-  // Closes the store and opens it again (on the plain filesystem): `present`
-  // are there, `absent` are not.
-  void ExpectAfterReopen(std::initializer_list<const char *> present,
-                         std::initializer_list<const char *> absent) {
+  // Closes the store and opens it again (on the plain filesystem): `present` are there, `absent`
+  // are not.
+  void ExpectAfterReopen(std::initializer_list<const char*> present,
+                         std::initializer_list<const char*> absent) {
     store_->Close().PermitUncheckedError();
     store_.reset();
     auto reopened = Store::Open(o_, dir_.path());
     ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
-    for (const char *k : present)
-      EXPECT_TRUE((*reopened)->Contains(k)) << k;
-    for (const char *k : absent)
-      EXPECT_FALSE((*reopened)->Contains(k)) << k;
+    for (const char* k : present) EXPECT_TRUE((*reopened)->Contains(k)) << k;
+    for (const char* k : absent) EXPECT_FALSE((*reopened)->Contains(k)) << k;
   }
 
   std::unique_ptr<Store> store_;
 };
 
-// RocksDB stops taking index writes when a flush meets a full disk. Its own
-// recovery (polling the free space every 5 s, and in 7.8 able to hang for good)
-// is off: the next Flush or maintenance pass after the disk has room again
-// resumes the index at once, and later Flushes still wait until the index is on
-// disk.
+// RocksDB stops taking index writes when a flush meets a full disk. Its own recovery (polling
+// the free space every 5 s, and in 7.8 able to hang for good) is off: the next Flush or
+// maintenance pass after the disk has room again resumes the index at once, and later
+// Flushes still wait until the index is on disk.
 TEST_F(FullDiskFaults, IndexWritesResumeOnceTheDiskHasRoom) {
-  o_.wal = false; // the records reach the disk by flushes
+  o_.wal = false;  // the records reach the disk by flushes
   OpenThenFillTheDisk();
-  Store &s = *store_;
+  Store& s = *store_;
   EXPECT_TRUE(s.Flush().IsNoSpace());
   EXPECT_TRUE(s.Put("refused", MakeValue("refused", 1 << 20)).IsNoSpace());
-  fs_->failing = false; // space returns
+  fs_->failing = false;  // space returns
   s.Maintain();
   Status put = s.Put("after maintenance", MakeValue("m", 1 << 20));
   EXPECT_TRUE(put.ok()) << put.ToString();
@@ -326,33 +292,28 @@ TEST_F(FullDiskFaults, IndexWritesResumeOnceTheDiskHasRoom) {
   Status flushed = s.Flush();
   EXPECT_TRUE(flushed.ok()) << flushed.ToString();
   ASSERT_TRUE(s.Put("after flush", MakeValue("f", 1 << 20)).ok());
-  // The Flush that follows a resume waits for the records to be on disk (none
-  // is left in a memtable), slow as the disk may be, so that a crash right
-  // after keeps them.
+  // The Flush that follows a resume waits for the records to be on disk (none is left in a
+  // memtable), slow as the disk may be, so that a crash right after keeps them.
   fs_->append_delay_ms = 100;
   ASSERT_TRUE(s.Flush().ok());
-  EXPECT_EQ(testing::UnflushedMemtables(s), 0u)
-      << "Flush returned before the records were on disk";
+  EXPECT_EQ(testing::UnflushedMemtables(s), 0u) << "Flush returned before the records were on disk";
   fs_->append_delay_ms = 0;
-  ExpectAfterReopen({"before", "after maintenance", "after flush"},
-                    {"refused"});
+  ExpectAfterReopen({"before", "after maintenance", "after flush"}, {"refused"});
 }
 
-// With the WAL on, a full disk refuses the WAL's appends: the writes fail at
-// once, and come back at the first maintenance pass after the disk has room
-// (RocksDB's recovery from a WAL error is its own, not a flush's).
+// With the WAL on, a full disk refuses the WAL's appends: the writes fail at once, and come
+// back at the first maintenance pass after the disk has room (RocksDB's recovery from a WAL
+// error is its own, not a flush's).
 TEST_F(FullDiskFaults, WalWritesResumeOnceTheDiskHasRoom) {
-  OpenThenFillTheDisk(); // the WAL on (Faults' default)
-  Store &s = *store_;
-  for (const char *k : {"refused", "refused again"}) {
+  OpenThenFillTheDisk();  // the WAL on (Faults' default)
+  Store& s = *store_;
+  for (const char* k : {"refused", "refused again"}) {
     Status refused = s.Put(k, MakeValue(k, 1 << 20));
     EXPECT_FALSE(refused.ok()) << k;
   }
   EXPECT_FALSE(s.Delete("before").ok());
-  EXPECT_FALSE(
-      s.Flush()
-          .ok()); // a new memtable (and WAL file) after a failed WAL append
-  fs_->failing = false; // space returns
+  EXPECT_FALSE(s.Flush().ok());  // a new memtable (and WAL file) after a failed WAL append
+  fs_->failing = false;          // space returns
   s.Maintain();
   Status put = s.Put("after", MakeValue("after", 1 << 20));
   EXPECT_TRUE(put.ok()) << put.ToString();
@@ -361,7 +322,7 @@ TEST_F(FullDiskFaults, WalWritesResumeOnceTheDiskHasRoom) {
   ExpectAfterReopen({"before", "after"}, {"refused", "refused again"});
 }
 
-std::string ReadFile(const std::string &path) {
+std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -376,42 +337,35 @@ struct CorruptValueCounter final : EventListener {
 
 TEST_F(Faults, ADamagedValueWhoseRemovalIsRefusedIsLoggedAsNotRemoved) {
   auto counter = std::make_shared<CorruptValueCounter>();
-  o_.wal = true; // the removal's index write fails at once
+  o_.wal = true;  // the removal's index write fails at once
   o_.listener = counter;
   auto r = Open();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  Store &s = **r;
+  Store& s = **r;
   ASSERT_TRUE(s.Put("v", MakeValue("v", 1 << 20)).ok());
   ASSERT_TRUE(s.Flush().ok());
   test::DamageBlobFileTails(dir_.path());
   fs_->failing = true;
   for (uint64_t read = 1; read <= 2; ++read) {
-    EXPECT_TRUE(s.Get("v").status().IsNotFound()); // never the damaged bytes
+    EXPECT_TRUE(s.Get("v").status().IsNotFound());  // never the damaged bytes
     EXPECT_EQ(s.GetStats().corruptions, read);
-    EXPECT_TRUE(s.Contains(
-        "v")); // the removal was refused: the next read finds it again
+    EXPECT_TRUE(s.Contains("v"));  // the removal was refused: the next read finds it again
   }
   EXPECT_EQ(counter->calls, 0) << "told of a removal that did not happen";
   const std::string log = ReadFile(dir_.path() + "/LOG");
-  EXPECT_EQ(test::LogLinesWith(dir_.path(),
-                               "failed verification: checksum mismatch (gen-"),
-            2)
+  EXPECT_EQ(test::LogLinesWith(dir_.path(), "failed verification: checksum mismatch (gen-"), 2)
       << log;
   EXPECT_EQ(test::LogLinesWith(dir_.path(), "removing it failed"), 2) << log;
   EXPECT_EQ(test::LogLinesWith(dir_.path(), "was removed"), 0) << log;
   fs_->failing = false;
-  s.Close()
-      .PermitUncheckedError(); // RocksDB may keep reporting the earlier failure
+  s.Close().PermitUncheckedError();  // RocksDB may keep reporting the earlier failure
 }
 
-// RocksDB's own file logger asserts (Debian's build keeps assertions) on the
-// line after a log write failed, so a full disk aborted the process. The
-// store's log drops what it cannot write.
+// RocksDB's own file logger asserts (Debian's build keeps assertions) on the line after a log
+// write failed, so a full disk aborted the process. The store's log drops what it cannot write.
 TEST(InfoLogTest, LinesTheDiskRefusesAreDroppedAndLoggingGoesOn) {
-  InfoLog log("/dev/full",
-              rocksdb::InfoLogLevel::WARN_LEVEL); // every write: ENOSPC
-  for (int i = 0; i < 1000; ++i)
-    rocksdb::Warn(&log, "flush failed: %d", i);
+  InfoLog log("/dev/full", rocksdb::InfoLogLevel::WARN_LEVEL);  // every write: ENOSPC
+  for (int i = 0; i < 1000; ++i) rocksdb::Warn(&log, "flush failed: %d", i);
   EXPECT_EQ(log.GetLogFileSize(), 0u);
 }
 
@@ -422,28 +376,22 @@ TEST(InfoLogTest, WritesWarningsWholeLinesAndRotates) {
     InfoLog log(path, rocksdb::InfoLogLevel::WARN_LEVEL);
     rocksdb::Info(&log, "below the level");
     rocksdb::Warn(&log, "no space left: %s", "values/gen-1.lbv");
-    rocksdb::Error(&log, "%s",
-                   std::string(10000, 'x').c_str()); // cut to one line
+    rocksdb::Error(&log, "%s", std::string(10000, 'x').c_str());  // cut to one line
   }
   const std::string text = ReadFile(path);
   EXPECT_EQ(text.find("below the level"), std::string::npos);
-  EXPECT_NE(text.find("[WARN] no space left: values/gen-1.lbv\n"),
-            std::string::npos)
-      << text;
+  EXPECT_NE(text.find("[WARN] no space left: values/gen-1.lbv\n"), std::string::npos) << text;
   ASSERT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << text;
   EXPECT_LE(text.size() - text.find('\n') - 1, 4096u);
 
-  InfoLog log(
-      path, rocksdb::InfoLogLevel::WARN_LEVEL); // appends to the existing file
+  InfoLog log(path, rocksdb::InfoLogLevel::WARN_LEVEL);  // appends to the existing file
   EXPECT_EQ(log.GetLogFileSize(), text.size());
   const std::string line(1000, 'y');
-  while (!std::filesystem::exists(path + ".old"))
-    rocksdb::Warn(&log, "%s", line.c_str());
-  EXPECT_GT(std::filesystem::file_size(path + ".old"),
-            InfoLog::kMaxBytes - 2048);
+  while (!std::filesystem::exists(path + ".old")) rocksdb::Warn(&log, "%s", line.c_str());
+  EXPECT_GT(std::filesystem::file_size(path + ".old"), InfoLog::kMaxBytes - 2048);
   EXPECT_LE(std::filesystem::file_size(path + ".old"), InfoLog::kMaxBytes);
   EXPECT_LT(std::filesystem::file_size(path), 2048u);
 }
 
-} // namespace
-} // namespace larder
+}  // namespace
+}  // namespace larder
