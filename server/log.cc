@@ -54,4 +54,15 @@ void Log(LogLevel level, std::string_view message) {
   std::fflush(out);
 }
 
+bool LogLimiter::Due(int64_t now_ms, uint64_t* held_back) {
+  int64_t next = next_ms_.load();
+  if (now_ms < next || !next_ms_.compare_exchange_strong(next, now_ms + interval_ms_)) {
+    held_back_++;
+    return false;
+  }
+  const uint64_t n = held_back_.exchange(0);
+  if (held_back) *held_back = n;
+  return true;
+}
+
 }  // namespace larder::server

@@ -1,6 +1,5 @@
 #include "commands/dispatch.h"
 
-#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <optional>
@@ -30,12 +29,11 @@ std::optional<std::string> SubcommandRefusalOf(const CommandSpec& spec,
 bool IsCrossProtocolAttack(const CommandSpec* spec, const std::vector<std::string>& argv) {
   if (spec != nullptr) return false;
   if (!EqualsNoCase(argv[0], "post") && !EqualsNoCase(argv[0], "host:")) return false;
-  static std::atomic<int64_t> last_warned_s{-60};
-  const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
-                            std::chrono::steady_clock::now().time_since_epoch())
-                            .count();
-  int64_t last = last_warned_s.load(std::memory_order_relaxed);
-  if (now_s - last >= 60 && last_warned_s.compare_exchange_strong(last, now_s)) {
+  static LogLimiter limiter(60'000);
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  if (limiter.Due(now_ms)) {
     Log(LogLevel::kWarning,
         "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: "
         "commands to Larder. This is likely due to an attacker attempting to use Cross "

@@ -1,7 +1,5 @@
 #include "commands/util.h"
 
-#include <atomic>
-
 #include "config/engine_options.h"
 #include "larder/clock.h"
 #include "log.h"
@@ -29,19 +27,11 @@ namespace {
 
 // The store's own failures (a full disk, an I/O error) are the operator's to see, whatever
 // the reply says (a full disk answers Redis's OOM text): a warning with the engine's cause, at
-// most one every kStoreErrorLogMs, with how many were not logged since.
-constexpr int64_t kStoreErrorLogMs = 10'000;
-
+// most one every 10 s, with how many were not logged since.
 void LogStoreError(const Status& s) {
-  static std::atomic<int64_t> next_ms{0};
-  static std::atomic<uint64_t> unlogged{0};
-  const int64_t now = SystemClock()->NowMs();
-  int64_t due = next_ms.load();
-  if (now < due || !next_ms.compare_exchange_strong(due, now + kStoreErrorLogMs)) {
-    unlogged++;
-    return;
-  }
-  const uint64_t more = unlogged.exchange(0);
+  static LogLimiter limiter(10'000);
+  uint64_t more = 0;
+  if (!limiter.Due(SystemClock()->NowMs(), &more)) return;
   Log(LogLevel::kWarning, "a command failed in the store: " + config::InOptionTerms(s.ToString()) +
                               (more ? " (and " + std::to_string(more) + " more since)" : ""));
 }

@@ -260,9 +260,7 @@ void Server::AcceptUnix() {
 }
 
 void Server::AcceptLater(const asio::error_code& ec, std::function<void()> again) {
-  const int64_t now = core_.NowMs();
-  int64_t last = last_accept_warning_ms_.load();
-  if (now - last >= 1000 && last_accept_warning_ms_.compare_exchange_strong(last, now)) {
+  if (accept_warnings_.Due(core_.NowMs())) {
     Log(LogLevel::kWarning, "accept: " + ec.message() +
                                 " (retrying every 100 ms; raise the open-files limit or lower "
                                 "maxclients)");

@@ -20,6 +20,7 @@
 #include "core/client_registry.h"
 #include "core/core.h"
 #include "core/request_executor.h"
+#include "log.h"
 #include "net/tls_context.h"
 
 namespace larder::server {
@@ -106,7 +107,7 @@ class Server : public ClientRegistry {
   std::unique_ptr<asio::signal_set> signals_;
   std::atomic<size_t> next_io_{0};
   std::atomic<bool> stopping_{false};
-  std::atomic<int64_t> last_accept_warning_ms_{0};
+  LogLimiter accept_warnings_{1000};  // one a second
 
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, std::weak_ptr<Connection>> conns_;
