@@ -7,8 +7,11 @@ import unittest
 
 import helpers
 import redis
+import redis.asyncio
 from helpers import SERVERS, MiB
 from larder import AsyncClient, Client, parse_url
+from larder import client as client_module
+from larder.client import SEND_SLICE
 
 
 class ParseUrlTest(unittest.TestCase):
@@ -25,6 +28,55 @@ class ParseUrlTest(unittest.TestCase):
         for bad in ("0", "-3", "abc", ""):
             with self.assertRaisesRegex(ValueError, "ttl must be a positive number"):
                 parse_url(f"larder://h:1?ttl={bad}")
+
+
+class RecordingWriter:
+    """A StreamWriter that keeps what it was given, in order: ("one", bytes) per write,
+    ("several", their bytes) per writelines, ("drained", None) per drain."""
+
+    def __init__(self):
+        self.calls = []
+
+    def write(self, data):
+        self.calls.append(("one", bytes(data)))
+
+    def writelines(self, pieces):
+        self.calls.append(("several", b"".join(bytes(p) for p in pieces)))
+
+    async def drain(self):
+        self.calls.append(("drained", None))
+
+
+class SlicedSendTest(unittest.TestCase):
+    def send(self, pieces):
+        conn = client_module._sliced_send(redis.asyncio.Connection)()
+        conn._writer = RecordingWriter()
+        asyncio.run(conn._send_packed_command(pieces))
+        return conn._writer.calls
+
+    def test_large_pieces_go_in_drained_slices_in_order(self):
+        big = os.urandom(2 * SEND_SLICE + 3)
+        pieces = [b"*3\r\n$3\r\nSET", memoryview(big), b"\r\n", b"tail"]
+        calls = self.send(pieces)
+        self.assertEqual(b"".join(d for _, d in calls if d), b"".join(bytes(p) for p in pieces))
+        writes = [d for kind, d in calls if kind == "one"]
+        self.assertEqual([len(d) for d in writes], [SEND_SLICE, SEND_SLICE, 3])
+        for i, (kind, _) in enumerate(calls):
+            if kind == "one":
+                self.assertEqual(calls[i + 1][0], "drained")  # each slice drained before the next
+        self.assertEqual(calls[0], ("several", pieces[0]))  # small pieces together
+        self.assertEqual(calls[-2:], [("several", b"\r\ntail"), ("drained", None)])
+
+    def test_small_commands_are_one_write(self):
+        self.assertEqual(self.send([b"*1\r\n$4\r\nPING\r\n"]),
+                         [("several", b"*1\r\n$4\r\nPING\r\n"), ("drained", None)])
+
+    def test_every_asyncio_connection_class_sends_sliced(self):
+        for url in ("larder://127.0.0.1:1", "larder+unix:///tmp/none.sock"):
+            c = AsyncClient(url)
+            self.assertTrue(issubclass(c.redis.connection_pool.connection_class,
+                                       client_module._SlicedSend), url)
+        self.assertIs(client_module._sliced_send(object), object)  # nothing to replace
 
 
 class ClientOn:
@@ -124,6 +176,24 @@ class ClientOn:
                 self.assertEqual(await c.delete(b"a0"), 1)
                 self.assertEqual(sorted(await c.scan_keys()), [b"a1"])
         asyncio.run(run())
+
+    def test_async_client_large_values_exact(self):
+        """Values of many send slices, not a multiple of one, beside small ones, in one
+        pipeline and over several (PIPELINE_BYTES), read by each reply parser redis-py has
+        here (hiredis's when installed, and its own)."""
+        values = {b"s": b"x", b"m": os.urandom(3 * MiB + 7), b"e": b""}
+        values.update({b"b%d" % i: os.urandom(9 * MiB + i) for i in range(4)})
+        parsers = {redis.asyncio.connection.PythonParser}
+        if redis.utils.HIREDIS_AVAILABLE:
+            parsers.add(redis.asyncio.connection.HiredisParser)
+
+        async def run(parser):
+            async with AsyncClient(self.url, timeout=30, parser_class=parser) as c:
+                self.assertTrue(await c.put_many(values))
+                self.assertEqual(await c.get_many(list(values)), list(values.values()))
+        for parser in parsers:
+            with self.subTest(parser=parser.__name__):
+                asyncio.run(run(parser))
 
 
 class ClientOnLarder(ClientOn, unittest.TestCase):
