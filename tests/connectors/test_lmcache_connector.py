@@ -10,9 +10,11 @@ import signal
 import threading
 import time
 import unittest
+from unittest import mock
 
 import helpers
 import redis
+import redis.utils
 from helpers import SERVERS, MiB
 from larder import chunk_format
 from larder.lmcache_connector import HAVE_LMCACHE, LarderConnector, LarderConnectorAdapter
@@ -276,6 +278,16 @@ class ConnectorOn(OnLmcacheLoop):
                 extra_config = {"larder.ttl_seconds": bad}
             with self.subTest(ttl=bad), self.assertRaisesRegex(ValueError, "ttl must be"):
                 self.make(f"larder://127.0.0.1:{self.srv.port}", Config())
+
+    def test_a_connector_made_without_hiredis_says_so(self):
+        url = f"larder://127.0.0.1:{self.srv.port}"
+        with mock.patch.object(redis.utils, "HIREDIS_AVAILABLE", False), \
+                self.assertLogs("larder.lmcache", "WARNING") as logs:
+            self.wait(self.make(url).close())
+        self.assertIn("pip install hiredis", logs.output[0])
+        with mock.patch.object(redis.utils, "HIREDIS_AVAILABLE", True), \
+                self.assertNoLogs("larder.lmcache", "WARNING"):
+            self.wait(self.make(url).close())
 
     def test_a_reply_that_is_not_bytes_is_a_miss(self):
         self.assertIsNone(self.conn._decode("k", "text, not bytes"))

@@ -17,6 +17,9 @@ redis-py's asyncio client bounds a whole write and a whole reply by it, not each
 `put_many` therefore goes as pipelines of at most `PIPELINE_BYTES` of values (a larger value
 alone), so `timeout` must cover moving one such pipeline or one value (1 s: 32 MB/s, or one
 80 MiB value at 80 MB/s).
+Large values want hiredis installed beside redis-py (its C reply parser reads them several times
+faster than redis-py's own: docs/lmcache.md); the asyncio client sends them in slices
+(_SlicedSend).
 `prefix_count` is one round trip with LARDER.PREFIX; keys of several cluster slots (refused
 with CROSSSLOT) or a server without it take a second, the pipeline of EXISTS.
 

@@ -32,6 +32,8 @@ import asyncio
 import logging
 import time
 
+import redis.utils
+
 from . import chunk_format
 from .client import AsyncClient
 
@@ -160,6 +162,10 @@ class LarderConnector(RemoteConnector):
         self.read_errors = 0  # reads that failed with an error (misses, never raised)
         self.put_errors = 0  # puts not stored because of an error (never raised)
         self.log = _RateLimitedLog(self.LOG_INTERVAL)
+        if not getattr(redis.utils, "HIREDIS_AVAILABLE", True):
+            logger.warning("larder: hiredis is not installed, so redis-py parses replies in "
+                           "Python and loads of large chunks run several times slower; "
+                           "pip install hiredis (docs/lmcache.md)")
 
     # --- encoding -------------------------------------------------------------------------
 
