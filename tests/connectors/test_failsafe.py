@@ -270,6 +270,36 @@ class ClientFailsafeTest(unittest.TestCase):
         self.assertLess(dead, HANG)
         self.assertLess(back, 2.0)
 
+    def test_async_put_to_a_stalled_server_is_not_stored_and_does_not_hang(self):
+        """A 32 MiB pipeline to a server that stopped reading: the sliced send waits on a
+        drain that never comes, and the put answers False within the timeout, not a hang. The
+        cause logged is the write's timeout: the connection is aborted, not closed gracefully
+        (which would wait for the unsent bytes and time out a second time, "closing")."""
+        items = [(k, value_of(k)) for k in KEYS]
+
+        async def run():
+            c = AsyncClient(self.url)
+            fill = AsyncClient(self.fill_url)
+            self.assertTrue(await fill.put("fs:warm", b"x"))  # connections made, then stop
+            self.srv.proc.send_signal(signal.SIGSTOP)
+            t = time.monotonic()
+            stored = await c.put_many(items)
+            stalled = time.monotonic() - t
+            self.srv.proc.send_signal(signal.SIGCONT)
+            self.assertTrue(await fill.put_many(items))
+            got = await fill.get_many(KEYS)
+            await c.close()
+            await fill.close()
+            return stored, stalled, got
+
+        with self.assertLogs("larder.client", "WARNING") as logs:
+            stored, stalled, got = asyncio.run(run())
+        print(f"\nasync put, stalled: {stalled:.3f}s")
+        self.assertIn("Timeout writing to socket", logs.output[0])
+        self.assertFalse(stored)
+        self.assertLess(stalled, HANG)
+        self.assertEqual(got, [value_of(k) for k in KEYS])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -131,25 +131,35 @@ class _SlicedSend:
     not take at once in a bytearray that it shifts down after every send, so moving a 32 MiB
     pipeline cost far more than its bytes (bench/python_client.py). Sliced, nothing is joined
     and the transport never holds more than a slice. The whole send stays bounded by redis-py's
-    `socket_timeout`, as before."""
+    `socket_timeout`, as before; a send cut short (that timeout, a cancelled task) aborts the
+    connection, which redis-py then drops: closing it gracefully would wait, up to the connect
+    timeout, for bytes that a stalled server is not reading."""
 
     async def _send_packed_command(self, command):
         writer = self._writer
-        small = []
-        for piece in command:
-            view = memoryview(piece).cast("B")
-            if view.nbytes <= SEND_SLICE:
-                small.append(piece)
-                continue
-            if small:
-                writer.writelines(small)
-                small = []
-            for start in range(0, view.nbytes, SEND_SLICE):
-                writer.write(view[start:start + SEND_SLICE])
-                await writer.drain()
+        try:
+            await _send_sliced(writer, command)
+        except BaseException:
+            writer.transport.abort()
+            raise
+
+
+async def _send_sliced(writer, command):
+    small = []
+    for piece in command:
+        view = memoryview(piece).cast("B")
+        if view.nbytes <= SEND_SLICE:
+            small.append(piece)
+            continue
         if small:
             writer.writelines(small)
-        await writer.drain()
+            small = []
+        for start in range(0, view.nbytes, SEND_SLICE):
+            writer.write(view[start:start + SEND_SLICE])
+            await writer.drain()
+    if small:
+        writer.writelines(small)
+    await writer.drain()
 
 
 def _sliced_send(connection_class):
