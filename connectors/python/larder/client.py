@@ -126,8 +126,8 @@ class _SlicedSend:
     """Mixed into a redis.asyncio connection class: a command's pieces larger than SEND_SLICE
     (redis-py packs each large value as a piece of its own) go to the transport in slices of
     SEND_SLICE, each drained before the next, the small ones between them together. redis-py
-    hands the whole packed pipeline to `StreamWriter.writelines`; before Python 3.12, asyncio
-    joins that into one new bytes object, and its socket transport keeps what the socket did
+    hands the whole packed pipeline to `StreamWriter.writelines`; Python 3.11's asyncio
+    (Debian 12's) joins that into one new bytes object, and its socket transport keeps what the socket did
     not take at once in a bytearray that it shifts down after every send, so moving a 32 MiB
     pipeline cost far more than its bytes (bench/python_client.py). Sliced, nothing is joined
     and the transport never holds more than a slice. The whole send stays bounded by redis-py's
