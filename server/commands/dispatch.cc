@@ -26,13 +26,11 @@ std::optional<std::string> SubcommandRefusalOf(const CommandSpec& spec,
 // An HTTP request line or header sent to the port ("POST ...", "Host: ..."): a browser tricked
 // into talking to the server (cross-protocol scripting). As Redis does, the connection closes
 // without a reply and the log warns, at most once a minute.
-bool IsCrossProtocolAttack(const CommandSpec* spec, const std::vector<std::string>& argv) {
+bool IsCrossProtocolAttack(const CommandSpec* spec, const std::vector<std::string>& argv,
+                           int64_t now_ms) {
   if (spec != nullptr) return false;
   if (!EqualsNoCase(argv[0], "post") && !EqualsNoCase(argv[0], "host:")) return false;
   static LogLimiter limiter(60'000);
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::steady_clock::now().time_since_epoch())
-                             .count();
   if (limiter.Due(now_ms)) {
     Log(LogLevel::kWarning,
         "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: "
@@ -296,7 +294,7 @@ Plan Dispatcher::PlanOf(const ClientState& client, const std::vector<std::string
 bool Dispatcher::Admit(const CommandSpec* spec, ClientState& client,
                        const std::vector<std::string>& argv, resp::ReplyWriter& w) const {
   std::string error;
-  if (IsCrossProtocolAttack(spec, argv)) {
+  if (IsCrossProtocolAttack(spec, argv, core_.NowMs())) {
     client.close_after_reply = true;  // and no reply
     return false;
   } else if (spec == nullptr) {

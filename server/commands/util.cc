@@ -1,7 +1,6 @@
 #include "commands/util.h"
 
 #include "config/engine_options.h"
-#include "larder/clock.h"
 #include "log.h"
 
 namespace larder::server {
@@ -28,10 +27,10 @@ namespace {
 // The store's own failures (a full disk, an I/O error) are the operator's to see, whatever
 // the reply says (a full disk answers Redis's OOM text): a warning with the engine's cause, at
 // most one every 10 s, with how many were not logged since.
-void LogStoreError(const Status& s) {
+void LogStoreError(const Status& s, int64_t now_ms) {
   static LogLimiter limiter(10'000);
   uint64_t more = 0;
-  if (!limiter.Due(SystemClock()->NowMs(), &more)) return;
+  if (!limiter.Due(now_ms, &more)) return;
   Log(LogLevel::kWarning, "a command failed in the store: " + config::InOptionTerms(s.ToString()) +
                               (more ? " (and " + std::to_string(more) + " more since)" : ""));
 }
@@ -39,7 +38,9 @@ void LogStoreError(const Status& s) {
 }  // namespace
 
 void ReplyStatus(Ctx& ctx, const Status& s) {
-  if (s.code() == Status::Code::kNoSpace || s.code() == Status::Code::kIOError) LogStoreError(s);
+  if (s.code() == Status::Code::kNoSpace || s.code() == Status::Code::kIOError) {
+    LogStoreError(s, ctx.core.NowMs());
+  }
   if (s.IsNoSpace()) {
     ctx.w.Error(kErrOom);
   } else {
