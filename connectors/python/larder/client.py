@@ -127,13 +127,13 @@ class _SlicedSend:
     (redis-py packs each large value as a piece of its own) go to the transport in slices of
     SEND_SLICE, each drained before the next, the small ones between them together. redis-py
     hands the whole packed pipeline to `StreamWriter.writelines`; Python 3.11's asyncio
-    (Debian 12's) joins that into one new bytes object, and its socket transport keeps what the socket did
-    not take at once in a bytearray that it shifts down after every send, so moving a 32 MiB
-    pipeline cost far more than its bytes (bench/python_client.py). Sliced, nothing is joined
-    and the transport never holds more than a slice. The whole send stays bounded by redis-py's
-    `socket_timeout`, as before; a send cut short (that timeout, a cancelled task) aborts the
-    connection, which redis-py then drops: closing it gracefully would wait, up to the connect
-    timeout, for bytes that a stalled server is not reading."""
+    (Debian 12's) joins that into one new bytes object, and its socket transport keeps what the
+    socket did not take at once in a bytearray that it shifts down after every send, so moving
+    a 32 MiB pipeline cost far more than its bytes (bench/python_client.py). Sliced, nothing is
+    joined and the transport never holds more than a slice. The whole send stays bounded by
+    redis-py's `socket_timeout`, as before; a send cut short (that timeout, a cancelled task)
+    aborts the connection, which redis-py then drops: closing it gracefully would wait, up to
+    the connect timeout, for bytes that a stalled server is not reading."""
 
     async def _send_packed_command(self, command):
         writer = self._writer
