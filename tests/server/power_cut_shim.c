@@ -6,9 +6,10 @@
 // "C <inode> <directory's inode>" (its durable length starts at 0, so a reused inode number
 // does not inherit an old file's record, and its name is not durable until a sync of that
 // directory); for every file open() truncates, "N <inode>" (its durable length restarts at 0);
-// and for every fsync()/fdatasync() of a directory, "d <inode>" as it starts and "D <inode>"
-// once it succeeded: it covers the names created before it started (the strict reading, as
-// for sizes; the roll-back pairs each D with the oldest unpaired d). Lines are appended
+// and for every fsync()/fdatasync() of a directory, "d <inode> <thread id>" as it starts and
+// "D <inode> <thread id>" once it succeeded: it covers the names created before it started
+// (the strict reading, as for sizes; the roll-back pairs each D with the same thread's latest
+// d, so that a d whose process was killed mid-sync pairs with nothing). Lines are appended
 // to $LARDER_DURABLE_LOG with one write(2) each (O_APPEND: whole lines even from concurrent
 // threads); the log itself needs no sync, since the test "cuts power" by SIGKILL and then rolls
 // each file back to its durable length (plus, sometimes, a random part of what was never
@@ -67,10 +68,10 @@ static long long size_of(int fd) {
     if (real == NULL) real = (int (*)(int))dlsym(RTLD_NEXT, #name); \
     long long size = size_of(fd);                                   \
     int dir = is_directory(fd);                                     \
-    if (dir) record("d", fd, -1);                                   \
+    if (dir) record("d", fd, gettid());                             \
     int r = real(fd);                                               \
     if (r == 0 && size >= 0) record("S", fd, size);                 \
-    if (r == 0 && dir) record("D", fd, -1);                         \
+    if (r == 0 && dir) record("D", fd, gettid());                   \
     return r;                                                       \
   }
 SYNC_HOOK(fsync)

@@ -18,8 +18,10 @@ Run: LARDER_SERVER=... LARDER_POWER_CUT_SHIM=build/lib/libpower_cut_shim.so \\
   /usr/bin/python3 -m unittest -v power_cut_test"""
 import os
 import random
+import shutil
 import signal
 import sys
+import tempfile
 import unittest
 
 from crash_cycles_test import CrashCycles, info_field, read_all, report
@@ -81,11 +83,14 @@ def roll_back(data_dir, durable_log, partial=None):
             for n, line in enumerate(f):
                 kind, ino, *arg = line.split()
                 ino = int(ino)
-                if kind == "d":  # a directory sync started: it covers names created before
-                    dir_syncing.setdefault(ino, []).append(n)
+                if kind == "d":  # a directory sync started: it covers names created before.
+                    # A thread syncs one directory at a time: an earlier d of the same thread
+                    # left unpaired was cut short by a kill, and pairs with nothing.
+                    dir_syncing[ino, arg[0]] = n
                     continue
-                if kind == "D":  # ... and succeeded (paired with the oldest one started)
-                    dir_synced[ino] = max(dir_synced.get(ino, -1), dir_syncing[ino].pop(0))
+                if kind == "D":  # ... and succeeded
+                    started = dir_syncing.pop((ino, arg[0]))
+                    dir_synced[ino] = max(dir_synced.get(ino, -1), started)
                     continue
                 durable[ino] = int(arg[0]) if kind == "S" else 0
                 if kind == "C":
@@ -136,7 +141,7 @@ class PowerCutTest(unittest.TestCase):
         self.assertEqual(r.errors, [], ctx)
         self.assertGreater(r.journal.acked_writes, CYCLES, ctx)
         self.assertGreater(r.cut_bytes, 0, "no cut dropped anything: the shim recorded nothing?")
-        return r
+        return r, ctx
 
     def test_wal_no(self):
         self.run_mode(False, False)
@@ -145,9 +150,9 @@ class PowerCutTest(unittest.TestCase):
         self.run_mode(True, False)
 
     def test_wal_yes_and_wal_sync_yes(self):
-        r = self.run_mode(True, True)
-        self.assertEqual(r.lost_acked(), 0, "acknowledged writes lost with wal-sync: %r"
-                         % r.totals)
+        r, ctx = self.run_mode(True, True)
+        self.assertEqual(r.lost_acked(), 0, "acknowledged writes lost with wal-sync: %r, %s"
+                         % (r.totals, ctx))
 
 
 class OneServerPowerCutCase(unittest.TestCase):
@@ -242,6 +247,47 @@ class PowerCutAfterRestartTest(OneServerPowerCutCase):
         finally:
             srv.stop(signal.SIGKILL)
             srv.cleanup()
+
+
+class RollBackModelTest(unittest.TestCase):
+    """roll_back's reading of the shim's log, on logs written by hand: which directory syncs
+    make a created file's name durable."""
+
+    def kept_after(self, *lines):
+        """Makes a file in a fresh directory and rolls the directory back by a log of `lines`
+        ("C", "S 100": the file created, synced at 100 bytes; "d 7", "D 7": its directory's
+        sync started, ended by thread 7); True if the file stays."""
+        tmp = tempfile.mkdtemp(prefix="larder-rollback-")
+        self.addCleanup(shutil.rmtree, tmp)
+        data = os.path.join(tmp, "data")
+        os.mkdir(data)
+        path = os.path.join(data, "000009.log")
+        with open(path, "wb") as f:
+            f.write(b"x" * 100)
+        ino, dir_ino = os.stat(path).st_ino, os.stat(data).st_ino
+        log = os.path.join(tmp, "durable.log")
+        with open(log, "w") as f:
+            for line in lines:
+                kind, *arg = line.split()
+                f.write("%s %d %s\n" % (kind, dir_ino if kind in "dD" else ino,
+                                        dir_ino if kind == "C" else arg[0]))
+        roll_back(data, log)
+        return os.path.exists(path)
+
+    def test_a_sync_covers_the_names_created_before_it_started(self):
+        self.assertTrue(self.kept_after("C", "S 100", "d 7", "D 7"))
+        self.assertFalse(self.kept_after("C", "S 100"))
+        self.assertFalse(self.kept_after("d 7", "C", "S 100", "D 7"))
+
+    def test_a_sync_a_kill_cut_short_covers_nothing(self):
+        # Thread 7 of a killed process started a sync that never ended; the next process
+        # created the file and synced the directory: the name is durable.
+        self.assertTrue(self.kept_after("d 7", "C", "S 100", "d 9", "D 9"))
+        self.assertTrue(self.kept_after("d 7", "C", "S 100", "d 7", "D 7"))  # a tid reused
+
+    def test_concurrent_syncs_each_cover_what_came_before_their_start(self):
+        self.assertTrue(self.kept_after("d 7", "C", "S 100", "d 9", "D 9", "D 7"))
+        self.assertFalse(self.kept_after("d 7", "C", "S 100", "d 9", "D 7"))
 
 
 if __name__ == "__main__":
