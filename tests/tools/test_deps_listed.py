@@ -141,27 +141,43 @@ def listed_packages():
     return set(out.split())
 
 
-def package_of(path):
-    """The Debian package shipping `path` (following symlinks), or None."""
-    candidates = [path, os.path.realpath(path)]
-    if path.startswith("/usr/"):  # merged /usr: dpkg may know the file as /bin/... instead
-        candidates.append(path[len("/usr"):])
-    for candidate in candidates:
-        r = subprocess.run(["dpkg-query", "-S", candidate], capture_output=True, text=True)
-        for line in r.stdout.splitlines() if r.returncode == 0 else []:
-            if not line.startswith("diversion "):
-                return line.split(":")[0].split(",")[0].strip()
-    return None
+def packages_of(paths):
+    """{path: the Debian package shipping it (following symlinks), or None}, from one
+    dpkg-query for all of them."""
+    candidates = {}
+    for path in paths:
+        candidates[path] = [path, os.path.realpath(path)]
+        if path.startswith("/usr/"):  # merged /usr: dpkg may know the file as /bin/... instead
+            candidates[path].append(path[len("/usr"):])
+    wanted = sorted({c for cs in candidates.values() for c in cs})
+    out = subprocess.run(["dpkg-query", "-S", *wanted], capture_output=True, text=True).stdout
+    shipped = {}
+    for line in out.splitlines():
+        if line.startswith("diversion ") or ": " not in line:
+            continue
+        pkgs, path = line.split(": ", 1)
+        shipped.setdefault(path, pkgs.split(",")[0].split(":")[0].strip())
+    return {path: next((shipped[c] for c in cs if c in shipped), None)
+            for path, cs in candidates.items()}
 
 
-def on_every_system(pkg):
-    r = subprocess.run(["dpkg-query", "-W", "-f=${Essential} ${Priority}", pkg],
-                       capture_output=True, text=True)
-    fields = r.stdout.split()
-    return "yes" in fields or "required" in fields
+def installed_packages():
+    """{package: (on every Debian system, [the packages it depends on])} for every installed
+    package, from one dpkg-query (one per package took most of this test's time)."""
+    out = subprocess.run(["dpkg-query", "-W",
+                          "-f=${Package}\t${Essential} ${Priority}\t${Depends},${Pre-Depends}\n"],
+                         check=True, capture_output=True, text=True).stdout
+    packages = {}
+    for line in out.splitlines():
+        name, priority, depends = line.split("\t")
+        fields = priority.split()
+        needs = [alt.strip().split(" ")[0].split(":")[0].split("|")[0]
+                 for alt in depends.split(",") if alt.strip()]
+        packages[name] = ("yes" in fields or "required" in fields, needs)
+    return packages
 
 
-def depends_closure(pkgs):
+def depends_closure(pkgs, installed):
     """The listed packages and everything they depend on (installed ones only)."""
     seen, todo = set(), list(pkgs)
     while todo:
@@ -169,12 +185,7 @@ def depends_closure(pkgs):
         if p in seen:
             continue
         seen.add(p)
-        r = subprocess.run(["dpkg-query", "-W", "-f=${Depends},${Pre-Depends}", p],
-                           capture_output=True, text=True)
-        for alt in r.stdout.split(","):
-            name = alt.strip().split(" ")[0].split(":")[0] if alt.strip() else ""
-            if name:
-                todo.append(name.split("|")[0])
+        todo.extend(installed.get(p, (False, []))[1])
     return seen
 
 
@@ -182,27 +193,28 @@ class DepsListedTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.listed = listed_packages()
-        cls.closure = depends_closure(cls.listed)
+        cls.installed = installed_packages()
+        cls.closure = depends_closure(cls.listed, cls.installed)
 
     def ok_package(self, pkg):
-        return pkg in self.closure or on_every_system(pkg)
+        return pkg in self.closure or self.installed.get(pkg, (False, []))[0]
 
     def test_every_program_the_tests_run_is_installed_by_scripts_deps(self):
         named, run = programs_named()
         own = own_targets()
         problems = []
-        for prog in sorted(named):
-            if prog in own:
-                continue
-            path = shutil.which(prog)
+        paths = {prog: shutil.which(prog) for prog in sorted(named) if prog not in own}
+        packages = packages_of(p for p in paths.values()
+                               if p and p.startswith(("/usr/", "/bin/", "/sbin/")))
+        for prog, path in paths.items():
             if path is None:
                 if prog in run:
                     problems.append(f"{prog} (run by {', '.join(sorted(run[prog]))}) is not "
                                     "installed: add the package that ships it to scripts/deps")
                 continue
-            if not path.startswith(("/usr/", "/bin/", "/sbin/")):
+            if path not in packages:
                 continue  # not a system program (e.g. a pyenv shim): nothing to install
-            pkg = package_of(path)
+            pkg = packages[path]
             if pkg is None:
                 if prog in run:
                     problems.append(f"{prog} ({path}, run by {', '.join(sorted(run[prog]))}) "
@@ -215,7 +227,7 @@ class DepsListedTest(unittest.TestCase):
         self.assertEqual(problems, [], "\n".join(problems))
 
     def test_every_python_module_the_tests_import_is_installed_by_scripts_deps(self):
-        problems = []
+        problems, imports = [], []  # imports: (file, module, where it loads from)
         for path in source_files():
             if not path.endswith(".py"):
                 continue
@@ -238,10 +250,13 @@ class DepsListedTest(unittest.TestCase):
                     origin = getattr(spec, "origin", None) or ""
                     if "dist-packages" not in origin:
                         continue  # standard library, ours, or not installed (guarded imports)
-                    pkg = package_of(origin)
-                    if pkg and not self.ok_package(pkg):
-                        problems.append(f"{os.path.relpath(path, ROOT)} imports {top} from "
-                                        f"{pkg}, which scripts/deps --test does not install")
+                    imports.append((os.path.relpath(path, ROOT), top, origin))
+        packages = packages_of({origin for _, _, origin in imports})
+        for rel, top, origin in imports:
+            pkg = packages[origin]
+            if pkg and not self.ok_package(pkg):
+                problems.append(f"{rel} imports {top} from {pkg}, which scripts/deps --test "
+                                "does not install")
         self.assertEqual(sorted(set(problems)), [], "\n".join(sorted(set(problems))))
 
 
