@@ -355,7 +355,8 @@ class RawClient:
         return self.reply()
 
     def _fill(self):
-        chunk = self.sock.recv(256 << 10)  # larger, each call's buffer is fresh memory to fault in
+        # 256 KiB: asked for more, each call's receive buffer is fresh memory to fault in.
+        chunk = self.sock.recv(256 << 10)
         if not chunk:
             raise ConnectionError("closed")
         self.buf += chunk
