@@ -235,15 +235,15 @@ class CrashCyclesTest(unittest.TestCase):
         self.assertEqual(r.wrong, [], ctx)
         self.assertEqual(r.errors, [], ctx)
         self.assertGreater(r.journal.acked_writes, CYCLES, ctx)
-        return r
+        return r, ctx
 
     def test_wal_no(self):
         self.run_mode(False)
 
     def test_wal_yes(self):
-        r = self.run_mode(True)
-        self.assertEqual(r.lost_acked(), 0, "acknowledged writes lost with the WAL on: %r"
-                         % r.totals)
+        r, ctx = self.run_mode(True)
+        self.assertEqual(r.lost_acked(), 0, "acknowledged writes lost with the WAL on: %r, %s"
+                         % (r.totals, ctx))
 
 
 if __name__ == "__main__":
