@@ -269,7 +269,7 @@ class RollBackModelTest(unittest.TestCase):
         with open(log, "w") as f:
             for line in lines:
                 kind, *arg = line.split()
-                f.write("%s %d %s\n" % (kind, dir_ino if kind in "dD" else ino,
+                f.write("%s %d %s\n" % (kind, dir_ino if kind in ("d", "D") else ino,
                                         dir_ino if kind == "C" else arg[0]))
         roll_back(data, log)
         return os.path.exists(path)

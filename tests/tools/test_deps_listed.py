@@ -161,6 +161,13 @@ def packages_of(paths):
             for path, cs in candidates.items()}
 
 
+# Where a program comes from a Debian package (elsewhere, e.g. a pyenv shim: nothing to install).
+SYSTEM_DIRS = ("/usr/", "/bin/", "/sbin/")
+
+# installed_packages()'s entry for a package that is not installed.
+NOT_INSTALLED = (False, ())
+
+
 def installed_packages():
     """{package: (on every Debian system, [the packages it depends on])} for every installed
     package, from one dpkg-query (one per package took most of this test's time)."""
@@ -185,7 +192,7 @@ def depends_closure(pkgs, installed):
         if p in seen:
             continue
         seen.add(p)
-        todo.extend(installed.get(p, (False, []))[1])
+        todo.extend(installed.get(p, NOT_INSTALLED)[1])
     return seen
 
 
@@ -197,23 +204,22 @@ class DepsListedTest(unittest.TestCase):
         cls.closure = depends_closure(cls.listed, cls.installed)
 
     def ok_package(self, pkg):
-        return pkg in self.closure or self.installed.get(pkg, (False, []))[0]
+        return pkg in self.closure or self.installed.get(pkg, NOT_INSTALLED)[0]
 
     def test_every_program_the_tests_run_is_installed_by_scripts_deps(self):
         named, run = programs_named()
         own = own_targets()
         problems = []
         paths = {prog: shutil.which(prog) for prog in sorted(named) if prog not in own}
-        packages = packages_of(p for p in paths.values()
-                               if p and p.startswith(("/usr/", "/bin/", "/sbin/")))
+        packages = packages_of(p for p in paths.values() if p and p.startswith(SYSTEM_DIRS))
         for prog, path in paths.items():
             if path is None:
                 if prog in run:
                     problems.append(f"{prog} (run by {', '.join(sorted(run[prog]))}) is not "
                                     "installed: add the package that ships it to scripts/deps")
                 continue
-            if path not in packages:
-                continue  # not a system program (e.g. a pyenv shim): nothing to install
+            if not path.startswith(SYSTEM_DIRS):
+                continue  # not a system program: nothing to install
             pkg = packages[path]
             if pkg is None:
                 if prog in run:
