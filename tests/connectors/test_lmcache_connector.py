@@ -48,6 +48,23 @@ class MemoryObj:
         return self.fmt
 
 
+class GroupedMemoryObj(MemoryObj):
+    """A hybrid-attention model's chunk as LMCache holds it: one tensor per KV-cache group,
+    their bytes one after another in one buffer, get_shapes()/get_dtypes() one entry each."""
+
+    def __init__(self, shapes, dtypes, fmt=1, data=None):
+        super().__init__(shapes[0], dtypes[0], fmt, b"")
+        self.shapes, self.dtypes = [list(s) for s in shapes], list(dtypes)
+        n = sum(math.prod(s) * ITEM[d] for s, d in zip(shapes, dtypes))
+        self.byte_array = bytearray(data if data is not None else n)
+
+    def get_shapes(self):
+        return self.shapes
+
+    def get_dtypes(self):
+        return self.dtypes
+
+
 class CpuBackend:
     def __init__(self, fail=False):
         self.fail, self.allocations, self.released = fail, 0, 0
@@ -55,13 +72,15 @@ class CpuBackend:
     def allocate(self, shapes, dtypes, fmt):
         # As LMCache's allocators (_adapt_shapes_and_dtypes): a torch.Size (a tuple) is one
         # shape, a list is a list of shapes, one per dtype.
-        shapes = [shapes] if isinstance(shapes, tuple) else shapes
-        dtypes = [dtypes] if isinstance(dtypes, str) else dtypes
-        assert len(shapes) == len(dtypes), "shapes and dtypes must have the same length"
+        assert isinstance(shapes, list) == isinstance(dtypes, list), (shapes, dtypes)
+        assert not isinstance(shapes, list) or len(shapes) == len(dtypes) > 1, (shapes, dtypes)
         self.allocations += 1
         if self.fail:
             return None
-        m = MemoryObj(shapes[0], dtypes[0], fmt)
+        if isinstance(shapes, list):
+            m = GroupedMemoryObj(shapes, dtypes, fmt)
+        else:
+            m = MemoryObj(shapes, dtypes, fmt)
         m.ref_count_down = self.release
         return m
 
@@ -193,12 +212,30 @@ class ConnectorOn(OnLmcacheLoop):
         self.assertIsNone(self.wait(self.conn.get(Key("big"))))
         self.assertEqual((self.backend.released - released, self.conn.read_errors), (1, 1))
 
-    def test_a_memory_object_of_several_groups_is_not_stored(self):
-        m = chunk([8, 8])
-        m.get_shapes = lambda: [[8, 8], [8, 8]]
+    def test_a_chunk_of_several_groups_round_trips_group_by_group(self):
+        shapes, dtypes = [[2, 4, 16, 64], [2, 4, 9, 32], [6]], ["bfloat16", "float32", "uint8"]
+        size = sum(math.prod(s) * ITEM[d] for s, d in zip(shapes, dtypes))
+        m = GroupedMemoryObj(shapes, dtypes, 1, os.urandom(size))
         self.wait(self.conn.put(Key("groups"), m))
-        self.assertEqual(self.conn.put_errors, 1)
-        self.assertFalse(self.wait(self.conn.exists(Key("groups"))))
+        got = self.wait(self.conn.get(Key("groups")))
+        self.assertEqual((got.get_shapes(), got.get_dtypes(), got.fmt), (shapes, dtypes, 1))
+        self.assertEqual(bytes(got.byte_array), bytes(m.byte_array))
+        self.assertEqual(self.conn.put_errors + self.conn.format_errors, 0)
+        one = GroupedMemoryObj([[8, 8]], ["float32"], 1, os.urandom(256))  # get_shapes() of 1
+        self.wait(self.conn.put(Key("one"), one))
+        value = self.wait(self.conn.client.get(Key("one").to_string()))
+        self.assertEqual(bytes(value[:4]), chunk_format.MAGIC)  # as before groups existed
+        self.assertEqual(self.wait(self.conn.get(Key("one"))).shape, [8, 8])
+
+    def test_a_memory_object_whose_groups_do_not_match_its_bytes_is_not_stored(self):
+        odd = GroupedMemoryObj([[8, 8], [8, 8]], ["bfloat16", "bfloat16"])
+        odd.dtypes = ["bfloat16"]  # one dtype for two shapes
+        short = GroupedMemoryObj([[8, 8], [8, 8]], ["bfloat16", "bfloat16"])
+        short.byte_array = short.byte_array[:-1]
+        for name, m in (("odd", odd), ("short", short)):
+            self.wait(self.conn.put(Key(name), m))
+            self.assertFalse(self.wait(self.conn.exists(Key(name))), name)
+        self.assertEqual(self.conn.put_errors, 2)
 
     def test_remove_list_ping_and_ttl(self):
         self.wait(self.conn.put(Key("r"), chunk([4])))
@@ -384,11 +421,37 @@ class AdapterTest(unittest.TestCase):
         self.assertFalse(a.can_parse("lm://h:1"))
 
     def test_chunk_header_round_trip(self):
-        h = chunk_format.encode_header((2, 3), "float32", 7)
-        shape, dtype, fmt, payload = chunk_format.decode(h + bytes(24))
-        self.assertEqual((shape, dtype, fmt, len(payload)), ((2, 3), "float32", 7, 24))
-        with self.assertRaisesRegex(ValueError, "unsupported dtype"):
-            chunk_format.encode_header((2,), "complex64", 0)
+        h = chunk_format.encode_header([(2, 3)], ["float32"], 7)
+        # One group: LKV1, byte for byte as the connector has always written it.
+        self.assertEqual(h, b"LKV1\x23\x00\x02\x07\x07\x00\x00\x00" + (2).to_bytes(8, "little")
+                         + (3).to_bytes(8, "little") + b"float32")
+        shapes, dtypes, fmt, payload = chunk_format.decode(h + bytes(24))
+        self.assertEqual((shapes, dtypes, fmt, len(payload)), ([(2, 3)], ["float32"], 7, 24))
+        h = chunk_format.encode_header([(2, 3), (5,)], ["float32", "uint8"], 1)
+        shapes, dtypes, fmt, payload = chunk_format.decode(h + bytes(29))
+        self.assertEqual((shapes, dtypes, fmt, len(payload)),
+                         ([(2, 3), (5,)], ["float32", "uint8"], 1, 29))
+        for shapes, dtypes, error in (([(2,)], ["complex64"], "unsupported dtype"),
+                                      ([(2,), (3,)], ["uint8"], "one of each per group"),
+                                      ([], [], "one of each per group"),
+                                      ([(2,), ()], ["uint8"] * 2, "1 to 8 dimensions")):
+            with self.assertRaisesRegex(ValueError, error):
+                chunk_format.encode_header(shapes, dtypes, 0)
+
+    def test_a_malformed_header_of_several_groups_is_refused(self):
+        good = chunk_format.encode_header([(2, 3), (5,)], ["float32", "uint8"], 1) + bytes(29)
+        groups_at, first_ndim_at = 6, 12
+        cases = {"no groups": (groups_at, 0), "more groups than described": (groups_at, 3),
+                 "fewer groups than described": (groups_at, 1),
+                 "a group of 9 dimensions": (first_ndim_at, 9), "reserved byte": (7, 1)}
+        for name, (at, byte) in cases.items():
+            bad = bytearray(good)
+            bad[at] = byte
+            with self.assertRaises(chunk_format.ChunkFormatError, msg=name):
+                chunk_format.decode(bad)
+        for cut in (1, 30, len(good) - 30):  # short payload; header cut inside
+            with self.assertRaises(chunk_format.ChunkFormatError, msg=cut):
+                chunk_format.decode(good[:-cut])
 
     @unittest.skipUnless(HAVE_LMCACHE, "lmcache is not installed (pip-only; not on Debian): "
                          "the connector ran against its stand-in base classes")

@@ -3,8 +3,9 @@
 LMCache's `RemoteConnector` over `larder.AsyncClient`.
 
 What it does beyond LMCache's stock `redis://` connector (docs/lmcache.md has the figures):
-* one key per chunk (chunk_format: the shape, dtype and format travel in front of the bytes),
-  so a get is one round trip, nothing can be orphaned, and unfull chunks keep their shape;
+* one key per chunk (chunk_format: the shape, dtype and format travel in front of the bytes,
+  one shape and dtype per KV-cache group of a hybrid-attention model), so a get is one round
+  trip, nothing can be orphaned, and unfull chunks keep their shape;
 * `batched_async_contains` is one `LARDER.PREFIX` round trip for the whole prefix;
 * `batched_get` / `batched_get_non_blocking` are one pipeline each, `batched_put` pipelines of
   at most 32 MiB (client.PIPELINE_BYTES), each chunk encoded as its pipeline goes;
@@ -128,6 +129,15 @@ class _RateLimitedLog:
         self._next[kind] = now + self.interval
 
 
+def _groups(memory_obj):
+    """(shapes, dtypes) of a memory object, one entry per KV-cache group: LMCache's
+    get_shapes()/get_dtypes() where the object has them (a hybrid-attention model's chunk holds
+    one tensor per group, their bytes one after another), else its one shape and dtype."""
+    if hasattr(memory_obj, "get_shapes"):
+        return list(memory_obj.get_shapes()), list(memory_obj.get_dtypes())
+    return [memory_obj.get_shape()], [memory_obj.get_dtype()]
+
+
 def _byte_view(memory_obj):
     view = memory_obj.byte_array
     view = view if isinstance(view, memoryview) else memoryview(view)
@@ -171,22 +181,28 @@ class LarderConnector(RemoteConnector):
 
     @staticmethod
     def _encode(memory_obj):
-        shapes = getattr(memory_obj, "get_shapes", None)
-        if shapes is not None and len(shapes()) > 1:
-            raise ValueError(f"a memory object of {len(shapes())} groups (one chunk holds one "
-                             "tensor)")
-        header = chunk_format.encode_header(
-            tuple(memory_obj.get_shape()), _dtype_name(memory_obj.get_dtype()),
-            _fmt_code(memory_obj.get_memory_format()))
-        return header + _byte_view(memory_obj)
+        shapes, dtypes = _groups(memory_obj)
+        names = [_dtype_name(d) for d in dtypes]
+        header = chunk_format.encode_header([tuple(s) for s in shapes], names,
+                                            _fmt_code(memory_obj.get_memory_format()))
+        size = chunk_format.payload_size(shapes, names)
+        view = _byte_view(memory_obj)
+        if len(view) < size:
+            raise ValueError(f"a memory object of {len(view)} bytes for {size} bytes of tensors")
+        return header + view[:size]
 
     def _decode(self, key_str, value):
         """A MemoryObj filled from a stored value, or None (miss, bad value, no memory)."""
         if value is None:
             return None
         try:
-            shape, dtype, fmt, payload = chunk_format.decode(value)
-            args = (_shape_arg(shape), _dtype_from_name(dtype), _fmt_from_code(fmt))
+            shapes, names, fmt, payload = chunk_format.decode(value)
+            shapes = [_shape_arg(s) for s in shapes]
+            dtypes = [_dtype_from_name(n) for n in names]
+            # One group as LMCache's allocators have always taken it (a shape, a dtype); several
+            # as lists, one entry per group.
+            args = ((shapes[0], dtypes[0]) if len(shapes) == 1 else (shapes, dtypes)) + (
+                _fmt_from_code(fmt),)
         except (chunk_format.ChunkFormatError, TypeError, ValueError) as e:
             self.format_errors += 1
             self.log.warning("format", "%s is not a chunk this LMCache can load (%s); treated "
