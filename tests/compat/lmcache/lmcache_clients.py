@@ -57,13 +57,14 @@ class NativeRespClient:
         self.sock.close()
 
     @staticmethod
-    def _command(*args, tail=None):
-        """The RESP array header and all arguments but a trailing value sent separately."""
-        out = [b"*%d\r\n" % (len(args) + (tail is not None))]
+    def _command(*args, tail_size=None):
+        """The RESP array header and all arguments but a trailing value of tail_size bytes
+        sent separately."""
+        out = [b"*%d\r\n" % (len(args) + (tail_size is not None))]
         for a in args:
             out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-        if tail is not None:
-            out.append(b"$%d\r\n" % len(tail))
+        if tail_size is not None:
+            out.append(b"$%d\r\n" % tail_size)
         return b"".join(out)
 
     def _send(self, *buffers):
@@ -100,8 +101,11 @@ class NativeRespClient:
                 raise Desync(f"header line too long: {bytes(line)!r}")
         return bytes(line)
 
-    def set(self, key: bytes, value):
-        self._send(self._command(b"SET", key, tail=value), value, b"\r\n")
+    def set(self, key: bytes, *value_parts):
+        """SET key to the value made of value_parts, sent with the command in one writev as
+        the real client sends its value (parts spare the test building a copy of each value)."""
+        size = sum(len(memoryview(p).cast("B")) for p in value_parts)
+        self._send(self._command(b"SET", key, tail_size=size), *value_parts, b"\r\n")
         reply = self._exact(5)
         if reply != b"+OK\r\n":
             raise Desync(f"SET {key!r}: {reply!r}")
