@@ -403,14 +403,13 @@ class BadClientsTest(unittest.TestCase):
             rc = srv.raw()
             subprocess.run(["prlimit", f"--pid={srv.proc.pid}", "--nofile=100:100"], check=True)
             socks = open_many(srv.port, 300)
-            for s in socks:
-                s.settimeout(0.2)
+            for s in socks:  # all at once: the server accepts what it can, meets EMFILE on
+                s.setblocking(False)  # the rest and backs off (a wait per socket cost 40 s)
                 try:
-                    s.sendall(b"PING\r\n")
-                    s.recv(100)
+                    s.send(b"PING\r\n")
                 except OSError:
                     pass
-            time.sleep(1)
+            time.sleep(2)
             for s in socks:
                 s.close()
             time.sleep(0.3)
