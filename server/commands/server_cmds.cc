@@ -160,6 +160,15 @@ void Wait(Ctx& ctx) {
   ctx.w.Integer(0);
 }
 
+// ROLE: as Redis answers on a master with no replicas (`master`, replication offset 0, no
+// replicas), as INFO replication describes this node; Larder does not replicate.
+void Role(Ctx& ctx) {
+  ctx.w.ArrayHeader(3);
+  ctx.w.BulkString("master");
+  ctx.w.Integer(0);
+  ctx.w.ArrayHeader(0);
+}
+
 constexpr CommandRow kRows[] = {
     {"config", -2, "admin loading stale", kNoKeys, Config, kConfigSubcommands},
     {"dbsize", 1, "readonly fast", kNoKeys, DbSize},
@@ -171,6 +180,7 @@ constexpr CommandRow kRows[] = {
     {"bgsave", -1, "admin", kNoKeys, BgSave},
     {"shutdown", -1, "admin loading stale no_multi", kNoKeys, Shutdown},
     {"wait", 3, "fast", kNoKeys, Wait},
+    {"role", 1, "loading stale fast", kNoKeys, Role},
 };
 
 }  // namespace

@@ -205,6 +205,7 @@ SESSION_SEQUENCES = {
         ["CLIENT", "KILL", "TYPE", "master"], ["CLIENT", "KILL", "USER", "nobody"],
         ["CLIENT", "KILL", "LADDR", "1.2.3.4:5"], ["CLIENT", "KILL", "USER", "default", "ID", "99999"],
         ["CLIENT", "NO-EVICT", "maybe"], ["CLIENT", "NO-EVICT", "on"]],
+    "ROLE of a master without replicas": [["ROLE"], ["ROLE", "master"], ["ROLE"]],
     "WAIT, sharded Pub/Sub, CONFIG SET": [
         ["WAIT", "0", "abc"], ["WAIT", "x", "0"], ["WAIT", "0", "-1"], ["PUBSUB", "SHARDCHANNELS"],
         ["PUBSUB", "SHARDCHANNELS", "a*"], ["PUBSUB", "SHARDCHANNELS", "a", "b"],
