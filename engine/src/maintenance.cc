@@ -273,6 +273,7 @@ Stats StoreImpl::GetStats() {
   // Values under format::kMinBlobBytes live in index records, not blob files: a small share.
   st.unused_value_bytes = st.value_file_bytes - std::min(st.value_file_bytes, st.live_bytes);
   st.generations = gens_->size();
+  st.index_writes_stopped = index_stopped_.load() || index_failed_.load() ? 1 : 0;
   st.first_write_demotion_percent =
       demote_first_writes_ ? static_cast<uint64_t>(demotion_.Depth() * 100) : 0;
 #define LARDER_COPY_COUNTER(name, doc) st.name = counters_.name.load();

@@ -589,6 +589,7 @@ class StoreImpl final : public Store {
   std::atomic<uint64_t> index_writes_{0};    // index batches written (puts, deletes, expiries)
   std::atomic<bool> index_stopped_{false};   // RocksDB stopped writes on a full disk (ResumeIndex)
   std::atomic<uint64_t> index_errors_{0};    // RocksDB background errors so far
+  std::atomic<bool> index_failed_{false};    // stopped by another error, until a restart
   std::atomic<bool> index_resumed_{false};   // a ResumeIndex succeeded (WaitForMemtablesFlushed)
   std::thread maintenance_;
   std::mutex maint_mu_;

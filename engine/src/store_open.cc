@@ -109,14 +109,22 @@ class SyncValuesBeforeFlush : public rocksdb::EventListener {
 // returned is dropped without giving back its memtables, and the recovery waits for them
 // forever, every write refused (fixed upstream in 8.7.3, PR 11872). So it is off for NoSpace:
 // the store resumes the index itself (StoreImpl::ResumeIndex), with no flush of its own beside
-// it. Counts every background error, which a flush waiting for its memtables watches.
+// it. Another error RocksDB takes as fatal (7.8 so takes every I/O error of a flush or a WAL
+// write that is not a full disk) stops the index's writes until a restart: `failed` says so
+// (Stats::index_writes_stopped). Counts every background error, which a flush waiting for its
+// memtables watches.
 class ResumeIndexItself : public rocksdb::EventListener {
  public:
-  ResumeIndexItself(std::atomic<bool>* stopped, std::atomic<uint64_t>* errors)
-      : stopped_(stopped), errors_(errors) {}
+  ResumeIndexItself(std::atomic<bool>* stopped, std::atomic<bool>* failed,
+                    std::atomic<uint64_t>* errors)
+      : stopped_(stopped), failed_(failed), errors_(errors) {}
   void OnBackgroundError(rocksdb::BackgroundErrorReason, rocksdb::Status* error) override {
     errors_->fetch_add(1);
-    if (error->IsNoSpace()) stopped_->store(true);
+    if (error->IsNoSpace()) {
+      stopped_->store(true);
+    } else if (error->severity() >= rocksdb::Status::Severity::kFatalError) {
+      failed_->store(true);
+    }
   }
   void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status error,
                             bool* auto_recovery) override {
@@ -125,6 +133,7 @@ class ResumeIndexItself : public rocksdb::EventListener {
 
  private:
   std::atomic<bool>* stopped_;
+  std::atomic<bool>* failed_;
   std::atomic<uint64_t>* errors_;
 };
 
@@ -242,7 +251,8 @@ rocksdb::DBOptions StoreImpl::DbOptions() {
         if (gens_) SyncValues().PermitUncheckedError();  // a failed sync fails the next Flush
       },
       &memtable_seals_));
-  db.listeners.push_back(std::make_shared<ResumeIndexItself>(&index_stopped_, &index_errors_));
+  db.listeners.push_back(
+      std::make_shared<ResumeIndexItself>(&index_stopped_, &index_failed_, &index_errors_));
   return db;
 }
 

@@ -279,10 +279,13 @@ TEST_F(FullDiskFaults, IndexWritesResumeOnceTheDiskHasRoom) {
   o_.wal = false;  // the records reach the disk by flushes
   OpenThenFillTheDisk();
   Store& s = *store_;
+  EXPECT_EQ(s.GetStats().index_writes_stopped, 0u);
   EXPECT_TRUE(s.Flush().IsNoSpace());
   EXPECT_TRUE(s.Put("refused", MakeValue("refused", 1 << 20)).IsNoSpace());
+  EXPECT_EQ(s.GetStats().index_writes_stopped, 1u);
   fs_->failing = false;  // space returns
   s.Maintain();
+  EXPECT_EQ(s.GetStats().index_writes_stopped, 0u);
   Status put = s.Put("after maintenance", MakeValue("m", 1 << 20));
   EXPECT_TRUE(put.ok()) << put.ToString();
   // Again, ended by a Flush this time.
@@ -320,6 +323,37 @@ TEST_F(FullDiskFaults, WalWritesResumeOnceTheDiskHasRoom) {
   Status flushed = s.Flush();
   EXPECT_TRUE(flushed.ok()) << flushed.ToString();
   ExpectAfterReopen({"before", "after"}, {"refused", "refused again"});
+}
+
+// An I/O error that is not a full disk (a failing device) is fatal to RocksDB 7.8's index: its
+// writes stay refused after the device recovers, reads go on, the stats say so, and a restart
+// (here a reopen) brings writes back with what was acknowledged before the error.
+TEST_F(Faults, AnotherWriteErrorStopsIndexWritesUntilARestartAndSaysSo) {
+  {
+    auto r = Open();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    Store& s = **r;
+    ASSERT_TRUE(s.Put("before", MakeValue("before", 1 << 20)).ok());
+    EXPECT_EQ(s.GetStats().index_writes_stopped, 0u);
+    fs_->failing = true;
+    EXPECT_FALSE(s.Put("refused", MakeValue("refused", 1 << 20)).ok());
+    fs_->failing = false;  // the device answers again
+    s.Maintain();
+    EXPECT_EQ(s.GetStats().index_writes_stopped, 1u);
+    EXPECT_FALSE(s.Put("still refused", MakeValue("s", 1 << 20)).ok());
+    auto v = s.Get("before");
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    EXPECT_EQ(v->view(), MakeValue("before", 1 << 20));
+    s.Close().PermitUncheckedError();  // RocksDB reports the error once more
+  }
+  auto r = Open();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Store& s = **r;
+  EXPECT_EQ(s.GetStats().index_writes_stopped, 0u);
+  EXPECT_TRUE(s.Contains("before"));
+  EXPECT_FALSE(s.Contains("refused"));
+  Status put = s.Put("after", MakeValue("after", 1 << 20));
+  EXPECT_TRUE(put.ok()) << put.ToString();
 }
 
 std::string ReadFile(const std::string& path) {
