@@ -117,7 +117,7 @@ class ClientIoBesideRedisTest(unittest.TestCase):
     def test_a_slow_download_is_not_an_idle_client(self):
         # `timeout` closes clients idle that long; one reading a large reply slowly sends
         # nothing meanwhile, and is not idle (Redis counts every write as activity).
-        size = 16 * MiB
+        size = 8 * MiB
         for name, srv in self.servers:
             with self.subTest(server=name):
                 admin = srv.raw()
@@ -138,19 +138,20 @@ class ClientIoBesideRedisTest(unittest.TestCase):
     @staticmethod
     def read_slowly(srv, request, total, seconds):
         """Sends `request` on a connection with a small receive buffer and reads its `total`
-        reply bytes over about `seconds`; returns what arrived before the server closed."""
+        reply bytes paced to take at least `seconds` (the server's writes wait on the full
+        buffer meanwhile); returns what arrived before the server closed."""
         sock = socket.create_connection(("127.0.0.1", srv.port))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
         sock.settimeout(30)
         sock.sendall(request)
         got = bytearray()
-        step = max(1, total // (seconds * 20))
+        began = time.monotonic()
         while len(got) < total:
-            chunk = sock.recv(min(step, 256 * 1024))
+            chunk = sock.recv(256 * 1024)
             if not chunk:
                 break
             got += chunk
-            time.sleep(0.05)
+            time.sleep(max(0.0, began + seconds * len(got) / total - time.monotonic()))
         sock.close()
         return bytes(got)
 
