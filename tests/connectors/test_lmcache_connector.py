@@ -6,6 +6,7 @@ import asyncio
 import logging
 import math
 import os
+import random
 import signal
 import threading
 import time
@@ -452,6 +453,22 @@ class AdapterTest(unittest.TestCase):
         for cut in (1, 30, len(good) - 30):  # short payload; header cut inside
             with self.assertRaises(chunk_format.ChunkFormatError, msg=cut):
                 chunk_format.decode(good[:-cut])
+
+    def test_any_damage_to_a_chunk_is_refused_or_describes_its_payload_exactly(self):
+        rng = random.Random(66)
+        good = [chunk_format.encode_header([(2, 3), (5,)], ["float32", "uint8"], 1) + bytes(29),
+                chunk_format.encode_header([(4, 1)], ["bfloat16"], 2) + bytes(8)]
+        for _ in range(3000):
+            bad = bytearray(rng.choice(good))
+            for _ in range(rng.randint(1, 3)):
+                bad[rng.randrange(len(bad))] = rng.randrange(256)
+            if rng.random() < 0.2:
+                del bad[rng.randrange(len(bad) + 1):]  # cut short
+            try:
+                shapes, dtypes, _, payload = chunk_format.decode(bad)
+            except chunk_format.ChunkFormatError:
+                continue  # any other exception fails the test
+            self.assertEqual(len(payload), chunk_format.payload_size(shapes, dtypes), bytes(bad))
 
     @unittest.skipUnless(HAVE_LMCACHE, "lmcache is not installed (pip-only; not on Debian): "
                          "the connector ran against its stand-in base classes")
