@@ -291,7 +291,14 @@ void StoreImpl::RotateIfFull(const Generation& gen) {
 
 Status StoreImpl::WriteIndex(rocksdb::WriteBatch* batch, const char* what) {
   if (batch->Count() == 0) return Status::OK();
-  if (Status s = FromRocks(db_->Write(WriteOpts(), batch), what); !s.ok()) return s;
+  if (rocksdb::Status s = db_->Write(WriteOpts(), batch); !s.ok()) {
+    // After a fatal error every write is refused with that error's text: say what ends it.
+    std::string context = what;
+    if (index_failed_.load()) {
+      context += " (the index refuses writes since a disk error; a restart brings them back)";
+    }
+    return FromRocks(s, context);
+  }
   index_writes_++;
   return Status::OK();
 }

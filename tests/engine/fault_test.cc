@@ -340,7 +340,10 @@ TEST_F(Faults, AnotherWriteErrorStopsIndexWritesUntilARestartAndSaysSo) {
     fs_->failing = false;  // the device answers again
     s.Maintain();
     EXPECT_EQ(s.GetStats().index_writes_stopped, 1u);
-    EXPECT_FALSE(s.Put("still refused", MakeValue("s", 1 << 20)).ok());
+    Status refused = s.Put("still refused", MakeValue("s", 1 << 20));
+    EXPECT_FALSE(refused.ok());
+    EXPECT_NE(refused.ToString().find("a restart brings them back"), std::string::npos)
+        << refused.ToString();
     auto v = s.Get("before");
     ASSERT_TRUE(v.ok()) << v.status().ToString();
     EXPECT_EQ(v->view(), MakeValue("before", 1 << 20));
