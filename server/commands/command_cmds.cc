@@ -103,10 +103,23 @@ void Docs(Ctx& ctx) {
   }
 }
 
-// COMMAND GETKEYS cmd arg...: the key arguments by the command's key positions. As Redis 7's
-// getKeysSubcommandImpl: the command is looked up (a container with an argument names its
+// The flag words of the key at argv position `i` of `call` (the command at 0). SET's depend on
+// its arguments, as Redis's setGetKeys decides them: with GET it reads the old value too.
+std::vector<std::string_view> FlagsOfKey(const CommandSpec& spec, std::span<const std::string> call,
+                                         size_t i) {
+  if (spec.name == "set") {
+    for (size_t a = 3; a < call.size(); ++a) {
+      if (EqualsNoCase(call[a], "get")) return {"RW", "access", "update"};
+    }
+  }
+  return KeyFlagWords(spec.keys, i == static_cast<size_t>(spec.keys.first));
+}
+
+// COMMAND GETKEYS cmd arg... / GETKEYSANDFLAGS: the key arguments by the command's key
+// positions, each with its key-spec flags (a set of simple strings) when `with_flags`. As Redis
+// 7's getKeysSubcommandImpl: the command is looked up (a container with an argument names its
 // subcommand, HELP included), then whether it has keys is checked, then its arity.
-void GetKeys(Ctx& ctx) {
+void ReplyKeys(Ctx& ctx, bool with_flags) {
   const std::span<const std::string> call = std::span<const std::string>(ctx.argv).subspan(2);
   const CommandSpec* spec = FindCommand(call[0]);
   if (spec == nullptr) return ctx.w.Error("ERR Invalid command specified");
@@ -127,11 +140,29 @@ void GetKeys(Ctx& ctx) {
   if (!arity_ok) {
     return ctx.w.Error("ERR Invalid number of arguments specified for command");
   }
-  std::vector<std::string_view> keys;
-  ForEachKeyPosition(spec->keys, call, [&](size_t i) { keys.push_back(call[i]); });
-  if (keys.empty()) return ctx.w.Error("ERR The command has no key arguments");
-  ctx.w.ArrayHeader(keys.size());
-  for (std::string_view key : keys) ctx.w.BulkString(key);
+  std::vector<size_t> positions;
+  ForEachKeyPosition(spec->keys, call, [&](size_t i) { positions.push_back(i); });
+  if (positions.empty()) return ctx.w.Error("ERR The command has no key arguments");
+  ctx.w.ArrayHeader(positions.size());
+  for (size_t i : positions) {
+    if (!with_flags) {
+      ctx.w.BulkString(call[i]);
+      continue;
+    }
+    ctx.w.ArrayHeader(2);
+    ctx.w.BulkString(call[i]);
+    const std::vector<std::string_view> flags = FlagsOfKey(*spec, call, i);
+    ctx.w.SetHeader(flags.size());
+    for (std::string_view f : flags) ctx.w.SimpleString(f);
+  }
+}
+
+void GetKeys(Ctx& ctx) {
+  ReplyKeys(ctx, false);
+}
+
+void GetKeysAndFlags(Ctx& ctx) {
+  ReplyKeys(ctx, true);
 }
 
 constexpr SubcommandRow kSubcommands[] = {
@@ -144,9 +175,11 @@ constexpr SubcommandRow kSubcommands[] = {
      "Return documentation details about multiple Larder commands (empty maps)."},
     {"getkeys", -4, GetKeys, "GETKEYS <full-command>",
      "Return the keys from a full Larder command."},
+    {"getkeysandflags", -4, GetKeysAndFlags, "GETKEYSANDFLAGS <full-command>",
+     "Return the keys and the access flags from a full Larder command."},
 };
 
-// COMMAND [COUNT | LIST | INFO name... | DOCS name... | GETKEYS cmd args... | HELP]
+// COMMAND [COUNT | LIST | INFO name... | DOCS name... | GETKEYS[ANDFLAGS] cmd args... | HELP]
 void Command(Ctx& ctx) {
   if (ctx.argc() == 1) return ReplyAllInfo(ctx);
   RunSubcommand(ctx, kSubcommands);

@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/text.h"
 #include "core/client_state.h"
@@ -96,14 +97,27 @@ inline constexpr FlagWord kFlagWords[] = {
 // argument). first 0 = no keys. A container command's keys belong to one subcommand: with
 // `subcommand` set, a call has keys only when argv[1] names it (case-insensitive), and
 // COMMAND INFO reports the command keyless, as Redis reports its containers (MEMORY USAGE).
+// `flags`: Redis's key-spec flags of those keys, as COMMAND GETKEYSANDFLAGS reports them
+// (kKeyFlagWords, space-separated); "<first key's> | <the others'>" where they differ (RENAME).
 struct KeySpec {
   int first = 0, last = 0, step = 0;
   std::string_view subcommand = {};
+  std::string_view flags = {};
 };
 inline constexpr KeySpec kNoKeys{};
 inline constexpr KeySpec kOneKey{1, 1, 1};
 inline constexpr KeySpec kEveryArgKey{1, -1, 1};    // every argument after the name
 inline constexpr KeySpec kKeyValuePairs{1, -1, 2};  // key value [key value ...]
+
+// `keys` with its keys' flags.
+constexpr KeySpec WithFlags(KeySpec keys, std::string_view flags) {
+  keys.flags = flags;
+  return keys;
+}
+
+// Redis's key-spec flag words (COMMAND GETKEYSANDFLAGS spells them so).
+inline constexpr std::string_view kKeyFlagWords[] = {"RO",     "RW",     "OW",     "RM",
+                                                     "access", "update", "insert", "delete"};
 
 // Calls visit(i) for the position i of each key argument of the call `argv` (the name at 0)
 // under key positions `k`: COMMAND GETKEYS, the cluster's slot check, keyspace events' write
@@ -120,6 +134,14 @@ void ForEachKeyPosition(const KeySpec& k, std::span<const std::string> argv, Vis
        i += static_cast<size_t>(k.step)) {
     visit(i);
   }
+}
+
+// The flag words of a key of `k`: the first key's (`first`) or the others'.
+inline std::vector<std::string_view> KeyFlagWords(const KeySpec& k, bool first) {
+  const size_t bar = k.flags.find('|');
+  std::string_view part = k.flags;
+  if (bar != std::string_view::npos) part = first ? part.substr(0, bar) : part.substr(bar + 1);
+  return common::SplitNonEmpty(part, ' ');
 }
 
 // One subcommand of a container command (CLIENT, CONFIG, COMMAND, OBJECT, MEMORY), declared

@@ -1,5 +1,6 @@
 #include "commands/command_table.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "commands/families.h"
@@ -24,6 +25,18 @@ std::optional<std::string> CheckRow(const CommandRow& row) {
   if (k.first == 0 && (k.last != 0 || k.step != 0)) return "keys without a first key";
   if (k.first != 0 && (k.step <= 0 || (k.last >= 0 && k.last < k.first))) {
     return "bad key positions";
+  }
+  if ((k.first != 0) == k.flags.empty()) return "keys without key flags, or flags without keys";
+  for (bool first : {true, false}) {
+    if (k.first == 0) break;
+    const std::vector<std::string_view> words = KeyFlagWords(k, first);
+    if (words.empty()) return "a key without key flags";
+    for (std::string_view w : words) {
+      if (std::find(std::begin(kKeyFlagWords), std::end(kKeyFlagWords), w) ==
+          std::end(kKeyFlagWords)) {
+        return "unknown key flag '" + std::string(w) + "'";
+      }
+    }
   }
   return std::nullopt;
 }

@@ -15,7 +15,7 @@ void LarderPrefix(Ctx& ctx) {
 }
 
 constexpr CommandRow kRows[] = {
-    {"larder.prefix", -2, "readonly fast", kEveryArgKey, LarderPrefix},
+    {"larder.prefix", -2, "readonly fast", WithFlags(kEveryArgKey, "RO"), LarderPrefix},
 };
 
 }  // namespace

@@ -123,9 +123,9 @@ void Restore(Ctx& ctx) {
 }
 
 constexpr CommandRow kRows[] = {
-    {"copy", -3, "write exclusive", {1, 2, 1}, Copy},
-    {"dump", 2, "readonly", kOneKey, Dump},
-    {"restore", -4, "write exclusive", kOneKey, Restore},
+    {"copy", -3, "write exclusive", {1, 2, 1, {}, "RO access | OW update"}, Copy},
+    {"dump", 2, "readonly", WithFlags(kOneKey, "RO access"), Dump},
+    {"restore", -4, "write exclusive", WithFlags(kOneKey, "OW update"), Restore},
 };
 
 }  // namespace

@@ -65,7 +65,7 @@ constexpr CommandRow kRows[] = {
     {"multi", 1, "fast loading stale runs_in_multi", kNoKeys, Multi},
     {"exec", 1, "loading stale skip_slowlog runs_in_multi locks_itself", kNoKeys, Exec},
     {"discard", 1, "fast loading stale runs_in_multi", kNoKeys, Discard},
-    {"watch", -2, "fast loading stale runs_in_multi", kEveryArgKey, Watch},
+    {"watch", -2, "fast loading stale runs_in_multi", WithFlags(kEveryArgKey, "RO"), Watch},
     {"unwatch", 1, "fast loading stale", kNoKeys, Unwatch},
 };
 

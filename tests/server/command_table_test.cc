@@ -96,20 +96,28 @@ TEST(FlagWords, ABadRowIsAStartupError) {
     std::vector<CommandSpec> specs;
     return BuildCommandTable(families, &specs);
   };
-  EXPECT_EQ(build({{"ok", 2, "readonly fast", kOneKey, Nop}}), std::nullopt);
-  EXPECT_EQ(build({{"typo", 2, "readonly fsat", kOneKey, Nop}}),
-            "command 'typo': unknown flag 'fsat'");
-  EXPECT_EQ(build({{"both", 2, "write fast exclusive", kOneKey, Nop}}),
+  constexpr KeySpec key = WithFlags(kOneKey, "RO access");
+  EXPECT_EQ(build({{"ok", 2, "readonly fast", key, Nop}}), std::nullopt);
+  EXPECT_EQ(build({{"typo", 2, "readonly fsat", key, Nop}}), "command 'typo': unknown flag 'fsat'");
+  EXPECT_EQ(build({{"both", 2, "write fast exclusive", key, Nop}}),
             "command 'both': both fast and exclusive");
   auto staged = [](Ctx&) { return true; };
-  EXPECT_EQ(build({{"early", 2, "write exclusive", kOneKey, Nop, {}, staged}}), std::nullopt);
-  EXPECT_EQ(build({{"early", 2, "write", kOneKey, Nop, {}, staged}}),
+  EXPECT_EQ(build({{"early", 2, "write exclusive", key, Nop, {}, staged}}), std::nullopt);
+  EXPECT_EQ(build({{"early", 2, "write", key, Nop, {}, staged}}),
             "command 'early': before_lock without exclusive");
   EXPECT_EQ(build({{"twice", 1, "", kNoKeys, Nop}, {"twice", 1, "", kNoKeys, Nop}}),
             "command 'twice': declared twice");
   EXPECT_EQ(build({{"Upper", 1, "", kNoKeys, Nop}}), "command 'Upper': name not lowercase");
   EXPECT_EQ(build({{"none", 1, "", kNoKeys, nullptr}}), "command 'none': no handler");
   EXPECT_EQ(build({{"keys", 2, "", {1, 1, 0}, Nop}}), "command 'keys': bad key positions");
+  EXPECT_EQ(build({{"bare", 2, "", kOneKey, Nop}}),
+            "command 'bare': keys without key flags, or flags without keys");
+  EXPECT_EQ(build({{"odd", 2, "", WithFlags(kOneKey, "RO axcess"), Nop}}),
+            "command 'odd': unknown key flag 'axcess'");
+  EXPECT_EQ(build({{"half", 3, "", {1, 2, 1, {}, "RW access |"}, Nop}}),
+            "command 'half': a key without key flags");
+  EXPECT_EQ(build({{"keyless", 1, "", WithFlags(kNoKeys, "RO"), Nop}}),
+            "command 'keyless': keys without key flags, or flags without keys");
 }
 
 TEST(ParseInt64, StrictLikeRedis) {

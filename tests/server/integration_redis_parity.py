@@ -97,8 +97,29 @@ CONTAINER_CASES = [
 ]
 HELP_OF = ["CLIENT", "CONFIG", "OBJECT", "MEMORY", "COMMAND"]
 
+# A call of every keyed command Redis has too, for COMMAND GETKEYS / GETKEYSANDFLAGS.
+KEYED_CALLS = [
+    ["GET", "k"], ["SET", "k", "v"], ["SET", "k", "v", "EX", "5", "get"], ["SETNX", "k", "v"],
+    ["GETSET", "k", "v"], ["SETEX", "k", "1", "v"], ["PSETEX", "k", "1", "v"], ["GETEX", "k"],
+    ["GETDEL", "k"], ["MGET", "a", "b"], ["MSET", "a", "1", "b", "2"],
+    ["MSETNX", "a", "1", "b", "2"], ["STRLEN", "k"], ["GETRANGE", "k", "0", "1"],
+    ["SUBSTR", "k", "0", "1"], ["APPEND", "k", "v"], ["SETRANGE", "k", "0", "v"], ["INCR", "k"],
+    ["DECR", "k"], ["INCRBY", "k", "1"], ["DECRBY", "k", "1"], ["INCRBYFLOAT", "k", "1"],
+    ["LCS", "a", "b"], ["DEL", "a", "b"], ["UNLINK", "a"], ["EXISTS", "a", "b"], ["TYPE", "k"],
+    ["EXPIRE", "k", "1"], ["PEXPIRE", "k", "1"], ["EXPIREAT", "k", "1"], ["PEXPIREAT", "k", "1"],
+    ["TTL", "k"], ["PTTL", "k"], ["EXPIRETIME", "k"], ["PEXPIRETIME", "k"], ["PERSIST", "k"],
+    ["TOUCH", "a", "b"], ["RENAME", "a", "b"], ["RENAMENX", "a", "b"], ["OBJECT", "ENCODING", "k"],
+    ["OBJECT", "FREQ", "k"], ["MEMORY", "USAGE", "k"], ["COPY", "a", "b"], ["DUMP", "k"],
+    ["RESTORE", "k", "0", "x"], ["WATCH", "a", "b"]]
+
 # Sequences whose every reply must match, run in RESP2 and in RESP3 on keys of their own.
 FAMILY_SEQUENCES = {
+    "COMMAND GETKEYS and GETKEYSANDFLAGS": (
+        [["COMMAND", "GETKEYSANDFLAGS"] + c for c in KEYED_CALLS] +
+        [["COMMAND", "GETKEYS"] + c for c in KEYED_CALLS] +
+        [["COMMAND", "GETKEYSANDFLAGS", "ping"], ["COMMAND", "GETKEYSANDFLAGS", "nosuch", "k"],
+         ["COMMAND", "GETKEYSANDFLAGS", "get"], ["COMMAND", "GETKEYSANDFLAGS", "memory", "usage"],
+         ["COMMAND", "GETKEYSANDFLAGS"]]),
     "incrbyfloat": [
         ["SET", "f", "10.50"], ["INCRBYFLOAT", "f", "0.1"], ["INCRBYFLOAT", "f", "-5.0e3"],
         ["INCRBYFLOAT", "f", "abc"], ["INCRBYFLOAT", "f", " 1"], ["INCRBYFLOAT", "f", "inf"],
