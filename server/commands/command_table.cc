@@ -17,18 +17,11 @@ constexpr CommandFamily (*kFamilies[])() = {
     ClusterCommands,    ClusterXCommands,
 };
 
-std::optional<std::string> CheckRow(const CommandRow& row) {
-  if (row.name.empty() || common::ToLower(row.name) != row.name) return "name not lowercase";
-  if (row.handler == nullptr) return "no handler";
-  if (row.arity == 0) return "arity 0";
-  const KeySpec& k = row.keys;
-  if (k.first == 0 && (k.last != 0 || k.step != 0)) return "keys without a first key";
-  if (k.first != 0 && (k.step <= 0 || (k.last >= 0 && k.last < k.first))) {
-    return "bad key positions";
-  }
+// Keys have flags of known words, each key (the first one's and the others'), and no keys none.
+std::optional<std::string> CheckKeyFlags(const KeySpec& k) {
   if ((k.first != 0) == k.flags.empty()) return "keys without key flags, or flags without keys";
+  if (k.first == 0) return std::nullopt;
   for (bool first : {true, false}) {
-    if (k.first == 0) break;
     const std::vector<std::string_view> words = KeyFlagWords(k, first);
     if (words.empty()) return "a key without key flags";
     for (std::string_view w : words) {
@@ -39,6 +32,18 @@ std::optional<std::string> CheckRow(const CommandRow& row) {
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::string> CheckRow(const CommandRow& row) {
+  if (row.name.empty() || common::ToLower(row.name) != row.name) return "name not lowercase";
+  if (row.handler == nullptr) return "no handler";
+  if (row.arity == 0) return "arity 0";
+  const KeySpec& k = row.keys;
+  if (k.first == 0 && (k.last != 0 || k.step != 0)) return "keys without a first key";
+  if (k.first != 0 && (k.step <= 0 || (k.last >= 0 && k.last < k.first))) {
+    return "bad key positions";
+  }
+  return CheckKeyFlags(k);
 }
 
 struct BuiltTable {
