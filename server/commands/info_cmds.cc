@@ -41,6 +41,25 @@ std::string Kbps(uint64_t bytes_per_second) {
   return buf;
 }
 
+// A byte count as Redis's *_human fields print it: "1023B", "1.50K", "2.00M", ... "1.00P".
+std::string HumanBytes(uint64_t bytes) {
+  constexpr const char* kUnits = "KMGTP";
+  if (bytes < 1024) return std::to_string(bytes) + "B";
+  double value = static_cast<double>(bytes) / 1024.0;
+  int unit = 0;
+  for (; unit < 4 && value >= 1024.0; ++unit) value /= 1024.0;
+  if (value >= 1024.0) return std::to_string(bytes) + "B";  // 1024 PiB and more, as Redis
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f%c", value, kUnits[unit]);
+  return buf;
+}
+
+// A byte count and its *_human twin.
+void BytesField(std::string* out, std::string_view name, uint64_t bytes) {
+  Field(out, name, bytes);
+  Field(out, std::string(name) + "_human", HumanBytes(bytes));
+}
+
 void WriteServer(const InfoInput& in, std::string* out) {
   const uint64_t uptime_ms = static_cast<uint64_t>(in.now_ms - in.core.process.start_ms);
   Field(out, "redis_version", "7.2.0");
@@ -49,7 +68,9 @@ void WriteServer(const InfoInput& in, std::string* out) {
   Field(out, "os", "Linux");
   Field(out, "arch_bits", uint64_t{64});
   Field(out, "process_id", static_cast<uint64_t>(getpid()));
+  Field(out, "run_id", in.core.process.run_id);
   Field(out, "tcp_port", static_cast<uint64_t>(in.core.process.tcp_port));
+  Field(out, "server_time_usec", static_cast<uint64_t>(in.now_ms) * 1000);
   Field(out, "uptime_in_seconds", uptime_ms / 1000);
   Field(out, "uptime_in_days", uptime_ms / 86400000);
   Field(out, "io_threads_active", static_cast<uint64_t>(in.core.process.io_threads));
@@ -67,9 +88,10 @@ void WriteMemory(const InfoInput& in, std::string* out) {
   // used_memory: the server's own resident memory; used_memory_rss also counts the value files'
   // pages that reads mapped (page cache, see MEMORY PURGE).
   const ResidentMemory rss = ReadResidentMemory();
-  Field(out, "used_memory", rss.own());
-  Field(out, "used_memory_rss", rss.total);
-  Field(out, "maxmemory", in.engine.max_disk_bytes);
+  BytesField(out, "used_memory", rss.own());
+  BytesField(out, "used_memory_rss", rss.total);
+  BytesField(out, "total_system_memory", TotalSystemMemory());
+  BytesField(out, "maxmemory", in.engine.max_disk_bytes);
   Field(out, "maxmemory_policy", in.cfg.eviction_policy);
   Field(out, "used_disk_bytes", in.engine.disk_bytes);
   Field(out, "pending_bytes", in.engine.pending_bytes);
@@ -96,6 +118,9 @@ void WriteStats(const InfoInput& in, std::string* out) {
   Field(out, "evicted_keys", in.engine.evicted_keys);
   Field(out, "keyspace_hits", in.engine.hits);
   Field(out, "keyspace_misses", in.engine.misses);
+  Field(out, "pubsub_channels", static_cast<uint64_t>(in.core.pubsub.NumChannels()));
+  Field(out, "pubsub_patterns", static_cast<uint64_t>(in.core.pubsub.NumPat()));
+  Field(out, "pubsubshard_channels", uint64_t{0});      // no sharded Pub/Sub
   Field(out, "unexpected_error_replies", uint64_t{0});  // Redis's count of replication errors
 }
 
@@ -183,27 +208,32 @@ void WriteCluster(const InfoInput& in, std::string* out) {
   Field(out, "cluster_enabled", in.core.cluster.enabled() ? "1" : "0");
 }
 
+// Larder has no modules: the section is there, empty, as in a Redis that loaded none.
+void WriteModules(const InfoInput&, std::string*) {}
+
 struct Section {
-  std::string_view name;  // lowercase; printed capitalised ("# Server")
+  std::string_view name;   // what INFO's arguments name, lowercase
+  std::string_view title;  // its header, as Redis prints it ("# CPU")
   void (*write)(const InfoInput& in, std::string* out);
   bool in_default;  // printed by INFO and INFO default; all sections are in all / everything
 };
 
 // In Redis's order; commandstats and latencystats only when asked for, as in Redis.
 constexpr Section kSections[] = {
-    {"server", WriteServer, true},
-    {"clients", WriteClients, true},
-    {"memory", WriteMemory, true},
-    {"persistence", WritePersistence, true},
-    {"stats", WriteStats, true},
-    {"replication", WriteReplication, true},
-    {"cpu", WriteCpu, true},
-    {"commandstats", WriteCommandStats, false},
-    {"latencystats", WriteLatencyStats, false},
-    {"errorstats", WriteErrorStats, true},
-    {"cluster", WriteCluster, true},
-    {"keyspace", WriteKeyspace, true},
-    {"larder", WriteLarder, true},
+    {"server", "Server", WriteServer, true},
+    {"clients", "Clients", WriteClients, true},
+    {"memory", "Memory", WriteMemory, true},
+    {"persistence", "Persistence", WritePersistence, true},
+    {"stats", "Stats", WriteStats, true},
+    {"replication", "Replication", WriteReplication, true},
+    {"cpu", "CPU", WriteCpu, true},
+    {"modules", "Modules", WriteModules, true},
+    {"commandstats", "Commandstats", WriteCommandStats, false},
+    {"errorstats", "Errorstats", WriteErrorStats, true},
+    {"latencystats", "Latencystats", WriteLatencyStats, false},
+    {"cluster", "Cluster", WriteCluster, true},
+    {"keyspace", "Keyspace", WriteKeyspace, true},
+    {"larder", "Larder", WriteLarder, true},
 };
 
 // The sections INFO's arguments ask for (the default ones when none); unknown names select
@@ -232,7 +262,7 @@ void Info(Ctx& ctx) {
   for (const Section& s : kSections) {
     if (!want.count(std::string(s.name))) continue;
     if (!out.empty()) out += "\r\n";
-    out += "# " + ToUpper(s.name.substr(0, 1)) + std::string(s.name.substr(1)) + "\r\n";
+    out += "# " + std::string(s.title) + "\r\n";
     s.write(in, &out);
   }
   ctx.w.Verbatim("txt", out);

@@ -1,9 +1,18 @@
-// Core's own behaviour: what ends with a client's session (see core.h).
+// Core's own behaviour: what ends with a client's session (see core.h), and the run id.
 #include "core/core.h"
 
+#include <random>
 #include <string>
 
 namespace larder::server {
+
+std::string NewRunId() {
+  std::random_device device;
+  std::uniform_int_distribution<int> digit(0, 15);
+  std::string id(40, '0');
+  for (char& c : id) c = "0123456789abcdef"[digit(device)];
+  return id;
+}
 
 void Core::Forget(ClientState& client, FailedImportKeys keys) {
   pubsub.Forget(client);

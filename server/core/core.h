@@ -30,8 +30,13 @@
 
 namespace larder::server {
 
+// A run id as Redis makes one: 40 random hex digits.
+std::string NewRunId();
+
 // Facts about this process that INFO and LASTSAVE report.
 struct ProcessInfo {
+  // INFO's run_id, new at each start: tells a restart from a long run.
+  const std::string run_id = NewRunId();
   int64_t start_ms = 0;                // when the server started (Unix ms)
   int64_t tcp_port = 0;                // the port listened on; 0 = none
   std::string config_file;             // the config file's absolute path; empty = none

@@ -1,5 +1,6 @@
 // What the process uses of the machine, read from the kernel on each call: resident memory and
-// CPU time. INFO (memory, cpu) and the metrics endpoint report the same readings.
+// CPU time, and the machine's memory. INFO (memory, cpu) and the metrics endpoint report the same
+// readings.
 #pragma once
 
 #include <sys/resource.h>
@@ -29,6 +30,12 @@ inline ResidentMemory ReadResidentMemory() {
   if (n != 3 || shared > rss) return {};
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   return {rss * page, shared * page};
+}
+
+// The machine's physical memory in bytes (INFO's total_system_memory, as Redis reads it).
+inline uint64_t TotalSystemMemory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
 
 struct CpuTime {

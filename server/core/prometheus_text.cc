@@ -96,6 +96,10 @@ void WriteServer(Core& core, Page& page) {
 #undef LARDER_PROM_SERVER_COUNTER
   page.One("larder_connected_clients", "gauge", "clients connected",
            Number(static_cast<uint64_t>(core.clients ? core.clients->Count() : 0)));
+  page.One("larder_pubsub_channels", "gauge", "Pub/Sub channels with a subscriber",
+           Number(static_cast<uint64_t>(core.pubsub.NumChannels())));
+  page.One("larder_pubsub_patterns", "gauge", "Pub/Sub patterns subscribed to",
+           Number(static_cast<uint64_t>(core.pubsub.NumPat())));
   page.One("larder_uptime_seconds", "gauge", "seconds since the server started",
            Number(static_cast<uint64_t>((core.NowMs() - core.process.start_ms) / 1000)));
   const ResidentMemory rss = ReadResidentMemory();

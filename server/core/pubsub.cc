@@ -114,4 +114,9 @@ size_t PubSub::NumPat() const {
   return patterns_.size();
 }
 
+size_t PubSub::NumChannels() const {
+  std::shared_lock lock(mu_);
+  return channels_.size();
+}
+
 }  // namespace larder::server

@@ -42,10 +42,12 @@ class PubSub {
   bool Idle() const { return subscriptions_.load(std::memory_order_relaxed) == 0; }
 
   // PUBSUB: channels with a subscriber matching `pattern` (all when empty), the subscribers of
-  // `channel`, the patterns subscribed to.
+  // `channel`, the patterns subscribed to; and the channels with a subscriber (INFO's
+  // pubsub_channels).
   std::vector<std::string> ActiveChannels(std::string_view pattern) const;
   size_t NumSub(std::string_view channel) const;
   size_t NumPat() const;
+  size_t NumChannels() const;
 
  private:
   struct Subscriber {

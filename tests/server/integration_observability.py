@@ -2,8 +2,8 @@
 Redis's, against redis-server 7 in the same test: SLOWLOG, the latency monitor, LATENCY
 HISTOGRAM, INFO commandstats/latencystats, MONITOR (raw, redis-py and redis-cli), CLIENT PAUSE
 (WRITE and ALL, replies kept in order), the Prometheus endpoint (checked by `promtool check
-metrics`), `redis-cli --stat`, and the new string and keyspace commands through redis-py and
-redis-cli in RESP2 and RESP3."""
+metrics`), `redis-cli --stat`, the new string and keyspace commands through redis-py and
+redis-cli in RESP2 and RESP3 (INFO's layout and redis_exporter: integration_monitoring)."""
 import re
 import socket
 import subprocess
@@ -364,7 +364,8 @@ class MetricsEndpointTest(unittest.TestCase):
         self.assertEqual(check.stdout + check.stderr, b"")  # no lint complaint either
         for name in ("larder_max_disk_bytes", "larder_disk_bytes", "larder_hits_total",
                      "larder_misses_total", "larder_evicted_keys_total", "larder_corruptions_total",
-                     "larder_bytes_read_total", "larder_bytes_written_total"):
+                     "larder_bytes_read_total", "larder_bytes_written_total", "larder_pubsub_channels",
+                     "larder_pubsub_patterns"):
             self.assertIsNotNone(self.sample(page, name), name)
         self.assertIn('larder_command_duration_seconds_bucket{cmd="get",le="+Inf"}', page)
         c.execute_command("CONFIG", "RESETSTAT")
@@ -434,6 +435,7 @@ class RedisCliTest(BothServers):
         self.assertIn(b"keys", header)
         self.assertIn(b"requests", header)
         self.assertRegex(row, rb"^\s*\d+\s+\S+\s+\d+\s+\d+\s+\d+ ")
+
 
 
 if __name__ == "__main__":

@@ -274,7 +274,7 @@ class CommandsTest(SharedServerCase):
     def test_info(self):
         info = self.raw("INFO").decode()
         for section in ("Server", "Clients", "Memory", "Persistence", "Stats", "Replication",
-                        "Cpu", "Keyspace", "Larder"):
+                        "CPU", "Keyspace", "Larder"):
             self.assertIn("# " + section, info)
         for field in ("redis_version:7.2.0", "larder_version:", "process_id:%d" % self.srv.proc.pid,
                       "tcp_port:%d" % self.srv.port, "uptime_in_seconds:", "connected_clients:",
