@@ -1,11 +1,12 @@
 """What monitoring tools read, on larder-server beside redis-server 7: INFO's section titles in
 Redis's order and the fields tools parse (the *_human twins of byte counts, run_id, the Pub/Sub
 counts), and Debian's prometheus-redis-exporter (oliver006/redis_exporter) scraping both servers
-after the same traffic."""
+after the same traffic, and a Larder cluster node with -is-cluster."""
 import subprocess
 import unittest
 import urllib.request
 
+from cluster_harness import Cluster
 from integration_observability import BothServers, stop_when_done
 from server_harness import ServerProcess, free_port, info_stat, wait_for
 
@@ -105,14 +106,15 @@ class RedisExporterTest(BothServers):
                'redis_latency_percentiles_usec{cmd="get",quantile="50"}',
                'redis_commands_duration_seconds_total{cmd="get"}']
 
-    def scrape(self, server):
+    def scrape(self, server, *options):
         """The exporter's samples ({name{labels}: value}) after one scrape of `server`, and
         what it logged."""
         port = free_port()
         proc = subprocess.Popen(
             [self.EXPORTER, "-redis.addr", "redis://127.0.0.1:%d" % server.port,
              "-web.listen-address", "127.0.0.1:%d" % port, "-check-keys", "ex:*",
-             "-include-system-metrics"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+             "-include-system-metrics", *options],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         stop_when_done(self, proc)
 
         def page():
@@ -162,6 +164,18 @@ class RedisExporterTest(BothServers):
         self.assertIn('run_id="%s"' % info_stat(self.larder, "run_id"), info)
         self.assertEqual(larder["redis_memory_max_bytes"], info_stat(self.larder, "maxmemory"))
 
+
+
+    def test_cluster_mode_reports_the_pushed_topology(self):
+        with Cluster(3) as cluster:
+            cluster.start()
+            cluster.push()
+            samples, log = self.scrape(cluster.nodes[0], "-is-cluster")
+        self.assertNotRegex(log, "level=(error|fatal)", log)
+        want = {"redis_up": 1, "redis_cluster_enabled": 1, "redis_cluster_state": 1,
+                "redis_cluster_slots_assigned": 16384, "redis_cluster_slots_ok": 16384,
+                "redis_cluster_known_nodes": 3, "redis_cluster_size": 3}
+        self.assertEqual({k: samples.get(k) for k in want}, want)
 
 
 if __name__ == "__main__":
