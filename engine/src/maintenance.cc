@@ -331,7 +331,8 @@ Status StoreImpl::FlushIndex(bool values_must_sync) {
 Status StoreImpl::ResumeIndex() {
   if (!index_stopped_.load()) return Status::OK();
   rocksdb::Status s = db_->Resume();
-  if (!s.ok()) return FromRocks(s, "resuming the index after a full disk");
+  if (!s.ok()) return FromRocks(s, "resuming the index after a disk error");
+  index_disk_error_.Clear();
   index_stopped_ = false;
   index_resumed_ = true;
   rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, info_log_, "the index resumed its writes");

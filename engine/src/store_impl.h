@@ -26,6 +26,7 @@
 #include "key_index.h"
 #include "larder/store.h"
 #include "read_pool.h"
+#include "retryable_writes.h"
 #include "value_writer.h"
 
 namespace larder {
@@ -523,6 +524,7 @@ class StoreImpl final : public Store {
   Options options_;
   const std::string dir_;
   rocksdb::Env* const env_;
+  std::unique_ptr<rocksdb::Env> index_env_;  // env_'s file system, write errors retryable
   uint64_t budget_ = 0;
   uint64_t memtable_bytes_ = 0;
   uint64_t write_buffer_bytes_ = 0;
@@ -587,9 +589,10 @@ class StoreImpl final : public Store {
   uint64_t written_at_flush_ = 0;            // index_writes_ at that flush
   std::atomic<uint64_t> memtable_seals_{0};  // memtables sealed (see PendingWrite)
   std::atomic<uint64_t> index_writes_{0};    // index batches written (puts, deletes, expiries)
-  std::atomic<bool> index_stopped_{false};   // RocksDB stopped writes on a full disk (ResumeIndex)
+  std::atomic<bool> index_stopped_{false};   // stopped by a full disk or index_disk_error_
   std::atomic<uint64_t> index_errors_{0};    // RocksDB background errors so far
   std::atomic<bool> index_failed_{false};    // stopped by another error, until a restart
+  IndexDiskError index_disk_error_;          // a retryable write error (ResumeIndex)
   std::atomic<bool> index_resumed_{false};   // a ResumeIndex succeeded (WaitForMemtablesFlushed)
   std::thread maintenance_;
   std::mutex maint_mu_;

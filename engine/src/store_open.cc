@@ -107,23 +107,27 @@ class SyncValuesBeforeFlush : public rocksdb::EventListener {
 // RocksDB 7.8's own recovery from a full disk (its SstFileManager polling the free space every
 // 5 s) can stop for good with atomic_flush: a flush that ran meanwhile and succeeded once space
 // returned is dropped without giving back its memtables, and the recovery waits for them
-// forever, every write refused (fixed upstream in 8.7.3, PR 11872). So it is off for NoSpace:
-// the store resumes the index itself (StoreImpl::ResumeIndex), with no flush of its own beside
-// it. Another error RocksDB takes as fatal (7.8 so takes every I/O error of a flush or a WAL
-// write that is not a full disk) stops the index's writes until a restart: `failed` says so
-// (Stats::index_writes_stopped). Counts every background error, which a flush waiting for its
-// memtables watches.
+// forever, every write refused (fixed upstream in 8.7.3, PR 11872). So it is off for NoSpace,
+// and so is its resume of retryable errors (DbOptions): the store resumes the index itself
+// (StoreImpl::ResumeIndex), with no flush of its own beside it. A write error that is not a full
+// disk arrives marked retryable (retryable_writes.h) and is noted in `disk_error`. An error
+// RocksDB takes as fatal (a corruption, a fenced file) stops the index's writes until a restart:
+// `failed` says so (Stats::index_writes_stopped). Counts every background error, which a flush
+// waiting for its memtables watches.
 class ResumeIndexItself : public rocksdb::EventListener {
  public:
   ResumeIndexItself(std::atomic<bool>* stopped, std::atomic<bool>* failed,
-                    std::atomic<uint64_t>* errors)
-      : stopped_(stopped), failed_(failed), errors_(errors) {}
+                    std::atomic<uint64_t>* errors, IndexDiskError* disk_error)
+      : stopped_(stopped), failed_(failed), errors_(errors), disk_error_(disk_error) {}
   void OnBackgroundError(rocksdb::BackgroundErrorReason, rocksdb::Status* error) override {
     errors_->fetch_add(1);
     if (error->IsNoSpace()) {
       stopped_->store(true);
     } else if (error->severity() >= rocksdb::Status::Severity::kFatalError) {
       failed_->store(true);
+    } else if (error->IsIOError()) {  // retryable: RocksDB sets its severity after telling us
+      disk_error_->Set(error->ToString());
+      stopped_->store(true);
     }
   }
   void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status error,
@@ -135,6 +139,7 @@ class ResumeIndexItself : public rocksdb::EventListener {
   std::atomic<bool>* stopped_;
   std::atomic<bool>* failed_;
   std::atomic<uint64_t>* errors_;
+  IndexDiskError* disk_error_;
 };
 
 }  // namespace
@@ -226,7 +231,12 @@ Status StoreImpl::SizeFromBudget() {
 
 rocksdb::DBOptions StoreImpl::DbOptions() {
   rocksdb::DBOptions db;
-  if (env_) db.env = env_;
+  if (!index_env_) {
+    rocksdb::Env* base = env_ ? env_ : rocksdb::Env::Default();
+    index_env_ = rocksdb::NewCompositeEnv(RetryableWriteErrors(base->GetFileSystem()));
+  }
+  db.env = index_env_.get();
+  db.max_bgerror_resume_count = 0;  // ResumeIndexItself: the store resumes the index
   db.create_if_missing = options_.create_if_missing;
   db.create_missing_column_families = true;
   db.atomic_flush = true;  // a batch spanning two generations reaches disk whole (WAL off)
@@ -251,8 +261,8 @@ rocksdb::DBOptions StoreImpl::DbOptions() {
         if (gens_) SyncValues().PermitUncheckedError();  // a failed sync fails the next Flush
       },
       &memtable_seals_));
-  db.listeners.push_back(
-      std::make_shared<ResumeIndexItself>(&index_stopped_, &index_failed_, &index_errors_));
+  db.listeners.push_back(std::make_shared<ResumeIndexItself>(&index_stopped_, &index_failed_,
+                                                             &index_errors_, &index_disk_error_));
   return db;
 }
 

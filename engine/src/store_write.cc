@@ -291,6 +291,10 @@ void StoreImpl::RotateIfFull(const Generation& gen) {
 
 Status StoreImpl::WriteIndex(rocksdb::WriteBatch* batch, const char* what) {
   if (batch->Count() == 0) return Status::OK();
+  if (index_disk_error_.active()) {
+    return Status::IOError(std::string(what) + " (the index refuses writes since a disk error, " +
+                           "until the disk takes them again): " + index_disk_error_.text());
+  }
   if (rocksdb::Status s = db_->Write(WriteOpts(), batch); !s.ok()) {
     // After a fatal error every write is refused with that error's text: say what ends it.
     std::string context = what;

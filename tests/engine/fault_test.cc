@@ -30,7 +30,8 @@ namespace {
 using test::MakeValue;
 
 // Every write to a RocksDB file (WAL, MANIFEST, SST) fails while `failing` is set, as on a
-// disk that went read-only (or full, with `no_space`); with `appends_left` >= 0, `failing` is
+// disk that went read-only (or full, with `no_space`), the WAL's files too unless `spare_wal`;
+// with `appends_left` >= 0, `failing` is
 // set once that many more appends went through.
 class FailingFs : public rocksdb::FileSystemWrapper {
  public:
@@ -40,25 +41,28 @@ class FailingFs : public rocksdb::FileSystemWrapper {
   std::atomic<bool> failing{false};
   std::atomic<int> appends_left{-1};
   std::atomic<bool> no_space{false};
+  std::atomic<bool> spare_wal{false};   // `failing` fails the index's other files only
   std::atomic<int> append_delay_ms{0};  // each append waits that long first (a slow disk)
 
   rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
                                     std::unique_ptr<rocksdb::FSWritableFile>* r,
                                     rocksdb::IODebugContext* dbg) override {
+    const bool wal = f.ends_with(".log");
     // A full disk still creates files (its inodes are not full); their writes fail.
-    if (failing && !no_space) return rocksdb::IOStatus::IOError("injected: cannot create " + f);
+    if (Fails(wal) && !no_space) return rocksdb::IOStatus::IOError("injected: cannot create " + f);
     rocksdb::IOStatus s = target()->NewWritableFile(f, o, r, dbg);
-    if (s.ok()) *r = std::make_unique<File>(std::move(*r), this);
+    if (s.ok()) *r = std::make_unique<File>(std::move(*r), this, wal);
     return s;
   }
 
  private:
-  bool AppendFails() {
+  bool Fails(bool wal) const { return failing && !(wal && spare_wal); }
+  bool AppendFails(bool wal) {
     if (const int ms = append_delay_ms.load(); ms > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     }
     if (!failing && appends_left.load() >= 0 && appends_left.fetch_sub(1) <= 0) failing = true;
-    return failing;
+    return Fails(wal);
   }
   rocksdb::IOStatus Refused() const {
     return no_space ? rocksdb::IOStatus::NoSpace("injected: disk full")
@@ -67,21 +71,21 @@ class FailingFs : public rocksdb::FileSystemWrapper {
 
   class File : public rocksdb::FSWritableFileOwnerWrapper {
    public:
-    File(std::unique_ptr<rocksdb::FSWritableFile> t, FailingFs* fs)
-        : FSWritableFileOwnerWrapper(std::move(t)), fs_(fs) {}
+    File(std::unique_ptr<rocksdb::FSWritableFile> t, FailingFs* fs, bool wal)
+        : FSWritableFileOwnerWrapper(std::move(t)), fs_(fs), wal_(wal) {}
     rocksdb::IOStatus Append(const rocksdb::Slice& d, const rocksdb::IOOptions& o,
                              rocksdb::IODebugContext* dbg) override {
-      if (fs_->AppendFails()) return fs_->Refused();
+      if (fs_->AppendFails(wal_)) return fs_->Refused();
       return FSWritableFileOwnerWrapper::Append(d, o, dbg);
     }
     rocksdb::IOStatus Append(const rocksdb::Slice& d, const rocksdb::IOOptions& o,
                              const rocksdb::DataVerificationInfo& v,
                              rocksdb::IODebugContext* dbg) override {
-      if (fs_->AppendFails()) return fs_->Refused();
+      if (fs_->AppendFails(wal_)) return fs_->Refused();
       return FSWritableFileOwnerWrapper::Append(d, o, v, dbg);
     }
     rocksdb::IOStatus Sync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
-      if (fs_->failing) {  // a full disk fails a sync too (ENOSPC at writeback)
+      if (fs_->Fails(wal_)) {  // a full disk fails a sync too (ENOSPC at writeback)
         return fs_->no_space ? fs_->Refused() : rocksdb::IOStatus::IOError("injected sync failure");
       }
       return FSWritableFileOwnerWrapper::Sync(o, dbg);
@@ -89,6 +93,7 @@ class FailingFs : public rocksdb::FileSystemWrapper {
 
    private:
     FailingFs* fs_;
+    const bool wal_;
   };
 };
 
@@ -325,10 +330,57 @@ TEST_F(FullDiskFaults, WalWritesResumeOnceTheDiskHasRoom) {
   ExpectAfterReopen({"before", "after"}, {"refused", "refused again"});
 }
 
-// An I/O error that is not a full disk (a failing device) is fatal to RocksDB 7.8's index: its
-// writes stay refused after the device recovers, reads go on, the stats say so, and a restart
-// (here a reopen) brings writes back with what was acknowledged before the error.
-TEST_F(Faults, AnotherWriteErrorStopsIndexWritesUntilARestartAndSaysSo) {
+// An I/O error that is not a full disk (a device failing for a while) in a flush or a MANIFEST
+// write stops the index's writes until the disk takes them again: refused meanwhile with a
+// message that says so, reads go on, the stats say so, and the first maintenance pass after the
+// device answers resumes them, with every acknowledged write kept. With the WAL on, RocksDB
+// refuses them; with it off, it would still take them into memory: the store refuses them.
+class DiskErrorFaults : public Faults, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(DiskErrorFaults, FlushErrorsStopWritesUntilTheDiskTakesThemAgain) {
+  o_.wal = GetParam();
+  fs_->spare_wal = true;
+  const std::string kWant = "until the disk takes them again";
+  {
+    auto r = Open();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    Store& s = **r;
+    ASSERT_TRUE(s.Put("before", MakeValue("before", 1 << 20)).ok());
+    ASSERT_TRUE(s.Flush().ok());
+    EXPECT_EQ(s.GetStats().index_writes_stopped, 0u);
+    fs_->failing = true;
+    ASSERT_TRUE(s.Put("in memory", MakeValue("in memory", 1 << 20)).ok());
+    EXPECT_FALSE(s.Flush().ok());
+    EXPECT_EQ(s.GetStats().index_writes_stopped, 1u);
+    Status refused = s.Put("still refused", MakeValue("s", 1 << 20));
+    EXPECT_FALSE(refused.ok());
+    EXPECT_NE(refused.ToString().find(kWant), std::string::npos) << refused.ToString();
+    s.Maintain();  // the device still fails: still stopped
+    EXPECT_EQ(s.GetStats().index_writes_stopped, 1u);
+    auto v = s.Get("before");
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    EXPECT_EQ(v->view(), MakeValue("before", 1 << 20));
+    fs_->failing = false;  // the device answers again
+    s.Maintain();
+    EXPECT_EQ(s.GetStats().index_writes_stopped, 0u);
+    Status put = s.Put("after", MakeValue("after", 1 << 20));
+    EXPECT_TRUE(put.ok()) << put.ToString();
+    ASSERT_TRUE(s.Flush().ok());
+  }
+  auto r = Open();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const char* k : {"before", "in memory", "after"}) EXPECT_TRUE((*r)->Contains(k)) << k;
+  EXPECT_FALSE((*r)->Contains("still refused"));
+}
+
+INSTANTIATE_TEST_SUITE_P(WalOnAndOff, DiskErrorFaults, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "WalOn" : "WalOff"; });
+
+// An I/O error of a WAL write is fatal to RocksDB 7.8's index (its recovery would go on with
+// the failed WAL file: retryable_writes.h leaves the WAL's errors as they are): its writes stay
+// refused after the device recovers, reads go on, the stats and the message say so, and a
+// restart (here a reopen) brings writes back with what was acknowledged before the error.
+TEST_F(Faults, AFatalWriteErrorStopsIndexWritesUntilARestartAndSaysSo) {
   {
     auto r = Open();
     ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -337,7 +389,7 @@ TEST_F(Faults, AnotherWriteErrorStopsIndexWritesUntilARestartAndSaysSo) {
     EXPECT_EQ(s.GetStats().index_writes_stopped, 0u);
     fs_->failing = true;
     EXPECT_FALSE(s.Put("refused", MakeValue("refused", 1 << 20)).ok());
-    fs_->failing = false;  // the device answers again
+    fs_->failing = false;
     s.Maintain();
     EXPECT_EQ(s.GetStats().index_writes_stopped, 1u);
     Status refused = s.Put("still refused", MakeValue("s", 1 << 20));

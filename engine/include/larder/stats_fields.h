@@ -24,9 +24,9 @@
     "blob-file bytes holding no live value (padding; replaced, deleted, expired values)")  \
   X(generations, "generations (eviction windows) alive")                                   \
   X(index_writes_stopped,                                                                  \
-    "1 while the index refuses writes after an error: a full disk until space returns "    \
-    "(the next maintenance pass or Flush, SAVE, resumes it), another write error until a " \
-    "restart; else 0")                                                                     \
+    "1 while the index refuses writes after an error: a full disk, a failed flush until "  \
+    "the disk takes writes again (the next maintenance pass or Flush, SAVE, resumes it), " \
+    "a failed WAL write until a restart; else 0")                                          \
   X(first_write_demotion_percent,                                                          \
     "how far below the newest lru-reuse enters a first write, % of the store's lifetime "  \
     "(learned from shadow caches; 0: as LRU)")

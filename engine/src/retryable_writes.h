@@ -1,0 +1,59 @@
+// The index's file system: RocksDB's own, with the I/O errors of its flushes and MANIFEST writes
+// marked retryable, so that a disk that fails writes for a while (an EIO from a device that
+// recovers, a path briefly unavailable) stops the index's writes only until it takes them again,
+// as a full disk does.
+//
+// RocksDB 7.8 takes such an error as fatal unless the file system says it is retryable
+// (ErrorHandler::SetBGError): a fatal error refuses every write until the database is reopened.
+// A retryable one is a hard error (a soft one for a flush with the WAL off), which DB::Resume()
+// clears once a flush goes through. RocksDB's own automatic resume is off for the index
+// (max_bgerror_resume_count 0): the store resumes it at each maintenance pass
+// (StoreImpl::ResumeIndex), as after a full disk.
+//
+// Not marked: the WAL's files (<number>.log: after a failed WAL append 7.8's resume would go on
+// writing the same WAL file, which RocksDB's writer refuses for good once it saw an error, so a
+// WAL error stays fatal, as it is), a full disk (NoSpace: its own recovery), a fenced file
+// (IOFenced: another writer owns the files, fatal by design), an error RocksDB already knows to
+// be a data loss, and every read (a read error reaches the reader as it is).
+#pragma once
+
+#include <rocksdb/file_system.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace larder {
+
+std::shared_ptr<rocksdb::FileSystem> RetryableWriteErrors(
+    std::shared_ptr<rocksdb::FileSystem> base);
+
+// `s`, marked retryable when it is an I/O error of the kind above.
+rocksdb::IOStatus MarkRetryable(rocksdb::IOStatus s);
+
+// A retryable write error the index is waiting out: set by the listener that hears it, cleared
+// once DB::Resume() succeeds, read by writers (with the WAL off RocksDB still takes writes into
+// its memtables after such an error in a flush; the store refuses them instead, so that they
+// neither pile up in memory nor wait for it). Thread-safe.
+class IndexDiskError {
+ public:
+  void Set(std::string text) {
+    std::lock_guard lock(mu_);
+    text_ = std::move(text);
+    active_ = true;
+  }
+  void Clear() { active_ = false; }
+  bool active() const { return active_.load(); }
+  std::string text() const {
+    std::lock_guard lock(mu_);
+    return text_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::atomic<bool> active_{false};
+  std::string text_;  // the error as RocksDB gave it (mu_)
+};
+
+}  // namespace larder
