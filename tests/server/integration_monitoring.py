@@ -38,21 +38,15 @@ class InfoLayoutTest(BothServers):
     """What tools parse out of INFO: Redis's section titles in Redis's order (Larder's own
     section last), the *_human twins of byte counts, run_id, and the Pub/Sub counts."""
 
-    def raw_pair(self):
-        conns = [s.raw() for s in self.servers]
-        for c in conns:
-            self.addCleanup(c.close)
-        return conns
-
     def test_sections_are_redis_s_in_redis_s_order(self):
         for args in ([], ["default"], ["everything"], ["all"], ["cpu", "modules", "errorstats"]):
             with self.subTest(args=args):
-                larder, redis = (info_fields(c, *args)[0] for c in self.raw_pair())
+                larder, redis = (info_fields(c, *args)[0] for c in self.clients(raw=True))
                 self.assertEqual(larder, redis + (["Larder"] if "Server" in redis else []))
         self.assertIn("CPU", redis)
 
     def test_byte_counts_have_their_human_twins_as_in_redis(self):
-        for server, conn in zip(self.servers, self.raw_pair()):
+        for server, conn in zip(self.servers, self.clients(raw=True)):
             fields = info_fields(conn, "memory")[1]
             twins = [k for k in fields if k.endswith("_human") and k[:-6] in fields]
             with self.subTest(server=type(server).__name__):
@@ -60,7 +54,7 @@ class InfoLayoutTest(BothServers):
                     self.assertEqual(fields[name], human_bytes(int(fields[name[:-6]])), name)
                 self.assertTrue({"used_memory_human", "used_memory_rss_human", "maxmemory_human",
                                  "total_system_memory_human"} <= set(twins), twins)
-        larder, redis = (info_fields(c, "memory")[1] for c in self.raw_pair())
+        larder, redis = (info_fields(c, "memory")[1] for c in self.clients(raw=True))
         self.assertEqual(larder["total_system_memory"], redis["total_system_memory"])
         for n in (0, 1023, 1024, 1536, (1 << 20) - 1, 3 << 30, 5 << 40, 7 << 50, 1 << 60):
             self.assertRegex(human_bytes(n), r"^(\d+B|\d+\.\d\d[KMGTP])$")

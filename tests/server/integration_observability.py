@@ -43,8 +43,9 @@ class BothServers(unittest.TestCase):
         for s in cls.servers:
             s.cleanup()
 
-    def clients(self):
-        out = [s.client() for s in self.servers]
+    def clients(self, raw=False):
+        """A redis-py client (or a RawClient) to each server, closed when the test ends."""
+        out = [s.raw() if raw else s.client() for s in self.servers]
         for c in out:
             self.addCleanup(c.close)
         return out
