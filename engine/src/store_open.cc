@@ -110,22 +110,24 @@ class SyncValuesBeforeFlush : public rocksdb::EventListener {
 // forever, every write refused (fixed upstream in 8.7.3, PR 11872). So it is off for NoSpace,
 // and so is its resume of retryable errors (DbOptions): the store resumes the index itself
 // (StoreImpl::ResumeIndex), with no flush of its own beside it. A write error that is not a full
-// disk arrives marked retryable (retryable_writes.h) and is noted in `disk_error`. An error
-// RocksDB takes as fatal (a corruption, a fenced file) stops the index's writes until a restart:
-// `failed` says so (Stats::index_writes_stopped). Counts every background error, which a flush
-// waiting for its memtables watches.
+// disk arrives marked retryable (retryable_writes.h) and is noted in `disk_error`, unless a
+// compaction's (RocksDB stops nothing for it: the compaction runs again). An error RocksDB takes
+// as fatal (a WAL write's I/O error, a corruption, a fenced file) stops the index's writes until
+// a restart: `failed` says so (Stats::index_writes_stopped). Counts every background error,
+// which a flush waiting for its memtables watches.
 class ResumeIndexItself : public rocksdb::EventListener {
  public:
   ResumeIndexItself(std::atomic<bool>* stopped, std::atomic<bool>* failed,
                     std::atomic<uint64_t>* errors, IndexDiskError* disk_error)
       : stopped_(stopped), failed_(failed), errors_(errors), disk_error_(disk_error) {}
-  void OnBackgroundError(rocksdb::BackgroundErrorReason, rocksdb::Status* error) override {
+  void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) override {
     errors_->fetch_add(1);
     if (error->IsNoSpace()) {
       stopped_->store(true);
     } else if (error->severity() >= rocksdb::Status::Severity::kFatalError) {
       failed_->store(true);
-    } else if (error->IsIOError()) {  // retryable: RocksDB sets its severity after telling us
+    } else if (error->IsIOError() && reason != rocksdb::BackgroundErrorReason::kCompaction) {
+      // retryable: RocksDB sets its severity after telling us
       disk_error_->Set(error->ToString());
       stopped_->store(true);
     }
