@@ -1,0 +1,87 @@
+"""A disk that fails the index's flushes with EIO for a while, then recovers, under the real
+larder-server: disk_error_shim.c, LD_PRELOADed into the server, fails every sync of an SST file
+while a flag file exists. Writes stop while it fails (refused with an error that says they come
+back), reads go on, INFO's index_writes_stopped says so, and once the disk takes writes again
+they resume by themselves, with no restart, and a restart then finds every acknowledged write,
+with the WAL off (the default) and on.
+
+Run: LARDER_SERVER=... LARDER_DISK_ERROR_SHIM=build/lib/libdisk_error_shim.so \\
+     /usr/bin/python3 -m unittest -v disk_error_test
+"""
+import os
+import unittest
+
+import redis
+
+from server_harness import ServerProcess, info_stat, wait_for
+
+SHIM = os.environ.get("LARDER_DISK_ERROR_SHIM")
+
+
+def value(key):
+    return (key.encode() * 4096)[:256 << 10]
+
+
+@unittest.skipIf(not SHIM, "LARDER_DISK_ERROR_SHIM is not set (ctest sets it)")
+class DiskErrorTest(unittest.TestCase):
+    def start(self, wal):
+        srv = ServerProcess(["--wal", "yes" if wal else "no", "--maintenance-interval-ms", "200"])
+        self.flag = os.path.join(srv.tmp, "failing")
+        srv.wrapper = ["env", "LD_PRELOAD=" + SHIM, "LARDER_DISK_ERROR_FLAG=" + self.flag,
+                       "LARDER_DISK_ERROR_SUFFIX=.sst"]
+        if os.environ.get("LARDER_SANITIZER") == "asan":  # the preload comes before ASan's
+            srv.wrapper.append("ASAN_OPTIONS=%s:verify_asan_link_order=0"
+                               % os.environ.get("ASAN_OPTIONS", ""))
+        self.addCleanup(srv.cleanup)
+        return srv.start()
+
+    def fail_syncs(self, on):
+        if on:
+            open(self.flag, "w").close()
+        else:
+            os.remove(self.flag)
+
+    def test_flush_errors_stop_writes_until_the_disk_recovers(self):
+        for wal in (False, True):
+            with self.subTest(wal=wal):
+                self.flush_errors_stop_writes_until_the_disk_recovers(wal)
+
+    def flush_errors_stop_writes_until_the_disk_recovers(self, wal):
+        srv = self.start(wal)
+        c = srv.client()
+        self.addCleanup(c.close)
+        c.set("before", value("before"))
+        c.save()
+        self.fail_syncs(True)
+        c.set("in memory", value("in memory"))  # acknowledged, not yet flushed
+        with self.assertRaises(redis.ResponseError):
+            c.save()  # its flush fails
+        self.assertEqual(info_stat(srv, "index_writes_stopped"), 1)
+        with self.assertRaises(redis.ResponseError) as refused:
+            c.set("refused", value("refused"))
+        self.assertIn("until the disk takes them again", str(refused.exception))
+        self.assertEqual(c.get("before"), value("before"))  # reads go on
+        self.assertEqual(c.get("in memory"), value("in memory"))
+        self.assertEqual(info_stat(srv, "index_writes_stopped"), 1)  # passes while it fails
+        self.fail_syncs(False)
+        wait_for(lambda: info_stat(srv, "index_writes_stopped") == 0, timeout=30)
+        self.assertTrue(c.set("after", value("after")))
+        c.save()
+        c.close()
+        srv.stop()
+        srv.start()
+        c = srv.client()
+        self.addCleanup(c.close)
+        for key in ("before", "in memory", "after"):
+            self.assertEqual(c.get(key), value(key), key)
+        self.assertIsNone(c.get("refused"))
+        self.assertIn("the index resumed its writes", srv.read_log() + self.index_log(srv))
+
+    @staticmethod
+    def index_log(srv):
+        with open(os.path.join(srv.tmp, "data", "LOG"), errors="replace") as f:
+            return f.read()
+
+
+if __name__ == "__main__":
+    unittest.main()
