@@ -1,7 +1,7 @@
 """Larder nodes as one Redis Cluster, managed as kvrocks-controller manages Kvrocks: three
 nodes on loopback, the topology pushed with the controller's command sequence, then used
 unchanged by redis-py's RedisCluster (sync and asyncio, as LMCache's redis-cluster:// connector
-uses it) and `redis-cli -c`; slot migration under a running writer and reader; a node killed
+uses it), `redis-cli -c` and `redis-cli --cluster check|info`; slot migration under a running writer and reader; a node killed
 and restarted; what Redis 7 answers beside Larder where the behaviour is Redis's."""
 import asyncio
 import os
@@ -146,6 +146,26 @@ class ControllerSequenceTest(unittest.TestCase):
             self.assertEqual(got.strip(), str(len(value)).encode())
             self.assertEqual(rc.get(key), value)
         rc.close()
+
+    def test_redis_cli_cluster_check_and_info_read_the_topology(self):
+        # What an operator runs on a Redis Cluster: every node agrees, every slot is covered,
+        # no slot is open, and each node's key count is its DBSIZE.
+        port = str(self.cluster.nodes[0].port)
+        check = subprocess.run(["redis-cli", "--cluster", "check", "127.0.0.1:" + port],
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        for line in ("[OK] All nodes agree about slots configuration.",
+                     "[OK] All 16384 slots covered."):
+            self.assertIn(line, check.stdout)
+        self.assertNotIn("[WARNING]", check.stdout)
+        self.assertNotIn("[ERR]", check.stdout)
+        info = subprocess.run(["redis-cli", "--cluster", "info", "127.0.0.1:" + port],
+                              capture_output=True, text=True, timeout=60, check=True).stdout
+        for node, (first, last) in zip(self.cluster.nodes, (r[0] for r in self.cluster.owned)):
+            keys = node.client().dbsize()
+            self.assertIn("127.0.0.1:%d (" % node.port, info)
+            row = r"127\.0\.0\.1:%d \(\w+\.\.\.\) -> %d keys \| %d slots \| 0 slaves"
+            self.assertRegex(info, row % (node.port, keys, last - first + 1))
 
     def test_redirects_and_cross_slot_errors(self):
         node = self.cluster.nodes[0]

@@ -365,8 +365,8 @@ class MetricsEndpointTest(unittest.TestCase):
         self.assertEqual(check.stdout + check.stderr, b"")  # no lint complaint either
         for name in ("larder_max_disk_bytes", "larder_disk_bytes", "larder_hits_total",
                      "larder_misses_total", "larder_evicted_keys_total", "larder_corruptions_total",
-                     "larder_bytes_read_total", "larder_bytes_written_total", "larder_pubsub_channels",
-                     "larder_pubsub_patterns"):
+                     "larder_bytes_read_total", "larder_bytes_written_total",
+                     "larder_pubsub_channels", "larder_pubsub_patterns"):
             self.assertIsNotNone(self.sample(page, name), name)
         self.assertIn('larder_command_duration_seconds_bucket{cmd="get",le="+Inf"}', page)
         c.execute_command("CONFIG", "RESETSTAT")
