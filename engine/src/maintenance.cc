@@ -328,8 +328,34 @@ Status StoreImpl::FlushIndex(bool values_must_sync) {
   return index_resumed_.load() ? WaitForMemtablesFlushed(errors_before) : Status::OK();
 }
 
+namespace {
+
+// After a failed WAL append (a full disk) DB::Resume moves to a new WAL file only if it has an
+// active memtable to flush: it switches memtables, and the WAL with them. With nothing to flush
+// the index would go on with the failed file, whose writer RocksDB 7.8 refuses for good once it
+// saw an error (an assertion in Debian's build aborts the process at the next write). Whether
+// some column family's active memtable holds an entry.
+bool ResumeSwitchesWal(rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& cfs) {
+  for (rocksdb::ColumnFamilyHandle* cf : cfs) {
+    uint64_t entries = 0;
+    if (db->GetIntProperty(cf, "rocksdb.num-entries-active-mem-table", &entries) && entries > 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 Status StoreImpl::ResumeIndex() {
   if (!index_stopped_.load()) return Status::OK();
+  if (index_disk_error_.wal_failed(memtable_seals_.load())) {
+    std::vector<GenerationPtr> held;
+    if (!ResumeSwitchesWal(db_.get(), IndexColumnFamilies(&held))) {
+      index_failed_ = true;  // WriteIndex's refusals say a restart brings writes back
+      return Status::IOError("the index's WAL failed with nothing to flush: a restart resumes it");
+    }
+  }
   rocksdb::Status s = db_->Resume();
   if (!s.ok()) return FromRocks(s, "resuming the index after a disk error");
   index_disk_error_.Clear();

@@ -35,7 +35,9 @@ rocksdb::IOStatus MarkRetryable(rocksdb::IOStatus s);
 // A retryable write error the index is waiting out: set by the listener that hears it, cleared
 // once DB::Resume() succeeds, read by writers (with the WAL off RocksDB still takes writes into
 // its memtables after such an error in a flush; the store refuses them instead, so that they
-// neither pile up in memory nor wait for it). Thread-safe.
+// neither pile up in memory nor wait for it). Also whether a WAL append failed since the last
+// resume, full disk included, and no memtable was sealed since (a seal begins a new WAL file):
+// StoreImpl::ResumeIndex. Thread-safe.
 class IndexDiskError {
  public:
   void Set(std::string text) {
@@ -43,8 +45,18 @@ class IndexDiskError {
     text_ = std::move(text);
     active_ = true;
   }
-  void Clear() { active_ = false; }
+  // A WAL append failed when `seals` memtables had been sealed.
+  void SetWalFailed(uint64_t seals) {
+    wal_failed_seals_ = seals;
+    wal_failed_ = true;
+  }
+  void Clear() {
+    active_ = false;
+    wal_failed_ = false;
+  }
   bool active() const { return active_.load(); }
+  // Whether the WAL file a failed append left is still the current one, `seals` now.
+  bool wal_failed(uint64_t seals) const { return wal_failed_ && seals == wal_failed_seals_; }
   std::string text() const {
     std::lock_guard lock(mu_);
     return text_;
@@ -53,6 +65,8 @@ class IndexDiskError {
  private:
   mutable std::mutex mu_;
   std::atomic<bool> active_{false};
+  std::atomic<bool> wal_failed_{false};
+  std::atomic<uint64_t> wal_failed_seals_{0};
   std::string text_;  // the error as RocksDB gave it (mu_)
 };
 

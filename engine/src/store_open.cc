@@ -111,17 +111,26 @@ class SyncValuesBeforeFlush : public rocksdb::EventListener {
 // and so is its resume of retryable errors (DbOptions): the store resumes the index itself
 // (StoreImpl::ResumeIndex), with no flush of its own beside it. A write error that is not a full
 // disk arrives marked retryable (retryable_writes.h) and is noted in `disk_error`, unless a
-// compaction's (RocksDB stops nothing for it: the compaction runs again). An error RocksDB takes
-// as fatal (a WAL write's I/O error, a corruption, a fenced file) stops the index's writes until
-// a restart: `failed` says so (Stats::index_writes_stopped). Counts every background error,
-// which a flush waiting for its memtables watches.
+// compaction's (RocksDB stops nothing for it: the compaction runs again); a failed WAL append is
+// noted there too, whatever its error (ResumeIndex checks the resume can leave that WAL file).
+// An error RocksDB takes as fatal (a WAL write's I/O error, a corruption, a fenced file) stops
+// the index's writes until a restart: `failed` says so (Stats::index_writes_stopped). Counts
+// every background error, which a flush waiting for its memtables watches.
 class ResumeIndexItself : public rocksdb::EventListener {
  public:
   ResumeIndexItself(std::atomic<bool>* stopped, std::atomic<bool>* failed,
-                    std::atomic<uint64_t>* errors, IndexDiskError* disk_error)
-      : stopped_(stopped), failed_(failed), errors_(errors), disk_error_(disk_error) {}
+                    std::atomic<uint64_t>* errors, IndexDiskError* disk_error,
+                    const std::atomic<uint64_t>* seals)
+      : stopped_(stopped),
+        failed_(failed),
+        errors_(errors),
+        disk_error_(disk_error),
+        seals_(seals) {}
   void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) override {
     errors_->fetch_add(1);
+    if (reason == rocksdb::BackgroundErrorReason::kWriteCallback) {
+      disk_error_->SetWalFailed(seals_->load());
+    }
     if (error->IsNoSpace()) {
       stopped_->store(true);
     } else if (error->severity() >= rocksdb::Status::Severity::kFatalError) {
@@ -142,6 +151,7 @@ class ResumeIndexItself : public rocksdb::EventListener {
   std::atomic<bool>* failed_;
   std::atomic<uint64_t>* errors_;
   IndexDiskError* disk_error_;
+  const std::atomic<uint64_t>* seals_;
 };
 
 }  // namespace
@@ -263,8 +273,8 @@ rocksdb::DBOptions StoreImpl::DbOptions() {
         if (gens_) SyncValues().PermitUncheckedError();  // a failed sync fails the next Flush
       },
       &memtable_seals_));
-  db.listeners.push_back(std::make_shared<ResumeIndexItself>(&index_stopped_, &index_failed_,
-                                                             &index_errors_, &index_disk_error_));
+  db.listeners.push_back(std::make_shared<ResumeIndexItself>(
+      &index_stopped_, &index_failed_, &index_errors_, &index_disk_error_, &memtable_seals_));
   return db;
 }
 

@@ -330,6 +330,32 @@ TEST_F(FullDiskFaults, WalWritesResumeOnceTheDiskHasRoom) {
   ExpectAfterReopen({"before", "after"}, {"refused", "refused again"});
 }
 
+// The same with nothing left to flush when the WAL append fails: RocksDB 7.8's resume would go
+// on with the failed WAL file, whose writer then aborts the process at the next write (Debian's
+// build asserts). The store does not resume it: writes stay refused, saying a restart brings
+// them back, and a reopen does.
+TEST_F(FullDiskFaults, AFullWalWithNothingToFlushStopsWritesUntilARestart) {
+  auto r = Open();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  store_ = std::move(r).value();
+  Store& s = *store_;
+  ASSERT_TRUE(s.Put("before", MakeValue("before", 1 << 20)).ok());
+  ASSERT_TRUE(s.Flush().ok());
+  fs_->no_space = true;
+  fs_->failing = true;
+  EXPECT_FALSE(s.Put("refused", MakeValue("refused", 1 << 20)).ok());
+  fs_->failing = false;  // space returns
+  s.Maintain();
+  EXPECT_EQ(s.GetStats().index_writes_stopped, 1u);
+  Status put = s.Put("still refused", MakeValue("s", 1 << 20));
+  EXPECT_NE(put.ToString().find("a restart brings them back"), std::string::npos) << put.ToString();
+  EXPECT_TRUE(s.Get("before").ok());
+  ExpectAfterReopen({"before"}, {"refused", "still refused"});
+  auto reopened = Store::Open(o_, dir_.path());
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  EXPECT_TRUE((*reopened)->Put("after", MakeValue("after", 1 << 20)).ok());
+}
+
 // An I/O error that is not a full disk (a device failing for a while) in a flush or a MANIFEST
 // write stops the index's writes until the disk takes them again: refused meanwhile with a
 // message that says so, reads go on, the stats say so, and the first maintenance pass after the
