@@ -28,20 +28,16 @@ static int failing(int fd) {
   return len >= slen && strcmp(name + len - slen, suffix) == 0;
 }
 
-int fsync(int fd) {
+// The real `name` (fsync or fdatasync) of `fd`, or EIO while it is to fail.
+static int sync_or_fail(int fd, const char* name) {
   if (failing(fd)) {
     errno = EIO;
     return -1;
   }
-  int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+  int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, name);
   return real(fd);
 }
 
-int fdatasync(int fd) {
-  if (failing(fd)) {
-    errno = EIO;
-    return -1;
-  }
-  int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
-  return real(fd);
-}
+int fsync(int fd) { return sync_or_fail(fd, "fsync"); }
+
+int fdatasync(int fd) { return sync_or_fail(fd, "fdatasync"); }
