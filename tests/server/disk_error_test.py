@@ -13,7 +13,7 @@ import unittest
 
 import redis
 
-from server_harness import ServerProcess, info_stat, wait_for
+from server_harness import ServerProcess, info_stat, preload_wrapper, wait_for
 
 SHIM = os.environ.get("LARDER_DISK_ERROR_SHIM")
 
@@ -27,11 +27,8 @@ class DiskErrorTest(unittest.TestCase):
     def start(self, wal):
         srv = ServerProcess(["--wal", "yes" if wal else "no", "--maintenance-interval-ms", "200"])
         self.flag = os.path.join(srv.tmp, "failing")
-        srv.wrapper = ["env", "LD_PRELOAD=" + SHIM, "LARDER_DISK_ERROR_FLAG=" + self.flag,
-                       "LARDER_DISK_ERROR_SUFFIX=.sst"]
-        if os.environ.get("LARDER_SANITIZER") == "asan":  # the preload comes before ASan's
-            srv.wrapper.append("ASAN_OPTIONS=%s:verify_asan_link_order=0"
-                               % os.environ.get("ASAN_OPTIONS", ""))
+        srv.wrapper = preload_wrapper(SHIM, LARDER_DISK_ERROR_FLAG=self.flag,
+                                      LARDER_DISK_ERROR_SUFFIX=".sst")
         self.addCleanup(srv.cleanup)
         return srv.start()
 

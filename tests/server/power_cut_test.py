@@ -25,7 +25,7 @@ import tempfile
 import unittest
 
 from crash_cycles_test import CrashCycles, info_field, read_all, report
-from server_harness import ServerProcess
+from server_harness import ServerProcess, preload_wrapper
 
 LONG = os.environ.get("LARDER_LONG") == "1"
 CYCLES = 100 if LONG else 8
@@ -54,13 +54,7 @@ class PowerCuts(CrashCycles):
 
 def shim_wrapper(durable_log):
     """The command prefix that runs a server under the shim, logging to `durable_log`."""
-    env = ["LD_PRELOAD=" + SHIM, "LARDER_DURABLE_LOG=" + durable_log]
-    if os.environ.get("LARDER_SANITIZER") == "asan":
-        # ASan insists on its runtime coming first in the library list, and a preloaded
-        # library comes before it. The shim only forwards calls and allocates nothing.
-        env.append("ASAN_OPTIONS=%s:verify_asan_link_order=0"
-                   % os.environ.get("ASAN_OPTIONS", ""))
-    return ["env"] + env
+    return preload_wrapper(SHIM, LARDER_DURABLE_LOG=durable_log)
 
 
 def server_under_shim(args):

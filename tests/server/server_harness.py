@@ -290,6 +290,17 @@ class Process:
         return RawClient(self.port)
 
 
+def preload_wrapper(library, **env):
+    """The command prefix that runs a server with `library` LD_PRELOADed and `env` set."""
+    prefix = ["env", "LD_PRELOAD=" + library] + ["%s=%s" % kv for kv in env.items()]
+    if os.environ.get("LARDER_SANITIZER") == "asan":
+        # ASan insists on its runtime coming first in the library list, and a preloaded
+        # library comes before it. The shims only forward calls and allocate nothing.
+        prefix.append("ASAN_OPTIONS=%s:verify_asan_link_order=0"
+                      % os.environ.get("ASAN_OPTIONS", ""))
+    return prefix
+
+
 def port_option(command):
     """The value of the last `--port` in a command line (the one the server takes), or None."""
     at = [i for i, arg in enumerate(command[:-1]) if arg == "--port"]
