@@ -269,6 +269,20 @@ void Unpause(Ctx& ctx) {
   ctx.w.SimpleString("OK");
 }
 
+// CLIENT UNBLOCK <id> [TIMEOUT|ERROR]: Larder has no blocking command (no list or stream
+// type; WAIT answers at once), so no client is ever blocked in one, and the reply is Redis's
+// for a client that is not: 0, after Redis's checks of the arguments, in its order.
+void Unblock(Ctx& ctx) {
+  if (ctx.argc() > 4) return ReplySubcommandSyntax(ctx);
+  if (ctx.argc() == 4 && !EqualsNoCase(ctx.argv[3], "timeout") &&
+      !EqualsNoCase(ctx.argv[3], "error")) {
+    return ctx.w.Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+  }
+  int64_t id;
+  if (!ArgInt64(ctx, ctx.argv[2], &id)) return;
+  ctx.w.Integer(0);
+}
+
 // NO-EVICT / NO-TOUCH ON|OFF: checked as Redis checks them, then without effect.
 void AcceptAndIgnore(Ctx& ctx) {
   if (!EqualsNoCase(ctx.argv[2], "on") && !EqualsNoCase(ctx.argv[2], "off")) {
@@ -293,6 +307,8 @@ constexpr SubcommandRow kSubcommands[] = {
     {"pause", -3, Pause, "PAUSE <timeout> [WRITE|ALL]",
      "Suspend all, or just write, clients for <timeout> milliseconds.", kAdmin | kSlow},
     {"unpause", 2, Unpause, "UNPAUSE", "Stop the current client pause, resuming traffic.", kAdmin},
+    {"unblock", -3, Unblock, "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+     "Unblock the specified blocked client.", kAdmin},
     {"no-evict", 3, AcceptAndIgnore, "NO-EVICT (ON|OFF)",
      "Accepted for compatibility; Larder never evicts clients.", kAdmin},
     {"no-touch", 3, AcceptAndIgnore, "NO-TOUCH (ON|OFF)",

@@ -109,7 +109,13 @@ void Auth(Ctx& ctx) {
 }
 
 void Select(Ctx& ctx) {
-  if (ArgDbZero(ctx, ctx.argv[1])) ctx.w.SimpleString("OK");
+  int64_t db;
+  if (!ArgDbIndex(ctx, ctx.argv[1], &db)) return;
+  if (db != 0 && ctx.core.cluster.enabled()) {
+    return ctx.w.Error("ERR SELECT is not allowed in cluster mode");
+  }
+  if (db != 0) return ctx.w.Error(kErrDbRange);
+  ctx.w.SimpleString("OK");
 }
 
 void Quit(Ctx& ctx) {

@@ -1,4 +1,4 @@
-// Moving values between keys and between servers: COPY, DUMP, RESTORE, with Redis 7's
+// Moving values between keys, databases and servers: COPY, MOVE, DUMP, RESTORE, with Redis 7's
 // semantics and error texts. DUMP/RESTORE payloads are Redis's (commands/dump_payload.h), so
 // migration tools move values from Redis to Larder and back.
 #include "commands/dump_payload.h"
@@ -24,7 +24,7 @@ void Copy(Ctx& ctx) {
   }
   const std::string& src = ctx.argv[1];
   const std::string& dst = ctx.argv[2];
-  if (src == dst) return ctx.w.Error("ERR source and destination objects are the same");
+  if (src == dst) return ctx.w.Error(kErrSameObject);
   auto value = ctx.store().Get(src);
   if (!value.ok()) {
     if (value.status().IsNotFound()) return ctx.w.Integer(0);
@@ -122,9 +122,19 @@ void Restore(Ctx& ctx) {
   ctx.w.SimpleString("OK");
 }
 
+// MOVE key db: the one database is both source and target, so every call is refused as Redis
+// run with `databases 1` refuses it (db 0: the same object; any other: out of range).
+void Move(Ctx& ctx) {
+  if (ctx.core.cluster.enabled()) return ctx.w.Error("ERR MOVE is not allowed in cluster mode");
+  int64_t db;
+  if (!ArgDbIndex(ctx, ctx.argv[2], &db)) return;
+  ctx.w.Error(db == 0 ? kErrSameObject : kErrDbRange);
+}
+
 constexpr CommandRow kRows[] = {
     {"copy", -3, "write exclusive", {1, 2, 1, {}, "RO access | OW update"}, Copy},
     {"dump", 2, "readonly", WithFlags(kOneKey, "RO access"), Dump},
+    {"move", 3, "write fast", WithFlags(kOneKey, "RW access update"), Move},
     {"restore", -4, "write exclusive", WithFlags(kOneKey, "OW update"), Restore},
 };
 

@@ -169,11 +169,25 @@ void Role(Ctx& ctx) {
   ctx.w.ArrayHeader(0);
 }
 
+// SWAPDB index1 index2: of the one database, only SWAPDB 0 0, which changes nothing, as in
+// Redis run with `databases 1`.
+void SwapDb(Ctx& ctx) {
+  if (ctx.core.cluster.enabled()) return ctx.w.Error("ERR SWAPDB is not allowed in cluster mode");
+  int64_t first, second;
+  if (!ArgDbIndex(ctx, ctx.argv[1], &first, "ERR invalid first DB index") ||
+      !ArgDbIndex(ctx, ctx.argv[2], &second, "ERR invalid second DB index")) {
+    return;
+  }
+  if (first != 0 || second != 0) return ctx.w.Error(kErrDbRange);
+  ctx.w.SimpleString("OK");
+}
+
 constexpr CommandRow kRows[] = {
     {"config", -2, "admin loading stale", kNoKeys, Config, kConfigSubcommands},
     {"dbsize", 1, "readonly fast", kNoKeys, DbSize},
     {"flushdb", -1, "write", kNoKeys, FlushAll},
     {"flushall", -1, "write", kNoKeys, FlushAll},
+    {"swapdb", 3, "write fast", kNoKeys, SwapDb},
     {"time", 1, "fast loading stale", kNoKeys, Time},
     {"lastsave", 1, "fast loading stale", kNoKeys, LastSave},
     {"save", 1, "admin no_multi", kNoKeys, Save},

@@ -11,14 +11,24 @@ bool ArgInt64(Ctx& ctx, std::string_view s, int64_t* out) {
   return false;
 }
 
-bool ArgDbZero(Ctx& ctx, std::string_view s) {
-  int64_t db;
-  if (!ArgInt64(ctx, s, &db)) return false;
-  if (db < INT32_MIN || db > INT32_MAX) {
-    ctx.w.Error("ERR value is out of range, value must between -2147483648 and 2147483647");
+bool ArgDbIndex(Ctx& ctx, std::string_view s, int64_t* db, std::string_view invalid) {
+  if (!ParseInt64(s, db)) {
+    ctx.w.Error(invalid.empty() ? kErrNotInt : invalid);
     return false;
   }
-  if (db != 0) ctx.w.Error("ERR DB index is out of range");
+  if (*db < INT32_MIN || *db > INT32_MAX) {
+    ctx.w.Error(invalid.empty()
+                    ? "ERR value is out of range, value must between -2147483648 and 2147483647"
+                    : invalid);
+    return false;
+  }
+  return true;
+}
+
+bool ArgDbZero(Ctx& ctx, std::string_view s) {
+  int64_t db;
+  if (!ArgDbIndex(ctx, s, &db)) return false;
+  if (db != 0) ctx.w.Error(kErrDbRange);
   return db == 0;
 }
 

@@ -15,6 +15,10 @@ namespace larder::server {
 // Redis's exact error texts (without '-' and CRLF).
 inline constexpr std::string_view kErrSyntax = "ERR syntax error";
 inline constexpr std::string_view kErrNotInt = "ERR value is not an integer or out of range";
+// Larder has one database, 0: Redis's reply for any other index.
+inline constexpr std::string_view kErrDbRange = "ERR DB index is out of range";
+inline constexpr std::string_view kErrSameObject =
+    "ERR source and destination objects are the same";
 inline constexpr std::string_view kErrOom =
     "OOM command not allowed when used memory > 'maxmemory'.";
 
@@ -31,8 +35,11 @@ using resp::ParseInt64;  // Redis's string2ll, shared with the protocol parser
 
 // Parses like ParseInt64 and replies kErrNotInt on failure.
 bool ArgInt64(Ctx& ctx, std::string_view s, int64_t* out);
-// A database index as SELECT and COPY ... DB read it (Redis's getIntFromObjectOrReply, then
-// its database check): true for 0, the only one; else replies Redis's error and false.
+// A database index as Redis's getIntFromObjectOrReply reads it: an integer in int32's range,
+// else replies `invalid` (Redis's own texts when empty) and returns false.
+bool ArgDbIndex(Ctx& ctx, std::string_view s, int64_t* db, std::string_view invalid = {});
+// A database index as COPY ... DB reads it (ArgDbIndex, then Redis's database
+// check): true for 0, the only one; else replies Redis's error and false.
 bool ArgDbZero(Ctx& ctx, std::string_view s);
 
 // Replies the error for a failed engine call (NoSpace → OOM, others → ERR <message>).

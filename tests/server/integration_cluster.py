@@ -249,7 +249,9 @@ class ClusterBesideRedisTest(unittest.TestCase):
                         ["MGET", "{t}x", "{t}y"], ["CLUSTER", "COUNTKEYSINSLOT", "16384"],
                         ["CLUSTER", "COUNTKEYSINSLOT", "x"], ["CLUSTER", "GETKEYSINSLOT", "0", "-1"],
                         ["CLUSTER", "KEYSLOT"], ["CLUSTER", "RESET", "HARD", "x"],
-                        ["CLUSTER", "RESET", "foo"], ["READONLY"], ["READWRITE"], ["ASKING"]):
+                        ["CLUSTER", "RESET", "foo"], ["READONLY"], ["READWRITE"], ["ASKING"],
+                        ["SELECT", "1"], ["SELECT", "0"], ["SELECT", "x"], ["SWAPDB", "0", "0"],
+                        ["SWAPDB", "x", "0"], ["MOVE", "{t}x", "0"], ["MOVE", "{t}x", "x"]):
                 self.assertEqual(lr.call(*cmd), rr.call(*cmd), cmd)
             # A transaction's keys must share one slot, checked at EXEC as in Redis.
             for conn in (lr, rr):

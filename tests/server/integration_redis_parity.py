@@ -110,7 +110,7 @@ KEYED_CALLS = [
     ["TTL", "k"], ["PTTL", "k"], ["EXPIRETIME", "k"], ["PEXPIRETIME", "k"], ["PERSIST", "k"],
     ["TOUCH", "a", "b"], ["RENAME", "a", "b"], ["RENAMENX", "a", "b"], ["OBJECT", "ENCODING", "k"],
     ["OBJECT", "FREQ", "k"], ["MEMORY", "USAGE", "k"], ["COPY", "a", "b"], ["DUMP", "k"],
-    ["RESTORE", "k", "0", "x"], ["WATCH", "a", "b"]]
+    ["RESTORE", "k", "0", "x"], ["WATCH", "a", "b"], ["MOVE", "k", "0"]]
 
 # Sequences whose every reply must match, run in RESP2 and in RESP3 on keys of their own.
 FAMILY_SEQUENCES = {
@@ -248,7 +248,17 @@ SESSION_SEQUENCES = {
         ["CLIENT", "NOSUCH"], ["CONFIG", "GET"], ["EXEC"], ["GET", "t:m"]],
     "SELECT of a database index out of range": [
         ["SELECT", "99999999999"], ["SELECT", "-2147483649"], ["SELECT", "-1"], ["SELECT", "x"],
-        ["SELECT", "0"]],
+        ["SELECT", "1"], ["SELECT", "0"]],
+    "MOVE and SWAPDB with one database": [
+        ["SET", "t:mv", "v"], ["MOVE", "t:mv", "0"], ["MOVE", "t:mv", "1"], ["MOVE", "t:mv", "x"],
+        ["MOVE", "t:mv", "-1"], ["MOVE", "t:mv", "99999999999"], ["MOVE", "t:none", "0"],
+        ["MOVE", "t:mv"], ["GET", "t:mv"], ["SWAPDB", "0", "0"], ["SWAPDB", "0", "1"],
+        ["SWAPDB", "1", "1"], ["SWAPDB", "x", "0"], ["SWAPDB", "0", "x"], ["SWAPDB", "x", "y"],
+        ["SWAPDB", "99999999999", "0"], ["SWAPDB", "-1", "0"], ["SWAPDB", "0"], ["GET", "t:mv"]],
+    "CLIENT UNBLOCK of a client that is not blocked": [
+        ["CLIENT", "UNBLOCK", "5"], ["CLIENT", "UNBLOCK", "x"], ["CLIENT", "UNBLOCK", "x", "foo"],
+        ["CLIENT", "UNBLOCK", "5", "error"], ["CLIENT", "UNBLOCK", "5", "TIMEOUT"],
+        ["CLIENT", "UNBLOCK", "5", "error", "1"], ["CLIENT", "UNBLOCK"]],
     "BGSAVE in a transaction is scheduled": [["MULTI"], ["BGSAVE"], ["EXEC"]],
     "MONITOR is refused in a transaction": [
         ["MULTI"], ["MONITOR"], ["EXEC"], ["PING"]],
@@ -287,7 +297,8 @@ class RedisParityTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.larder = ServerProcess(["--unixsocket", ""]).start()
-        cls.redis = RedisProcess().start()
+        # Redis with Larder's one database, so commands naming a database compare too.
+        cls.redis = RedisProcess(["--databases", "1"]).start()
         cls.conns = [cls.larder.raw(), cls.redis.raw()]
 
     @classmethod
@@ -325,6 +336,13 @@ class RedisParityTest(unittest.TestCase):
                 larder, redis = [re.findall(rb":(-?\d+)\r\n", r)[1:4]
                                  for r in self.on_both("COMMAND", "INFO", name)]
                 self.assertEqual(larder, redis)
+
+    def test_keyed_calls_name_every_keyed_command_of_both_servers(self):
+        # So that GETKEYS / GETKEYSANDFLAGS parity covers a keyed command as soon as it exists.
+        larder, redis = (s.client().command() for s in (self.larder, self.redis))
+        keyed = {name for name, info in larder.items()
+                 if int(info["first_key_pos"]) > 0 and name in redis}
+        self.assertEqual(keyed - {call[0].lower() for call in KEYED_CALLS}, set())
 
     def test_expiry_conditions_follow_the_current_expiry_as_redis(self):
         for i, seq in enumerate(CONDITION_SEQUENCES):
