@@ -9,6 +9,7 @@ from server_harness import ServerProcess, SharedServerCase, encode, wait_for
 from integration_robustness import *  # noqa: F401,F403 (more TestCases)
 from integration_client_io import *  # noqa: F401,F403
 from integration_data_path import *  # noqa: F401,F403
+from integration_differential import *  # noqa: F401,F403
 from integration_lifecycle import *  # noqa: F401,F403
 from integration_redis_parity import *  # noqa: F401,F403
 
