@@ -3,7 +3,8 @@ reply for reply (a differential test): a few keys, values that are integers, flo
 binary, every option of SET, GETEX, EXPIRE and their errors, transactions, over RESP2 and
 RESP3. The two servers' replies must be byte for byte the same, but for a TTL's remaining time
 (the two servers read the clock a moment apart). Every 500 commands the two keyspaces must hold
-the same keys and values. DBSIZE is not drawn: Redis counts a key SET with an expiry time
+the same keys and values, and the keyspace events (`notify-keyspace-events KEA`) a subscriber
+received from each must be the same, in the same order. DBSIZE is not drawn: Redis counts a key SET with an expiry time
 already past until its expiry cycle removes it, where Larder no longer holds it.
 
 Run: LARDER_SERVER=build/bin/larder-server /usr/bin/python3 -m unittest -v
@@ -26,24 +27,37 @@ INTEGERS = ["0", "1", "-1", "5", "-7", "100", "9223372036854775807", "-922337203
             "abc", "1.5", "", " 2"]
 FLOATS = ["0", "1.5", "-0.5", "2", "1e3", "-1e308", "1e308", "inf", "nan", "abc", "3e-5"]
 OFFSETS = ["0", "1", "2", "-1", "-3", "5", "-100", "100", "1000", "abc", "9223372036854775807"]
-# Long enough that no key expires during a run: the two servers' clocks differ by milliseconds.
-SECONDS = ["1000", "5000", "0", "-1", "abc", "9223372036854775807"]
+# Time arguments that delete the key or are refused (Draws.duration gives the others).
+BAD_SECONDS = ["0", "-1", "abc", "9223372036854775807"]
 UNIX_SECONDS = ["4102444800", "4102444801", "1", "abc"]  # 2100-01-01, and long past
 EXPIRE_FLAGS = [[], ["NX"], ["XX"], ["GT"], ["LT"], ["NX", "XX"], ["GT", "LT"], ["FOO"]]
 # Commands whose reply is a remaining or absolute time: compared to within the slack below.
 TIMED = {"TTL": 2, "PTTL": 2000, "EXPIRETIME": 2, "PEXPIRETIME": 2000}
 
 
-def duration(rng, command):
-    """A time argument for `command`: SECONDS, in milliseconds for the P- commands."""
-    t = rng.choice(SECONDS)
-    return t + "000" if command.startswith("P") and t in ("1000", "5000") else t
+class Draws(random.Random):
+    """A run's random source, which also hands out its expiry times."""
+
+    def __init__(self, seed):
+        self.times = 0
+        super().__init__(seed)
+
+    def duration(self, command):
+        """A time argument for `command` (milliseconds for the P- commands and PX): now and
+        then one of BAD_SECONDS, else 115 days, 60 s more or less than any time drawn before
+        in the run. So no key expires during a run, and GT and LT compare a new expiry with
+        the one before it the same way on both servers, however long passes between them."""
+        if self.random() < 0.25:
+            return self.choice(BAD_SECONDS)
+        self.times += 1
+        seconds = 10_000_000 + 60 * self.times * self.choice((1, -1))
+        return str(seconds * 1000 if command.startswith("P") else seconds)
 
 
 def set_options(rng):
     options = []
     for group in ([[], ["NX"], ["XX"]],
-                  [[], ["EX", duration(rng, "EX")], ["PX", duration(rng, "PX")],
+                  [[], ["EX", rng.duration("EX")], ["PX", rng.duration("PX")],
                    ["EXAT", rng.choice(UNIX_SECONDS)], ["KEEPTTL"], ["EX"]],
                   [[], ["GET"]]):
         options += rng.choice(group)
@@ -60,10 +74,10 @@ def random_command(rng):
         lambda: ["GET", k],
         lambda: ["GETSET", k, v],
         lambda: ["GETDEL", k],
-        lambda: ["GETEX", k] + rng.choice([[], ["PERSIST"], ["EX", rng.choice(SECONDS)],
+        lambda: ["GETEX", k] + rng.choice([[], ["PERSIST"], ["EX", rng.duration("EX")],
                                            ["EXAT", rng.choice(UNIX_SECONDS)], ["EX"]]),
         lambda: ["SETNX", k, v],
-        lambda: [c := rng.choice(["SETEX", "PSETEX"]), k, duration(rng, c), v],
+        lambda: [c := rng.choice(["SETEX", "PSETEX"]), k, rng.duration(c), v],
         lambda: ["MSET"] + [x for key in rng.sample(KEYS, rng.randint(1, 3))
                             for x in (key, rng.choice(VALUES))],
         lambda: ["MSETNX"] + [x for key in rng.sample(KEYS, rng.randint(1, 3))
@@ -79,7 +93,7 @@ def random_command(rng):
         lambda: [rng.choice(["DEL", "UNLINK", "EXISTS", "TOUCH"])]
         + rng.sample(KEYS, rng.randint(1, 3)),
         lambda: ["TYPE", k],
-        lambda: [c := rng.choice(["EXPIRE", "PEXPIRE"]), k, duration(rng, c)]
+        lambda: [c := rng.choice(["EXPIRE", "PEXPIRE"]), k, rng.duration(c)]
         + rng.choice(EXPIRE_FLAGS),
         lambda: [rng.choice(["EXPIREAT", "PEXPIREAT"]), k, rng.choice(UNIX_SECONDS)]
         + rng.choice(EXPIRE_FLAGS),
@@ -92,7 +106,7 @@ def random_command(rng):
         lambda: ["EXISTS", k],
         lambda: ["GET", k],
         lambda: ["SET", k, rng.choice(INTEGERS)],
-        lambda: ["SET", k, v, u := rng.choice(["EX", "PX"]), duration(rng, u)],
+        lambda: ["SET", k, v, u := rng.choice(["EX", "PX"]), rng.duration(u)],
         lambda: [rng.choice(["MULTI", "EXEC"])],
         lambda: ["DISCARD"],
     ]
@@ -132,11 +146,15 @@ class DifferentialTest(unittest.TestCase):
         self.commands = int(os.environ.get("LARDER_DIFF_COMMANDS") or 3000)
 
     def run_commands(self, protocol):
-        rng = random.Random(self.seed * 3 + protocol)
+        rng = Draws(self.seed * 3 + protocol)
         conns = [self.larder.raw(), self.redis.raw()]
         self.addCleanup(lambda: [c.close() for c in conns])
-        for c in conns:
+        subscribers = [self.larder.raw(), self.redis.raw()]
+        self.addCleanup(lambda: [c.close() for c in subscribers])
+        for c, subscriber in zip(conns, subscribers):
             c.call("HELLO", str(protocol))
+            c.call("CONFIG", "SET", "notify-keyspace-events", "KEA")
+            subscriber.call("PSUBSCRIBE", "__key*__:*")
         recent, queuing = [], False
         for i in range(self.commands):
             cmd = random_command(rng)
@@ -152,6 +170,7 @@ class DifferentialTest(unittest.TestCase):
                           f"  the commands before it: {recent[:-1]!r}")
             if i % 500 == 499 or i == self.commands - 1:
                 self.assert_same_keyspace(conns, protocol, i)
+                self.assert_same_events(conns, subscribers, protocol, i)
 
     def assert_same_keyspace(self, conns, protocol, i):
         for c in conns:
@@ -162,6 +181,23 @@ class DifferentialTest(unittest.TestCase):
         for key in KEYS:
             larder, redis = (c.call("GET", key) for c in conns)
             self.assertEqual(larder, redis, f"{where}: GET {key!r}")
+
+    def assert_same_events(self, conns, subscribers, protocol, i):
+        """The keyspace events each server published since the last check, in order, but for
+        `expired`: Larder sends it when it finds the time passed, at once for a SET whose EXAT
+        is past, where Redis sends it when a command or its expiry cycle comes to the key."""
+        streams = []
+        for c, subscriber in zip(conns, subscribers):
+            c.call("PUBLISH", "__keyspace@0__:checkpoint", "end")
+            events = []
+            while not (event := subscriber.reply()).endswith(b"checkpoint\r\n$3\r\nend\r\n"):
+                if not re.search(rb"(\nexpired|:expired\r\n\$\d+\r\n[^\r]*)\r\n$", event):
+                    events.append(event)
+            streams.append(events)
+        where = f"seed {self.seed} (LARDER_DIFF_SEED), RESP{protocol}, after command {i}"
+        for n, (larder, redis) in enumerate(zip(*streams)):
+            self.assertEqual(larder, redis, f"{where}: event {n} of {len(streams[1])}")
+        self.assertEqual(len(streams[0]), len(streams[1]), where)
 
     def test_random_keys_patterns_match_as_redis(self):
         """KEYS with random glob patterns (classes, ranges, negation, escapes, unclosed
