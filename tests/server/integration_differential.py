@@ -4,8 +4,9 @@ binary, every option of SET, GETEX, EXPIRE and their errors, transactions, over 
 RESP3. The two servers' replies must be byte for byte the same, but for a TTL's remaining time
 (the two servers read the clock a moment apart). Every 500 commands the two keyspaces must hold
 the same keys and values, and the keyspace events (`notify-keyspace-events KEA`) a subscriber
-received from each must be the same, in the same order. DBSIZE is not drawn: Redis counts a key SET with an expiry time
-already past until its expiry cycle removes it, where Larder no longer holds it.
+received from each must be the same, in the same order. DBSIZE is not drawn: Redis counts a
+key SET with an expiry time already past until its expiry cycle removes it, where Larder no
+longer holds it.
 
 Run: LARDER_SERVER=build/bin/larder-server /usr/bin/python3 -m unittest -v
 integration_differential. LARDER_DIFF_SEED=<n> replays a run (a failure prints its seed);
