@@ -9,18 +9,25 @@
 // and for every fsync()/fdatasync() of a directory, "d <inode> <thread id>" as it starts and
 // "D <inode> <thread id>" once it succeeded: it covers the names created before it started
 // (the strict reading, as for sizes; the roll-back pairs each D with the same thread's latest
-// d, so that a d whose process was killed mid-sync pairs with nothing). Lines are appended
-// to $LARDER_DURABLE_LOG with one write(2) each (O_APPEND: whole lines even from concurrent
-// threads); the log itself needs no sync, since the test "cuts power" by SIGKILL and then rolls
-// each file back to its durable length (plus, sometimes, a random part of what was never
-// synced: partial writeback), and removes each file created since its directory's last sync.
+// d, so that a d whose process was killed mid-sync pairs with nothing). Removing and renaming a
+// regular file are not durable either until a sync of its directory: each removed file, and
+// each file a rename replaces, is first hard-linked into $LARDER_DURABLE_LOG.graveyard/ (the
+// same file system as the log; a file elsewhere is not the store's and is not recorded), and
+// the call is recorded as "U <inode> <directory's inode> <grave> <name>" or "R <inode> <from
+// directory's inode> <to directory's inode> <grave of the file it replaced, or '-'> <from name>
+// <to name>", so the roll-back can undo it. Lines are appended to $LARDER_DURABLE_LOG with one
+// write(2) each (O_APPEND: whole lines even from concurrent threads); the log itself needs no
+// sync, since the test "cuts power" by SIGKILL and then rolls each file back to its durable
+// length (plus, sometimes, a random part of what was never synced: partial writeback), undoes
+// the removals and renames since their directory's last sync, and removes each file created
+// since then.
 //
 // Tracking by inode follows renames (RocksDB syncs CURRENT under a temporary name, then renames
-// it, then syncs the directory). Not modelled: renames (a renamed file keeps its new name),
-// unlinks (final at once), directories created, and reordered or torn pages inside the synced
-// part.
+// it, then syncs the directory). Not modelled: directories created or removed, and reordered
+// or torn pages inside the synced part.
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,6 +37,7 @@
 #include <unistd.h>
 
 static int log_fd = -1;
+static char graveyard[4096];  // $LARDER_DURABLE_LOG.graveyard
 
 __attribute__((constructor)) static void open_log(void) {
   const char* path = getenv("LARDER_DURABLE_LOG");
@@ -38,6 +46,20 @@ __attribute__((constructor)) static void open_log(void) {
   int (*real_open)(const char*, int, ...) =
       (int (*)(const char*, int, ...))dlsym(RTLD_NEXT, "open");
   log_fd = real_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if ((size_t)snprintf(graveyard, sizeof graveyard, "%s.graveyard", path) >= sizeof graveyard) {
+    abort();
+  }
+  if (mkdir(graveyard, 0755) != 0 && errno != EEXIST) abort();
+}
+
+// Appends one formatted line to the log with one write (a lost record would fake a data loss).
+static void record_line(const char* format, ...) {
+  char line[4096 + 256];
+  va_list ap;
+  va_start(ap, format);
+  int n = vsnprintf(line, sizeof line, format, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= sizeof line || write(log_fd, line, (size_t)n) != n) abort();
 }
 
 // One line "<kind> <fd's inode>[ <number>]" (no number if `number` < 0).
@@ -45,11 +67,11 @@ static void record(const char* kind, int fd, long long number) {
   struct stat st;
   if (log_fd < 0 || fstat(fd, &st) != 0) return;
   if (!S_ISREG(st.st_mode) && !((kind[0] == 'D' || kind[0] == 'd') && S_ISDIR(st.st_mode))) return;
-  char line[80];
-  int n = number < 0 ? snprintf(line, sizeof line, "%s %llu\n", kind, (unsigned long long)st.st_ino)
-                     : snprintf(line, sizeof line, "%s %llu %lld\n", kind,
-                                (unsigned long long)st.st_ino, number);
-  if (write(log_fd, line, (size_t)n) != n) abort();  // a lost record would fake a data loss
+  if (number < 0) {
+    record_line("%s %llu\n", kind, (unsigned long long)st.st_ino);
+  } else {
+    record_line("%s %llu %lld\n", kind, (unsigned long long)st.st_ino, number);
+  }
 }
 
 static int is_directory(int fd) {
@@ -138,4 +160,108 @@ int openat(int dirfd, const char* path, int flags, ...) {
 int openat64(int dirfd, const char* path, int flags, ...) {
   MODE_FROM_VARARGS(flags)
   return open_and_record(dirfd, path, flags, mode);
+}
+
+// A removed or replaced regular file: `path` (relative to dirfd) kept alive by a hard link in
+// the graveyard, for the roll-back to bring back. Fills *st, *dir and *grave (the link's
+// number in the graveyard) and returns 1; returns 0, keeping nothing, for what is not a
+// regular file or lies on another file system than the log (not the store's).
+static int keep_in_graveyard(int dirfd, const char* path, struct stat* st, long long* dir,
+                             long long* grave) {
+  static long long next;
+  if (log_fd < 0 || fstatat(dirfd, path, st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st->st_mode)) {
+    return 0;
+  }
+  *grave = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
+  char target[4096 + 64];
+  snprintf(target, sizeof target, "%s/%d-%lld", graveyard, (int)getpid(), *grave);
+  if (linkat(dirfd, path, AT_FDCWD, target, 0) != 0) {
+    if (errno == EXDEV) return 0;
+    abort();  // a removal the roll-back could not undo would make the model lie
+  }
+  *dir = parent_inode(dirfd, path);
+  if (*dir < 0) abort();
+  return 1;
+}
+
+// The graveyard link of a call that failed: the file was not removed or replaced.
+static void drop_grave(long long grave) {
+  char target[4096 + 64];
+  snprintf(target, sizeof target, "%s/%d-%lld", graveyard, (int)getpid(), grave);
+  static int (*real_unlink)(const char*);
+  if (real_unlink == NULL) real_unlink = (int (*)(const char*))dlsym(RTLD_NEXT, "unlink");
+  real_unlink(target);
+}
+
+static const char* base_name(const char* path) {
+  const char* slash = strrchr(path, '/');
+  return slash == NULL ? path : slash + 1;
+}
+
+// unlink, unlinkat (not of a directory) and remove all go to the real unlinkat or remove.
+static int unlink_and_record(int dirfd, const char* path, int flags, int via_remove) {
+  static int (*real_unlinkat)(int, const char*, int);
+  static int (*real_remove)(const char*);
+  if (real_unlinkat == NULL) {
+    real_unlinkat = (int (*)(int, const char*, int))dlsym(RTLD_NEXT, "unlinkat");
+    real_remove = (int (*)(const char*))dlsym(RTLD_NEXT, "remove");
+  }
+  struct stat st;
+  long long dir = -1, grave = -1;
+  int kept = !(flags & AT_REMOVEDIR) && keep_in_graveyard(dirfd, path, &st, &dir, &grave);
+  int r = via_remove ? real_remove(path) : real_unlinkat(dirfd, path, flags);
+  if (kept && r != 0) drop_grave(grave);
+  if (kept && r == 0) {
+    record_line("U %llu %lld %d-%lld %s\n", (unsigned long long)st.st_ino, dir, (int)getpid(),
+                grave, base_name(path));
+  }
+  return r;
+}
+
+int unlink(const char* path) {
+  return unlink_and_record(AT_FDCWD, path, 0, 0);
+}
+int unlinkat(int dirfd, const char* path, int flags) {
+  return unlink_and_record(dirfd, path, flags, 0);
+}
+int remove(const char* path) {
+  return unlink_and_record(AT_FDCWD, path, 0, 1);
+}
+
+// rename, renameat and renameat2 all go to the real renameat2.
+static int rename_and_record(int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
+                             unsigned int flags) {
+  static int (*real_renameat2)(int, const char*, int, const char*, unsigned int);
+  if (real_renameat2 == NULL) {
+    real_renameat2 =
+        (int (*)(int, const char*, int, const char*, unsigned int))dlsym(RTLD_NEXT, "renameat2");
+  }
+  struct stat st, replaced;
+  long long from = -1, to = -1, grave = -1;
+  int moved = log_fd >= 0 && fstatat(olddirfd, oldpath, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+              S_ISREG(st.st_mode);
+  int kept = moved && keep_in_graveyard(newdirfd, newpath, &replaced, &to, &grave);
+  int r = real_renameat2(olddirfd, oldpath, newdirfd, newpath, flags);
+  if (kept && r != 0) drop_grave(grave);
+  if (moved && r == 0) {
+    from = parent_inode(olddirfd, oldpath);
+    to = parent_inode(newdirfd, newpath);
+    if (from < 0 || to < 0) abort();
+    char grave_name[64] = "-";
+    if (kept) snprintf(grave_name, sizeof grave_name, "%d-%lld", (int)getpid(), grave);
+    record_line("R %llu %lld %lld %s %s %s\n", (unsigned long long)st.st_ino, from, to, grave_name,
+                base_name(oldpath), base_name(newpath));
+  }
+  return r;
+}
+
+int rename(const char* oldpath, const char* newpath) {
+  return rename_and_record(AT_FDCWD, oldpath, AT_FDCWD, newpath, 0);
+}
+int renameat(int olddirfd, const char* oldpath, int newdirfd, const char* newpath) {
+  return rename_and_record(olddirfd, oldpath, newdirfd, newpath, 0);
+}
+int renameat2(int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
+              unsigned int flags) {
+  return rename_and_record(olddirfd, oldpath, newdirfd, newpath, flags);
 }
