@@ -6,7 +6,8 @@ RESP3. The two servers' replies must be byte for byte the same, but for a TTL's 
 the same keys and values, and the keyspace events (`notify-keyspace-events KEA`) a subscriber
 received from each must be the same, in the same order. DBSIZE is not drawn: Redis counts a
 key SET with an expiry time already past until its expiry cycle removes it, where Larder no
-longer holds it.
+longer holds it. Two more cases compare KEYS with random glob patterns, and inline commands
+with random quoting.
 
 Run: LARDER_SERVER=build/bin/larder-server /usr/bin/python3 -m unittest -v
 integration_differential. LARDER_DIFF_SEED=<n> replays a run (a failure prints its seed);
@@ -214,6 +215,25 @@ class DifferentialTest(unittest.TestCase):
             pattern = "".join(rng.choice("ab[]-^\\*?!") for _ in range(rng.randint(1, 7)))
             larder, redis = (keys_of(c.call("KEYS", pattern)) for c in conns)
             self.assertEqual(larder, redis, f"seed {self.seed} (LARDER_DIFF_SEED): {pattern!r}")
+
+    def test_random_inline_commands_reply_as_redis(self):
+        """Inline commands (a line, as telnet sends it) with random quoting: double and single
+        quotes, backslash and \\xHH escapes, unbalanced quotes, a quote closed and followed
+        by more; the same reply, or the same protocol error, which closes the connection."""
+        rng = random.Random(self.seed)
+        for _ in range(500):
+            quoting = rng.choice((0.03, 0.08, 0.2))  # how often a quote or backslash comes
+            args = "".join(rng.choice("\"'\\" if rng.random() < quoting else "ab \tx41ng")
+                           for _ in range(rng.randint(0, 16)))
+            line = (rng.choice(["ECHO ", "ECHO", "echo  ", "EXISTS "]) + args).encode() + b"\r\n"
+            replies = []
+            for server in (self.larder, self.redis):
+                c = server.raw()
+                c.send(line)
+                replies.append(c.reply())
+                c.close()
+            self.assertEqual(replies[0], replies[1],
+                             f"seed {self.seed} (LARDER_DIFF_SEED): {line!r}")
 
     def test_random_string_commands_reply_as_redis_resp2(self):
         self.run_commands(2)
