@@ -111,11 +111,8 @@ void Auth(Ctx& ctx) {
 void Select(Ctx& ctx) {
   int64_t db;
   if (!ArgDbIndex(ctx, ctx.argv[1], &db)) return;
-  if (db != 0 && ctx.core.cluster.enabled()) {
-    return ctx.w.Error("ERR SELECT is not allowed in cluster mode");
-  }
-  if (db != 0) return ctx.w.Error(kErrDbRange);
-  ctx.w.SimpleString("OK");
+  if (db == 0) return ctx.w.SimpleString("OK");
+  if (!RefusedInClusterMode(ctx)) ctx.w.Error(kErrDbRange);
 }
 
 void Quit(Ctx& ctx) {

@@ -125,7 +125,7 @@ void Restore(Ctx& ctx) {
 // MOVE key db: the one database is both source and target, so every call is refused as Redis
 // run with `databases 1` refuses it (db 0: the same object; any other: out of range).
 void Move(Ctx& ctx) {
-  if (ctx.core.cluster.enabled()) return ctx.w.Error("ERR MOVE is not allowed in cluster mode");
+  if (RefusedInClusterMode(ctx)) return;
   int64_t db;
   if (!ArgDbIndex(ctx, ctx.argv[2], &db)) return;
   ctx.w.Error(db == 0 ? kErrSameObject : kErrDbRange);

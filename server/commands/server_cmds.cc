@@ -172,7 +172,7 @@ void Role(Ctx& ctx) {
 // SWAPDB index1 index2: of the one database, only SWAPDB 0 0, which changes nothing, as in
 // Redis run with `databases 1`.
 void SwapDb(Ctx& ctx) {
-  if (ctx.core.cluster.enabled()) return ctx.w.Error("ERR SWAPDB is not allowed in cluster mode");
+  if (RefusedInClusterMode(ctx)) return;
   int64_t first, second;
   if (!ArgDbIndex(ctx, ctx.argv[1], &first, "ERR invalid first DB index") ||
       !ArgDbIndex(ctx, ctx.argv[2], &second, "ERR invalid second DB index")) {

@@ -25,6 +25,12 @@ bool ArgDbIndex(Ctx& ctx, std::string_view s, int64_t* db, std::string_view inva
   return true;
 }
 
+bool RefusedInClusterMode(Ctx& ctx) {
+  if (!ctx.core.cluster.enabled()) return false;
+  ctx.w.Error("ERR " + ToUpper(ctx.spec.name) + " is not allowed in cluster mode");
+  return true;
+}
+
 bool ArgDbZero(Ctx& ctx, std::string_view s) {
   int64_t db;
   if (!ArgDbIndex(ctx, s, &db)) return false;

@@ -38,6 +38,9 @@ bool ArgInt64(Ctx& ctx, std::string_view s, int64_t* out);
 // A database index as Redis's getIntFromObjectOrReply reads it: an integer in int32's range,
 // else replies `invalid` (Redis's own texts when empty) and returns false.
 bool ArgDbIndex(Ctx& ctx, std::string_view s, int64_t* db, std::string_view invalid = {});
+// In cluster mode, replies Redis's "ERR <COMMAND> is not allowed in cluster mode" (SELECT of
+// another database, SWAPDB, MOVE) and returns true; else false.
+bool RefusedInClusterMode(Ctx& ctx);
 // A database index as COPY ... DB reads it (ArgDbIndex, then Redis's database
 // check): true for 0, the only one; else replies Redis's error and false.
 bool ArgDbZero(Ctx& ctx, std::string_view s);
