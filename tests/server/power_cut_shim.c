@@ -99,7 +99,8 @@ static long long size_of(int fd) {
 SYNC_HOOK(fsync)
 SYNC_HOOK(fdatasync)
 
-// The inode of the directory holding `path` (relative to dirfd); -1 if it cannot be found.
+// The inode of the directory holding `path` (relative to dirfd). Aborts if it cannot be found:
+// an unknown directory would fake a durable name.
 static long long parent_inode(int dirfd, const char* path) {
   char parent[4096];
   const char* slash = strrchr(path, '/');
@@ -107,12 +108,13 @@ static long long parent_inode(int dirfd, const char* path) {
     strcpy(parent, ".");
   } else {
     size_t n = slash == path ? 1 : (size_t)(slash - path);
-    if (n >= sizeof parent) return -1;
+    if (n >= sizeof parent) abort();
     memcpy(parent, path, n);
     parent[n] = '\0';
   }
   struct stat st;
-  return fstatat(dirfd, parent, &st, 0) == 0 ? (long long)st.st_ino : -1;
+  if (fstatat(dirfd, parent, &st, 0) != 0) abort();
+  return (long long)st.st_ino;
 }
 
 // open/openat (and their 64 aliases, the same functions on x86-64) all go to the real openat;
@@ -126,9 +128,7 @@ static int open_and_record(int dirfd, const char* path, int flags, mode_t mode) 
   int fd = real_openat(dirfd, path, flags, mode);
   if (fd < 0) return fd;
   if ((flags & O_CREAT) && !existed) {
-    long long dir = parent_inode(dirfd, path);
-    if (dir < 0) abort();  // an unknown directory would fake a durable name
-    record("C", fd, dir);
+    record("C", fd, parent_inode(dirfd, path));
   } else if (flags & O_TRUNC) {
     record("N", fd, -1);
   }
@@ -162,32 +162,34 @@ int openat64(int dirfd, const char* path, int flags, ...) {
   return open_and_record(dirfd, path, flags, mode);
 }
 
+// A graveyard entry's path, from its name.
+static void grave_path(char* out, size_t size, const char* name) {
+  snprintf(out, size, "%s/%s", graveyard, name);
+}
+
 // A removed or replaced regular file: `path` (relative to dirfd) kept alive by a hard link in
-// the graveyard, for the roll-back to bring back. Fills *st, *dir and *grave (the link's
-// number in the graveyard) and returns 1; returns 0, keeping nothing, for what is not a
-// regular file or lies on another file system than the log (not the store's).
-static int keep_in_graveyard(int dirfd, const char* path, struct stat* st, long long* dir,
-                             long long* grave) {
+// the graveyard, for the roll-back to bring back. Fills *st and `grave` (the link's name,
+// "<pid>-<n>", 64 bytes) and returns 1; returns 0, keeping nothing, for what is not a regular
+// file or lies on another file system than the log (not the store's).
+static int keep_in_graveyard(int dirfd, const char* path, struct stat* st, char* grave) {
   static long long next;
   if (log_fd < 0 || fstatat(dirfd, path, st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st->st_mode)) {
     return 0;
   }
-  *grave = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
+  snprintf(grave, 64, "%d-%lld", (int)getpid(), __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED));
   char target[4096 + 64];
-  snprintf(target, sizeof target, "%s/%d-%lld", graveyard, (int)getpid(), *grave);
+  grave_path(target, sizeof target, grave);
   if (linkat(dirfd, path, AT_FDCWD, target, 0) != 0) {
     if (errno == EXDEV) return 0;
     abort();  // a removal the roll-back could not undo would make the model lie
   }
-  *dir = parent_inode(dirfd, path);
-  if (*dir < 0) abort();
   return 1;
 }
 
 // The graveyard link of a call that failed: the file was not removed or replaced.
-static void drop_grave(long long grave) {
+static void drop_grave(const char* grave) {
   char target[4096 + 64];
-  snprintf(target, sizeof target, "%s/%d-%lld", graveyard, (int)getpid(), grave);
+  grave_path(target, sizeof target, grave);
   static int (*real_unlink)(const char*);
   if (real_unlink == NULL) real_unlink = (int (*)(const char*))dlsym(RTLD_NEXT, "unlink");
   real_unlink(target);
@@ -207,12 +209,12 @@ static int unlink_and_record(int dirfd, const char* path, int flags, int via_rem
     real_remove = (int (*)(const char*))dlsym(RTLD_NEXT, "remove");
   }
   struct stat st;
-  long long dir = -1, grave = -1;
-  int kept = !(flags & AT_REMOVEDIR) && keep_in_graveyard(dirfd, path, &st, &dir, &grave);
+  char grave[64];
+  int kept = !(flags & AT_REMOVEDIR) && keep_in_graveyard(dirfd, path, &st, grave);
   int r = via_remove ? real_remove(path) : real_unlinkat(dirfd, path, flags);
   if (kept && r != 0) drop_grave(grave);
   if (kept && r == 0) {
-    record_line("U %llu %lld %d-%lld %s\n", (unsigned long long)st.st_ino, dir, (int)getpid(),
+    record_line("U %llu %lld %s %s\n", (unsigned long long)st.st_ino, parent_inode(dirfd, path),
                 grave, base_name(path));
   }
   return r;
@@ -237,19 +239,15 @@ static int rename_and_record(int olddirfd, const char* oldpath, int newdirfd, co
         (int (*)(int, const char*, int, const char*, unsigned int))dlsym(RTLD_NEXT, "renameat2");
   }
   struct stat st, replaced;
-  long long from = -1, to = -1, grave = -1;
+  char grave[64] = "-";
   int moved = log_fd >= 0 && fstatat(olddirfd, oldpath, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
               S_ISREG(st.st_mode);
-  int kept = moved && keep_in_graveyard(newdirfd, newpath, &replaced, &to, &grave);
+  int kept = moved && keep_in_graveyard(newdirfd, newpath, &replaced, grave);
   int r = real_renameat2(olddirfd, oldpath, newdirfd, newpath, flags);
   if (kept && r != 0) drop_grave(grave);
   if (moved && r == 0) {
-    from = parent_inode(olddirfd, oldpath);
-    to = parent_inode(newdirfd, newpath);
-    if (from < 0 || to < 0) abort();
-    char grave_name[64] = "-";
-    if (kept) snprintf(grave_name, sizeof grave_name, "%d-%lld", (int)getpid(), grave);
-    record_line("R %llu %lld %lld %s %s %s\n", (unsigned long long)st.st_ino, from, to, grave_name,
+    record_line("R %llu %lld %lld %s %s %s\n", (unsigned long long)st.st_ino,
+                parent_inode(olddirfd, oldpath), parent_inode(newdirfd, newpath), grave,
                 base_name(oldpath), base_name(newpath));
   }
   return r;
