@@ -322,7 +322,7 @@ bool Dispatcher::Admit(const CommandSpec* spec, ClientState& client,
   if (spec != nullptr && spec->name == "exec") {
     // As Redis's execCommandAbort: a refused EXEC ends the transaction, naming why (outside
     // one too: EXEC with arguments, or on a subscribed connection).
-    client.EndTransaction();
+    core_.EndTransaction(client);
     std::string_view why = error;
     if (why.starts_with("ERR ")) why.remove_prefix(4);
     error = "EXECABORT Transaction discarded because of: " + std::string(why);

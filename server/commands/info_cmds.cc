@@ -82,6 +82,9 @@ void WriteClients(const InfoInput& in, std::string* out) {
   Field(out, "connected_clients", static_cast<uint64_t>(in.core.clients->Count()));
   Field(out, "maxclients", static_cast<uint64_t>(in.cfg.maxclients));
   Field(out, "blocked_clients", uint64_t{0});
+  // As Redis 7.4 names them.
+  Field(out, "watching_clients", static_cast<uint64_t>(in.core.watched.clients()));
+  Field(out, "total_watched_keys", static_cast<uint64_t>(in.core.watched.keys()));
 }
 
 void WriteMemory(const InfoInput& in, std::string* out) {

@@ -1,6 +1,7 @@
-// Transactions: MULTI EXEC DISCARD (WATCH refused, UNWATCH a no-op: see Watch). Queued
-// commands were validated (lookup, arity, auth) when queued; EXEC runs them back to back
-// under the exclusive server lock, so no other client's command interleaves.
+// Transactions: MULTI EXEC DISCARD WATCH UNWATCH. Queued commands were validated (lookup,
+// arity, auth) when queued; EXEC runs them back to back under the exclusive server lock, so no
+// other client's command interleaves, unless a WATCHed key changed since it was watched
+// (core/watched_keys.h): then it runs none and answers a null reply.
 #include <mutex>
 #include <shared_mutex>
 
@@ -23,17 +24,20 @@ void Exec(Ctx& ctx) {
   ClientState& c = ctx.client;
   if (!c.in_multi) return ctx.w.Error("ERR EXEC without MULTI");
   if (c.multi_error) {
-    c.EndTransaction();
+    ctx.core.EndTransaction(c);
     return ctx.w.Error("EXECABORT Transaction discarded because of previous errors.");
   }
   std::vector<QueuedRequest> queued = std::move(c.queued);
-  c.EndTransaction();
-  // The row's `locks_itself`: dispatch took no lock; one exclusive hold covers every command.
+  // The row's `locks_itself`: dispatch took no lock; one exclusive hold covers every command,
+  // and the check of the watched keys before them.
   std::unique_lock<FairSharedMutex> lock(ctx.core.exec_lock);
+  const bool watched_changed = ctx.core.watched.Changed(c.id, ctx.store());
+  ctx.core.EndTransaction(c);
   // Each command was routed when queued; the slot may have moved since (a migration, a new
   // topology). As Redis, the whole transaction is routed again, its keys in one slot, and a
   // redirect discards it.
   if (auto redirect = TransactionRedirect(ctx.core, c, queued)) return ctx.w.Error(*redirect);
+  if (watched_changed) return ctx.w.NullArray();
   ctx.w.ArrayHeader(queued.size());
   for (QueuedRequest& request : queued) {
     // Once the reply is abandoned (past the client's hard output limit: it is closed), a
@@ -45,19 +49,20 @@ void Exec(Ctx& ctx) {
 
 void Discard(Ctx& ctx) {
   if (!ctx.client.in_multi) return ctx.w.Error("ERR DISCARD without MULTI");
-  ctx.client.EndTransaction();
+  ctx.core.EndTransaction(ctx.client);
   ctx.w.SimpleString("OK");
 }
 
-// WATCH is refused: Larder keeps no per-key versions to detect a concurrent change, and an
-// accepted WATCH that never aborts EXEC would silently break optimistic locking. (EXEC itself
-// is atomic.) UNWATCH has nothing to undo.
 void Watch(Ctx& ctx) {
   if (ctx.client.in_multi) return ctx.w.Error("ERR WATCH inside MULTI is not allowed");
-  ctx.w.Error("ERR WATCH is not supported by Larder (EXEC is atomic; there are no key versions)");
+  for (size_t i = 1; i < ctx.argc(); ++i) {
+    ctx.core.watched.Watch(ctx.client.id, ctx.argv[i], ctx.store());
+  }
+  ctx.w.SimpleString("OK");
 }
 
 void Unwatch(Ctx& ctx) {
+  ctx.core.watched.UnwatchAll(ctx.client.id);
   ctx.w.SimpleString("OK");
 }
 

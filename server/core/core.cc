@@ -16,6 +16,7 @@ std::string NewRunId() {
 
 void Core::Forget(ClientState& client, FailedImportKeys keys) {
   pubsub.Forget(client);
+  watched.UnwatchAll(client.id);
   monitors.Remove(client);
   if (!client.importing) return;
   client.importing = false;

@@ -25,6 +25,7 @@
 #include "core/pubsub.h"
 #include "core/server_stats.h"
 #include "core/slowlog.h"
+#include "core/watched_keys.h"
 #include "larder/clock.h"
 #include "larder/store.h"
 
@@ -60,8 +61,10 @@ struct Core {
   ProcessInfo process;
   // Channels, patterns and their subscribers (SUBSCRIBE, PUBLISH, keyspace notifications).
   PubSub pubsub;
+  // The keys WATCHed by clients; every change a command reports to `events` touches them.
+  WatchedKeys watched;
   // Keyspace notifications: commands and the engine's listener report events here.
-  KeyspaceEvents events{config, pubsub};
+  KeyspaceEvents events{config, pubsub, watched};
   // Per-command calls, time and latency histograms; sized by main from the command table.
   CommandStatsTable commands;
   // Error replies by code (INFO errorstats); every connection's reply writers report here.
@@ -97,10 +100,16 @@ struct Core {
     kKeep,    // kept (a destructor, which may run once the engine pool is gone): this node does
               // not serve the range, and eviction reclaims them
   };
-  // Ends the client's session-wide roles: its subscriptions and MONITOR mode (it disconnected,
-  // or RESET), and the import it is the link of, if one is running: the import fails. Takes no
-  // server lock and never waits for the deletion, which scans the whole index.
+  // Ends the client's session-wide roles: its subscriptions, watched keys and MONITOR mode (it
+  // disconnected, or RESET), and the import it is the link of, if one is running: the import
+  // fails. Takes no server lock and never waits for the deletion, which scans the whole index.
   void Forget(ClientState& client, FailedImportKeys keys);
+  // Leaves MULTI, dropping what it queued, and forgets the client's WATCHed keys: EXEC
+  // (whatever it answers, a refused EXEC too) and DISCARD, as Redis's discardTransaction.
+  void EndTransaction(ClientState& client) {
+    client.EndTransaction();
+    watched.UnwatchAll(client.id);
+  }
 
  private:
   // The job Forget starts: deletes the keys of `range`, whose import by `link` failed, under

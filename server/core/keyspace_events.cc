@@ -14,6 +14,7 @@ using config::kNotifyEvicted;
 using config::kNotifyExpired;
 using config::kNotifyGeneration;
 using config::kNotifyKeyevent;
+using config::kNotifyKeyMiss;
 using config::kNotifyKeyspace;
 
 uint32_t KeyspaceEvents::Enabled() {
@@ -49,6 +50,7 @@ std::vector<std::unique_lock<std::mutex>> KeyspaceEvents::OrderWrites(
 }
 
 void KeyspaceEvents::Notify(uint32_t cls, std::string_view event, std::string_view key) {
+  if ((cls & (kNotifyKeyMiss | kNotifyExpired | kNotifyEvicted)) == 0) watched_.Touch(key);
   const uint32_t enabled = Enabled();
   if ((enabled & cls) == 0) return;
   if (enabled & kNotifyKeyspace) {

@@ -14,16 +14,21 @@
 
 #include "core/config_holder.h"
 #include "core/pubsub.h"
+#include "core/watched_keys.h"
 #include "larder/events.h"
 
 namespace larder::server {
 
 class KeyspaceEvents {
  public:
-  KeyspaceEvents(ConfigHolder& config, PubSub& pubsub) : config_(config), pubsub_(pubsub) {}
+  KeyspaceEvents(ConfigHolder& config, PubSub& pubsub, WatchedKeys& watched)
+      : config_(config), pubsub_(pubsub), watched_(watched) {}
 
-  // Publishes `event` about `key` if class `cls` (config::NotifyClass) is enabled. Costs two
-  // atomic loads when notifications are off or nobody subscribes.
+  // Publishes `event` about `key` if class `cls` (config::NotifyClass) is enabled. Costs three
+  // atomic loads when notifications are off or nobody subscribes and nobody WATCHes a key.
+  // Every command reports here each change it makes to a key, so an event of a class other than
+  // keymiss, expired and evicted (which report no command's change) also touches the key's
+  // WATCHers, whatever notify-keyspace-events says.
   void Notify(uint32_t cls, std::string_view event, std::string_view key);
   // Larder's class G: one "evicted-generation" keyevent message summarising the generation.
   void NotifyGenerationEvicted(const GenerationEvicted& info);
@@ -48,6 +53,7 @@ class KeyspaceEvents {
 
   ConfigHolder& config_;
   PubSub& pubsub_;
+  WatchedKeys& watched_;
   std::atomic<uint64_t> config_generation_{~0ull};
   std::atomic<uint32_t> enabled_{0};
   std::array<std::mutex, kStripes> stripes_;

@@ -182,7 +182,7 @@ class ControllerSequenceTest(unittest.TestCase):
                          b"-ERR wrong number of arguments for 'memory|purge' command\r\n")
         cross = b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
         for cmd in (["MGET", "a", "b"], ["MSET", "a", "1", "b", "2"], ["DEL", "a", "b"],
-                    ["EXISTS", "a", "b"], ["LARDER.PREFIX", "a", "b"]):
+                    ["EXISTS", "a", "b"], ["WATCH", "a", "b"], ["LARDER.PREFIX", "a", "b"]):
             self.assertEqual(raw.call(*cmd), cross, cmd)
         mine = next(k for k in (f"{{h{i}}}" for i in range(1000))
                     if self.cluster.owner_of(redis.cluster.key_slot(k.encode())) == 0)

@@ -1,13 +1,13 @@
 """larder-server and Redis 7 given the same random commands of the string and keyspace family,
 reply for reply (a differential test): a few keys, values that are integers, floats, text or
-binary, every option of SET, GETEX, EXPIRE and their errors, transactions, over RESP2 and
-RESP3. The two servers' replies must be byte for byte the same, but for a TTL's remaining time
-(the two servers read the clock a moment apart). Every 500 commands the two keyspaces must hold
-the same keys and values, and the keyspace events (`notify-keyspace-events KEA`) a subscriber
-received from each must be the same, in the same order. DBSIZE is not drawn: Redis counts a
-key SET with an expiry time already past until its expiry cycle removes it, where Larder no
-longer holds it. Two more cases compare KEYS with random glob patterns, and inline commands
-with random quoting.
+binary, every option of SET, GETEX, EXPIRE and their errors, transactions (and WATCH, which
+the connection's own writes make fail), over RESP2 and RESP3. The two servers' replies must be
+byte for byte the same, but for a TTL's remaining time (the two servers read the clock a moment
+apart). Every 500 commands the two keyspaces must hold the same keys and values, and the
+keyspace events (`notify-keyspace-events KEA`) a subscriber received from each must be the
+same, in the same order. DBSIZE is not drawn: Redis counts a key SET with an expiry time
+already past until its expiry cycle removes it, where Larder no longer holds it. Two more cases
+compare KEYS with random glob patterns, and inline commands with random quoting.
 
 Run: LARDER_SERVER=build/bin/larder-server /usr/bin/python3 -m unittest -v
 integration_differential. LARDER_DIFF_SEED=<n> replays a run (a failure prints its seed);
@@ -111,6 +111,8 @@ def random_command(rng):
         lambda: ["SET", k, v, u := rng.choice(["EX", "PX"]), rng.duration(u)],
         lambda: [rng.choice(["MULTI", "EXEC"])],
         lambda: ["DISCARD"],
+        lambda: ["WATCH"] + rng.sample(KEYS, rng.randint(1, 2)),
+        lambda: ["UNWATCH"],
     ]
     return rng.choice(makers)()
 

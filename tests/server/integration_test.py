@@ -12,6 +12,7 @@ from integration_data_path import *  # noqa: F401,F403
 from integration_differential import *  # noqa: F401,F403
 from integration_lifecycle import *  # noqa: F401,F403
 from integration_redis_parity import *  # noqa: F401,F403
+from integration_watch import *  # noqa: F401,F403
 
 
 class CommandsTest(SharedServerCase):

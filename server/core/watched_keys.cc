@@ -1,0 +1,74 @@
+#include "core/watched_keys.h"
+
+#include <algorithm>
+
+namespace larder::server {
+
+void WatchedKeys::Watch(uint64_t client, std::string_view key, Store& store) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ClientWatches& mine = clients_[client];
+    for (const Watched& w : mine.keys) {
+      if (w.key == key) return;
+    }
+    mine.keys.push_back({std::string(key), false});
+    auto [it, added] = watchers_.try_emplace(std::string(key));
+    it->second.push_back(client);
+    if (added) keys_.fetch_add(1);
+  }
+  // Registered first, then asked: a command that changes the key after the answer touches it
+  // here, and one that changed it before is in the answer.
+  const bool exists = store.Contains(key);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto mine = clients_.find(client);
+  if (mine == clients_.end()) return;  // the connection closed meanwhile
+  for (Watched& w : mine->second.keys) {
+    if (w.key == key) w.existed = exists;
+  }
+}
+
+bool WatchedKeys::Changed(uint64_t client, Store& store) {
+  std::vector<Watched> keys;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto mine = clients_.find(client);
+    if (mine == clients_.end()) return false;
+    if (mine->second.touched) return true;
+    keys = mine->second.keys;
+  }
+  return std::any_of(keys.begin(), keys.end(),
+                     [&store](const Watched& w) { return store.Contains(w.key) != w.existed; });
+}
+
+void WatchedKeys::UnwatchAll(uint64_t client) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto mine = clients_.find(client);
+  if (mine == clients_.end()) return;
+  for (const Watched& w : mine->second.keys) {
+    auto it = watchers_.find(w.key);
+    if (it == watchers_.end()) continue;
+    std::erase(it->second, client);
+    if (it->second.empty()) {
+      watchers_.erase(it);
+      keys_.fetch_sub(1);
+    }
+  }
+  clients_.erase(mine);
+}
+
+void WatchedKeys::Touch(std::string_view key) {
+  if (keys_.load() == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = watchers_.find(key);
+  if (it == watchers_.end()) return;
+  for (uint64_t client : it->second) {
+    if (auto mine = clients_.find(client); mine != clients_.end()) mine->second.touched = true;
+  }
+}
+
+size_t WatchedKeys::clients() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return clients_.size();
+}
+
+}  // namespace larder::server
