@@ -24,12 +24,13 @@ Names NamesOf(const ClientState& c) {
 }
 
 // CLIENT LIST's flags, in Redis's order: O (MONITOR), P (has a subscription), x (in MULTI),
-// U (unix socket), r (READONLY, cluster mode), or N.
-std::string FlagsOf(const ClientState& c) {
+// d (a WATCHed key changed: EXEC will fail), U (unix socket), r (READONLY, cluster mode), or N.
+std::string FlagsOf(const ClientState& c, const WatchedKeys& watched) {
   std::string flags;
   if (c.monitor.load()) flags += 'O';
   if (c.subscribed()) flags += 'P';
   if (c.multi_reported.load() >= 0) flags += 'x';
+  if (watched.Touched(c.id)) flags += 'd';
   if (c.unix_socket) flags += 'U';
   if (c.cluster_readonly.load()) flags += 'r';
   return flags.empty() ? "N" : flags;
@@ -37,7 +38,7 @@ std::string FlagsOf(const ClientState& c) {
 
 // One CLIENT LIST / CLIENT INFO line in Redis's format:
 // "id=3 addr=... laddr=... fd=8 name=... age=0 idle=0 flags=N db=0 ... resp=2 lib-name=...\n"
-std::string ClientInfoLine(const ClientState& c, int64_t now_ms) {
+std::string ClientInfoLine(const ClientState& c, const WatchedKeys& watched, int64_t now_ms) {
   const Names n = NamesOf(c);
   const int64_t age = (now_ms - c.created_ms) / 1000;
   const int64_t idle = std::max<int64_t>(0, (now_ms - c.last_active_ms.load()) / 1000);
@@ -47,7 +48,7 @@ std::string ClientInfoLine(const ClientState& c, int64_t now_ms) {
   const uint64_t output = c.output_bytes.load();
   return "id=" + std::to_string(c.id) + " addr=" + c.addr + " laddr=" + c.laddr +
          " fd=" + std::to_string(c.fd) + " name=" + n.name + " age=" + std::to_string(age) +
-         " idle=" + std::to_string(idle) + " flags=" + FlagsOf(c) +
+         " idle=" + std::to_string(idle) + " flags=" + FlagsOf(c, watched) +
          " db=0 sub=" + std::to_string(c.channels.load()) +
          " psub=" + std::to_string(c.patterns.load()) +
          " ssub=0 multi=" + std::to_string(c.multi_reported.load()) +
@@ -100,7 +101,7 @@ void SetInfo(Ctx& ctx) {
 }
 
 void Info(Ctx& ctx) {
-  ctx.w.Verbatim("txt", ClientInfoLine(ctx.client, ctx.NowMs()));
+  ctx.w.Verbatim("txt", ClientInfoLine(ctx.client, ctx.core.watched, ctx.NowMs()));
 }
 
 // Redis's client types, as CLIENT LIST TYPE and CLIENT KILL TYPE name them. Larder's clients
@@ -135,7 +136,7 @@ void List(Ctx& ctx) {
     std::optional<ClientType> type = ClientTypeArg(ctx, ctx.argv[3]);
     if (!type) return;
     ctx.core.clients->ForEach([&](const ClientState& c) {
-      if (TypeOf(c) == *type) out += ClientInfoLine(c, now);
+      if (TypeOf(c) == *type) out += ClientInfoLine(c, ctx.core.watched, now);
     });
   } else if (ctx.argc() > 3 && EqualsNoCase(ctx.argv[2], "id")) {
     std::vector<int64_t> ids;
@@ -146,13 +147,14 @@ void List(Ctx& ctx) {
     }
     for (int64_t id : ids) {  // in the order asked, as Redis lists them
       ctx.core.clients->ForEach([&](const ClientState& c) {
-        if (static_cast<int64_t>(c.id) == id) out += ClientInfoLine(c, now);
+        if (static_cast<int64_t>(c.id) == id) out += ClientInfoLine(c, ctx.core.watched, now);
       });
     }
   } else if (ctx.argc() != 2) {
     return ctx.w.Error(kErrSyntax);
   } else {
-    ctx.core.clients->ForEach([&](const ClientState& c) { out += ClientInfoLine(c, now); });
+    ctx.core.clients->ForEach(
+        [&](const ClientState& c) { out += ClientInfoLine(c, ctx.core.watched, now); });
   }
   ctx.w.Verbatim("txt", out);
 }
@@ -283,6 +285,30 @@ void Unblock(Ctx& ctx) {
   ctx.w.Integer(0);
 }
 
+// CLIENT REPLY ON|OFF|SKIP: OFF drops every reply from this command on, SKIP the next
+// command's, ON sends them again and answers OK; as in Redis, OFF and SKIP answer nothing, a
+// SKIP while OFF changes nothing, and pushes (Pub/Sub confirmations and messages) are sent
+// whatever the mode. Inside a transaction each answers OK in EXEC's array and the mode holds
+// from the command after EXEC: Redis changes it mid-EXEC, which leaves the array it already
+// announced short of replies.
+void Reply(Ctx& ctx) {
+  ClientState& c = ctx.client;
+  const std::string& mode = ctx.argv[2];
+  const bool on = EqualsNoCase(mode, "on"), off = EqualsNoCase(mode, "off");
+  if (!on && !off && !EqualsNoCase(mode, "skip")) return ctx.w.Error(kErrSyntax);
+  if (on) {
+    c.reply_off = c.reply_skip_next = false;
+  } else if (off) {
+    c.reply_off = true;
+  } else if (!c.reply_off) {
+    c.reply_skip_next = true;
+  }
+  if (ctx.in_exec) return ctx.w.SimpleString("OK");
+  if (on) c.reply_skip = false;  // Redis clears the SKIP this command obeys too, then answers
+  ctx.w.set_dropping(c.replies_dropped());
+  if (on) ctx.w.SimpleString("OK");
+}
+
 // NO-EVICT / NO-TOUCH ON|OFF: checked as Redis checks them, then without effect.
 void AcceptAndIgnore(Ctx& ctx) {
   if (!EqualsNoCase(ctx.argv[2], "on") && !EqualsNoCase(ctx.argv[2], "off")) {
@@ -307,6 +333,8 @@ constexpr SubcommandRow kSubcommands[] = {
     {"pause", -3, Pause, "PAUSE <timeout> [WRITE|ALL]",
      "Suspend all, or just write, clients for <timeout> milliseconds.", kAdmin | kSlow},
     {"unpause", 2, Unpause, "UNPAUSE", "Stop the current client pause, resuming traffic.", kAdmin},
+    {"reply", 3, Reply, "REPLY (ON|OFF|SKIP)",
+     "Control the replies sent to the current connection."},
     {"unblock", -3, Unblock, "UNBLOCK <clientid> [TIMEOUT|ERROR]",
      "Unblock the specified blocked client.", kAdmin},
     {"no-evict", 3, AcceptAndIgnore, "NO-EVICT (ON|OFF)",

@@ -187,7 +187,8 @@ struct CommandSpec {
   // EXEC would hear part of its keyspace events): PING, ECHO, CLIENT (its row is not `admin`,
   // its KILL and PAUSE too), HELLO, AUTH, MULTI, COMMAND, ..., which a writer holding the lock
   // exclusively (MSET, EXEC) has no reason to hold up. A new `fast` command that reads the
-  // keyspace must say `readonly`.
+  // keyspace must say `readonly`. WATCH is the exception: it only asks whether its keys exist,
+  // and its registry orders that with every change (core/watched_keys.h).
   bool TakesServerLock() const {
     if (Has(kLocksItself)) return false;
     constexpr uint32_t kLocked = kWrite | kReadonly | kAdmin | kMayReplicate | kPubSub;

@@ -121,7 +121,10 @@ void Quit(Ctx& ctx) {
 }
 
 void Reset(Ctx& ctx) {
-  ctx.client.EndTransaction();
+  // As Redis's: replies back on, but for a SKIP this very command obeys.
+  ctx.client.reply_off = ctx.client.reply_skip_next = false;
+  ctx.w.set_dropping(ctx.client.replies_dropped());
+  ctx.core.EndTransaction(ctx.client);
   ctx.core.Forget(ctx.client, Core::FailedImportKeys::kDelete);
   ctx.client.cluster_readonly = false;  // Redis's RESET also ends READONLY and ASKING
   ctx.client.asking = false;

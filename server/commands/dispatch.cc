@@ -4,6 +4,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <utility>
 
 #include "cluster/key_slot.h"
 #include "commands/command_table.h"
@@ -346,6 +347,18 @@ void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::str
       if (counted) pause.EndWrite();
     }
   } end_write{core_.pause, plan.counts_write};
+  // CLIENT REPLY: the command after a SKIP has its reply dropped, as every command's while OFF
+  // (client_cmds.cc); what the connection writes between commands never is.
+  client.reply_skip = std::exchange(client.reply_skip_next, false);
+  w.set_dropping(client.replies_dropped());
+  struct EndDropping {
+    ClientState& client;
+    resp::ReplyWriter& w;
+    ~EndDropping() {
+      client.reply_skip = false;
+      w.set_dropping(false);
+    }
+  } end_dropping{client, w};
   ServerStats::Count(core_.stats.total_commands_processed);
   if (plan.in_memory) {
     ServerStats::Count(plan.spec->Has(kFastIfInMemory) ? core_.stats.gets_on_io_thread

@@ -103,7 +103,10 @@ void Rename(Ctx& ctx) {
   Status s = ctx.store().Put(dst, value->view(), po);
   if (!s.ok()) return ReplyStatus(ctx, s);
   s = ctx.store().Delete(src);
-  if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
+  if (!s.ok() && !s.IsNotFound()) {
+    ctx.core.watched.Touch(dst);  // changed, though the rename failed: no event, but WATCH
+    return ReplyStatus(ctx, s);
+  }
   ctx.core.events.Notify(kNotifyGeneric, "rename_from", src);
   ctx.core.events.Notify(kNotifyGeneric, "rename_to", dst);
   if (nx) return ctx.w.Integer(1);

@@ -14,6 +14,7 @@ namespace {
 using Kind = PubSub::Kind;
 
 void Confirm(Ctx& ctx, std::string_view what, const std::string* name) {
+  resp::ReplyWriter::PushScope push(ctx.w);  // sent whatever CLIENT REPLY says, as in Redis
   ctx.w.PushHeader(3);
   ctx.w.BulkString(what);
   name ? ctx.w.BulkString(*name) : ctx.w.Null();

@@ -31,7 +31,7 @@ void Exec(Ctx& ctx) {
   // The row's `locks_itself`: dispatch took no lock; one exclusive hold covers every command,
   // and the check of the watched keys before them.
   std::unique_lock<FairSharedMutex> lock(ctx.core.exec_lock);
-  const bool watched_changed = ctx.core.watched.Changed(c.id, ctx.store());
+  const bool watched_changed = c.watching && ctx.core.watched.Changed(c.id, ctx.store());
   ctx.core.EndTransaction(c);
   // Each command was routed when queued; the slot may have moved since (a migration, a new
   // topology). As Redis, the whole transaction is routed again, its keys in one slot, and a
@@ -55,6 +55,7 @@ void Discard(Ctx& ctx) {
 
 void Watch(Ctx& ctx) {
   if (ctx.client.in_multi) return ctx.w.Error("ERR WATCH inside MULTI is not allowed");
+  ctx.client.watching = true;
   for (size_t i = 1; i < ctx.argc(); ++i) {
     ctx.core.watched.Watch(ctx.client.id, ctx.argv[i], ctx.store());
   }
@@ -62,7 +63,7 @@ void Watch(Ctx& ctx) {
 }
 
 void Unwatch(Ctx& ctx) {
-  ctx.core.watched.UnwatchAll(ctx.client.id);
+  ctx.core.Unwatch(ctx.client);
   ctx.w.SimpleString("OK");
 }
 

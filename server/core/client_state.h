@@ -66,6 +66,9 @@ struct ClientState {
     queued.push_back(std::move(request));
     multi_reported = static_cast<int>(queued.size());
   }
+  // WATCH ran since the last EXEC, DISCARD, UNWATCH or RESET (the keys are in Core's
+  // WatchedKeys).
+  bool watching = false;
   // Leaves MULTI, dropping what it queued (EXEC, DISCARD, RESET, an EXEC refused).
   void EndTransaction() {
     in_multi = false;
@@ -73,6 +76,12 @@ struct ClientState {
     queued.clear();
     multi_reported = -1;
   }
+  // CLIENT REPLY: OFF drops every reply (`reply_off`), SKIP the next command's
+  // (`reply_skip_next`, which becomes `reply_skip` while that command runs: Dispatcher::Run).
+  bool reply_off = false;
+  bool reply_skip_next = false;
+  bool reply_skip = false;
+  bool replies_dropped() const { return reply_off || reply_skip; }
   bool close_after_reply = false;  // QUIT, SHUTDOWN, CLIENT KILL of oneself
   // Cluster mode: READONLY (reads served by a replica; CLIENT LIST's flag r), ASKING (the next
   // command may use a slot being imported), and the link a migration source imports a slot

@@ -108,6 +108,11 @@ struct Core {
   // (whatever it answers, a refused EXEC too) and DISCARD, as Redis's discardTransaction.
   void EndTransaction(ClientState& client) {
     client.EndTransaction();
+    Unwatch(client);
+  }
+  // UNWATCH: forgets the client's WATCHed keys (EndTransaction does too).
+  void Unwatch(ClientState& client) {
+    client.watching = false;
     watched.UnwatchAll(client.id);
   }
 

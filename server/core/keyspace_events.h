@@ -25,8 +25,8 @@ class KeyspaceEvents {
       : config_(config), pubsub_(pubsub), watched_(watched) {}
 
   // Publishes `event` about `key` if class `cls` (config::NotifyClass) is enabled. Costs three
-  // atomic loads when notifications are off or nobody subscribes and nobody WATCHes a key.
-  // Every command reports here each change it makes to a key, so an event of a class other than
+  // atomic loads while nobody subscribes and nobody WATCHes a key. Every command reports here
+  // each change it makes to a key, after the store made it, so an event of a class other than
   // keymiss, expired and evicted (which report no command's change) also touches the key's
   // WATCHers, whatever notify-keyspace-events says.
   void Notify(uint32_t cls, std::string_view event, std::string_view key);

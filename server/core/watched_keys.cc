@@ -8,6 +8,7 @@ void WatchedKeys::Watch(uint64_t client, std::string_view key, Store& store) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ClientWatches& mine = clients_[client];
+    if (mine.touched) return;  // EXEC fails whatever else is watched (as Redis's WATCH)
     for (const Watched& w : mine.keys) {
       if (w.key == key) return;
     }
@@ -32,19 +33,15 @@ bool WatchedKeys::Changed(uint64_t client, Store& store) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto mine = clients_.find(client);
-    if (mine == clients_.end()) return false;
-    if (mine->second.touched) return true;
+    if (mine == clients_.end() || mine->second.touched) return true;
     keys = mine->second.keys;
   }
   return std::any_of(keys.begin(), keys.end(),
                      [&store](const Watched& w) { return store.Contains(w.key) != w.existed; });
 }
 
-void WatchedKeys::UnwatchAll(uint64_t client) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto mine = clients_.find(client);
-  if (mine == clients_.end()) return;
-  for (const Watched& w : mine->second.keys) {
+void WatchedKeys::DropKeys(uint64_t client, ClientWatches& mine) {
+  for (const Watched& w : mine.keys) {
     auto it = watchers_.find(w.key);
     if (it == watchers_.end()) continue;
     std::erase(it->second, client);
@@ -53,6 +50,14 @@ void WatchedKeys::UnwatchAll(uint64_t client) {
       keys_.fetch_sub(1);
     }
   }
+  mine.keys.clear();
+}
+
+void WatchedKeys::UnwatchAll(uint64_t client) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto mine = clients_.find(client);
+  if (mine == clients_.end()) return;
+  DropKeys(client, mine->second);
   clients_.erase(mine);
 }
 
@@ -61,14 +66,25 @@ void WatchedKeys::Touch(std::string_view key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = watchers_.find(key);
   if (it == watchers_.end()) return;
-  for (uint64_t client : it->second) {
-    if (auto mine = clients_.find(client); mine != clients_.end()) mine->second.touched = true;
+  const std::vector<uint64_t> watchers = it->second;  // DropKeys erases from it
+  for (uint64_t client : watchers) {
+    auto mine = clients_.find(client);
+    if (mine == clients_.end()) continue;
+    mine->second.touched = true;
+    DropKeys(client, mine->second);  // nothing more can change EXEC's answer
   }
+}
+
+bool WatchedKeys::Touched(uint64_t client) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto mine = clients_.find(client);
+  return mine != clients_.end() && mine->second.touched;
 }
 
 size_t WatchedKeys::clients() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return clients_.size();
+  return static_cast<size_t>(std::count_if(clients_.begin(), clients_.end(),
+                                           [](const auto& c) { return !c.second.keys.empty(); }));
 }
 
 }  // namespace larder::server

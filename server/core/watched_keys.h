@@ -10,9 +10,15 @@
 // fails the transaction, as in Redis, where an expiry or eviction after WATCH does too, while
 // a key that had already expired when it was watched and is then removed does not.
 //
+// Once a watched key is touched, the client watches nothing more (as Redis 7 drops a dirty
+// client's watches): its EXEC will fail whatever else happens, until EXEC, DISCARD, UNWATCH or
+// RESET forget it.
+//
 // Thread-safe. Everything is kept here by client id, under one mutex (a leaf: nothing else is
 // locked while it is held), so that a connection closing on its io thread may forget a client
 // whose EXEC runs on a pool thread. Touch costs one atomic load while nobody watches anything.
+// It relies on two rules: a command reports a change (Notify) after the store made it, and the
+// store's own index lock orders a change and an existence check of the same key.
 #pragma once
 
 #include <atomic>
@@ -32,17 +38,22 @@ namespace larder::server {
 class WatchedKeys {
  public:
   // `client` watches `key` from now on; a key it already watches is left as it is (its state
-  // when first watched counts). Asks `store` whether the key exists, with no lock held.
+  // when first watched counts), and so is a client already touched. Asks `store` whether the
+  // key exists, with no lock held.
   void Watch(uint64_t client, std::string_view key, Store& store);
   // Whether a key `client` watches changed since it was watched: a command changed it, or it
-  // existed then and does not now. Call it where no command can change a key meanwhile (EXEC
-  // holds the server lock exclusively).
+  // existed then and does not now. Call it only for a client that watched (a client forgotten
+  // meanwhile, its connection closed under its EXEC, counts as changed), and where no command
+  // can change a key meanwhile (EXEC holds the server lock exclusively).
   bool Changed(uint64_t client, Store& store);
   // Forgets the client's watches: EXEC (whatever it answered), DISCARD, UNWATCH, RESET, and a
   // closed connection.
   void UnwatchAll(uint64_t client);
   // A command changed `key`: every client watching it will see Changed.
   void Touch(std::string_view key);
+
+  // Whether a key `client` watched was touched (CLIENT LIST's flag d).
+  bool Touched(uint64_t client) const;
 
   // Keys watched by at least one client, and clients watching at least one key.
   size_t keys() const { return keys_.load(); }
@@ -57,6 +68,8 @@ class WatchedKeys {
     std::vector<Watched> keys;
     bool touched = false;
   };
+  // Removes the client's keys from watchers_ (mu_ held).
+  void DropKeys(uint64_t client, ClientWatches& mine);
   // Finds a std::string key by a std::string_view, with no copy.
   struct KeyHash {
     using is_transparent = void;

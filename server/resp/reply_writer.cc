@@ -194,23 +194,23 @@ bool ReplyWriter::set_protocol(int version) {
 }
 
 void ReplyWriter::Header(char type, int64_t value) {
-  char* out = queue_.PrepareAppend(kMaxHeader);
+  char* out = sink().PrepareAppend(kMaxHeader);
   char* p = out;
   *p++ = type;
   p = std::to_chars(p, out + kMaxHeader, value).ptr;
   *p++ = '\r';
   *p++ = '\n';
-  queue_.CommitAppend(static_cast<size_t>(p - out));
+  sink().CommitAppend(static_cast<size_t>(p - out));
 }
 
 void ReplyWriter::Line(char type, std::string_view text) {
-  char* out = queue_.PrepareAppend(text.size() + 3);
+  char* out = sink().PrepareAppend(text.size() + 3);
   out[0] = type;
   std::replace_copy_if(
       text.begin(), text.end(), out + 1, [](char c) { return c == '\r' || c == '\n'; }, ' ');
   out[text.size() + 1] = '\r';
   out[text.size() + 2] = '\n';
-  queue_.CommitAppend(text.size() + 3);
+  sink().CommitAppend(text.size() + 3);
 }
 
 void ReplyWriter::SimpleString(std::string_view text) {
@@ -231,12 +231,12 @@ void ReplyWriter::Double(double value) {
   char text[kMaxDouble];
   const size_t len = FormatDouble(value, text);
   if (resp3_) {
-    char* out = queue_.PrepareAppend(len + 3);
+    char* out = sink().PrepareAppend(len + 3);
     out[0] = ',';
     std::memcpy(out + 1, text, len);
     out[len + 1] = '\r';
     out[len + 2] = '\n';
-    queue_.CommitAppend(len + 3);
+    sink().CommitAppend(len + 3);
   } else {
     BulkString(std::string_view(text, len));
   }
@@ -245,7 +245,7 @@ void ReplyWriter::Double(double value) {
 void ReplyWriter::BulkString(std::string_view bytes) {
   if (bytes.size() + kMaxHeader + 2 <= OutputQueue::kBlockSize) {
     // Header, body and trailer contiguously with one room check.
-    char* out = queue_.PrepareAppend(bytes.size() + kMaxHeader + 2);
+    char* out = sink().PrepareAppend(bytes.size() + kMaxHeader + 2);
     char* p = out;
     *p++ = '$';
     p = std::to_chars(p, out + kMaxHeader, bytes.size()).ptr;
@@ -255,12 +255,12 @@ void ReplyWriter::BulkString(std::string_view bytes) {
     p += bytes.size();
     *p++ = '\r';
     *p++ = '\n';
-    queue_.CommitAppend(static_cast<size_t>(p - out));
+    sink().CommitAppend(static_cast<size_t>(p - out));
     CheckLimit();
     return;
   }
   BulkBegin(bytes.size());
-  queue_.Append(bytes);
+  sink().Append(bytes);
   BulkEnd();
 }
 
@@ -288,23 +288,23 @@ void ReplyWriter::BulkExternal(const char* p, size_t n, std::shared_ptr<void> ke
 void ReplyWriter::BulkFile(int fd, uint64_t offset, size_t n,
                            std::shared_ptr<const void> keepalive) {
   BulkBegin(n);
-  queue_.AppendFile(fd, offset, n, std::move(keepalive));
+  sink().AppendFile(fd, offset, n, std::move(keepalive));
   BulkEnd();
 }
 
 void ReplyWriter::Null() {
-  queue_.Append(resp3_ ? std::string_view("_\r\n") : "$-1\r\n");
+  sink().Append(resp3_ ? std::string_view("_\r\n") : "$-1\r\n");
 }
 
 void ReplyWriter::NullArray() {
-  queue_.Append(resp3_ ? std::string_view("_\r\n") : "*-1\r\n");
+  sink().Append(resp3_ ? std::string_view("_\r\n") : "*-1\r\n");
 }
 
 void ReplyWriter::Boolean(bool value) {
   if (resp3_) {
-    queue_.Append(value ? std::string_view("#t\r\n") : "#f\r\n");
+    sink().Append(value ? std::string_view("#t\r\n") : "#f\r\n");
   } else {
-    queue_.Append(value ? std::string_view(":1\r\n") : ":0\r\n");
+    sink().Append(value ? std::string_view(":1\r\n") : ":0\r\n");
   }
 }
 
@@ -335,12 +335,12 @@ void ReplyWriter::Verbatim(std::string_view format, std::string_view text) {
   }
   if (format.size() != 3) format = "txt";
   Header('=', static_cast<int64_t>(text.size() + 4));
-  char* out = queue_.PrepareAppend(4);
+  char* out = sink().PrepareAppend(4);
   std::memcpy(out, format.data(), 3);
   out[3] = ':';
-  queue_.CommitAppend(4);
-  queue_.Append(text);
-  queue_.Append("\r\n");
+  sink().CommitAppend(4);
+  sink().Append(text);
+  sink().Append("\r\n");
 }
 
 std::string BulkArrayFrame(std::initializer_list<std::string_view> items) {

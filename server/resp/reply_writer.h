@@ -140,10 +140,10 @@ class ReplyWriter {
   // Flush() may send part of it, and if the rest cannot follow, AbandonReply().
   void BulkBegin(size_t n) { Header('$', static_cast<int64_t>(n)); }
   void BulkPart(const char* p, size_t n, std::shared_ptr<void> keepalive) {
-    queue_.AppendExternal(p, n, std::move(keepalive));
+    sink().AppendExternal(p, n, std::move(keepalive));
   }
   void BulkEnd() {
-    queue_.Append("\r\n");
+    sink().Append("\r\n");
     CheckLimit();
   }
   void Null();                 // RESP2 $-1, RESP3 _
@@ -158,7 +158,28 @@ class ReplyWriter {
   // three bytes (e.g. "txt", "mkd"); anything else is sent as "txt".
   void Verbatim(std::string_view format, std::string_view text);
   // Appends pre-encoded protocol bytes as is.
-  void Raw(std::string_view bytes) { queue_.Append(bytes); }
+  void Raw(std::string_view bytes) { sink().Append(bytes); }
+
+  // CLIENT REPLY OFF or SKIP: while dropping, replies are not queued (an error reply is still
+  // counted and told to the listener), except what is written in a PushScope. Turning it off
+  // frees what was dropped (values it referenced).
+  void set_dropping(bool on) {
+    dropping_ = on;
+    if (!on) dropped_.Clear();
+  }
+  // While alive, what `w` writes is a push (a Pub/Sub confirmation), queued even while
+  // dropping: Redis sends pushes whatever CLIENT REPLY says.
+  class PushScope {
+   public:
+    explicit PushScope(ReplyWriter& w) : w_(w), was_(w.pushing_) { w.pushing_ = true; }
+    ~PushScope() { w_.pushing_ = was_; }
+    PushScope(const PushScope&) = delete;
+    PushScope& operator=(const PushScope&) = delete;
+
+   private:
+    ReplyWriter& w_;
+    bool was_;
+  };
 
   // Sends what a transport takes of a queue now, without waiting for it.
   class Flusher {
@@ -199,8 +220,13 @@ class ReplyWriter {
   void CheckLimit() {
     if (limit_ > 0 && queue_.bytes() > limit_) limit_exceeded_ = abandoned_ = true;
   }
+  // Where a reply goes: the queue, or while dropping (and not pushing) nowhere.
+  OutputQueue& sink() { return dropping_ && !pushing_ ? dropped_ : queue_; }
 
   OutputQueue queue_;
+  OutputQueue dropped_;  // what is written while dropping, freed when dropping ends
+  bool dropping_ = false;
+  bool pushing_ = false;
   bool resp3_ = false;
   uint64_t errors_ = 0;
   ErrorReplyListener* error_listener_ = nullptr;

@@ -31,7 +31,7 @@ TEST(CommandTable, RowsAreConsistent) {
       EXPECT_FALSE(spec.Has(kFast)) << spec.name;
     }
     // Writes and reads are told apart for every command that touches keys.
-    if (spec.keys.first != 0 && !spec.Has(kRunsInMulti)) {  // WATCH neither reads nor writes
+    if (spec.keys.first != 0 && !spec.Has(kRunsInMulti)) {  // WATCH neither reads values nor writes
       EXPECT_NE(spec.Has(kWrite), spec.Has(kReadonly)) << spec.name;
     }
   }

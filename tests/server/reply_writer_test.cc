@@ -224,6 +224,28 @@ TEST(ReplyWriterTest, BulkMoveReferencesTheMovedBuffer) {
   EXPECT_EQ(Pending(w.queue()), "$1048576\r\n" + copy + "\r\n");
 }
 
+TEST(ReplyWriterTest, DroppingQueuesOnlyPushesAndFreesWhatItDropped) {
+  ReplyWriter w;
+  w.SimpleString("before");
+  w.set_dropping(true);
+  auto value = std::make_shared<std::string>(1 << 20, 'v');
+  w.BulkExternal(value->data(), value->size(), value);
+  w.Error("ERR dropped");
+  {
+    ReplyWriter::PushScope push(w);
+    w.PushHeader(1);
+    w.BulkString("pushed");
+  }
+  w.Integer(7);
+  EXPECT_EQ(Pending(w.queue()), "+before\r\n*1\r\n$6\r\npushed\r\n");
+  EXPECT_EQ(w.errors(), 1u);  // counted, as Redis counts an error it does not send
+  EXPECT_GT(value.use_count(), 1);
+  w.set_dropping(false);
+  EXPECT_EQ(value.use_count(), 1);  // the dropped reference is gone
+  w.Integer(8);
+  EXPECT_EQ(Pending(w.queue()), "+before\r\n*1\r\n$6\r\npushed\r\n:8\r\n");
+}
+
 TEST(OutputQueueTest, CoalescesAndDrainsInPieces) {
   ReplyWriter w;
   OutputQueue& q = w.queue();
