@@ -103,8 +103,21 @@ void Docs(Ctx& ctx) {
   }
 }
 
-// The flag words of the key at argv position `i` of `call` (the command at 0). SET's depend on
-// its arguments, as Redis's setGetKeys decides them: with GET it reads the old value too.
+// Whether a BITFIELD call writes: a SET or INCRBY among its operations, walked as Redis's
+// bitfieldGetKeys walks them.
+bool BitFieldWrites(std::span<const std::string> call) {
+  for (size_t j = 2; j < call.size();) {
+    const std::string op = ToLower(call[j]);
+    if (op == "set" || op == "incrby") return true;
+    if (op != "get" && op != "overflow") return false;
+    j += op == "get" ? 3 : 2;
+  }
+  return false;
+}
+
+// The flag words of the key at argv position `i` of `call` (the command at 0). SET's and
+// BITFIELD's depend on their arguments, as Redis's setGetKeys and bitfieldGetKeys decide them:
+// SET with GET reads the old value too, and BITFIELD with no SET or INCRBY only reads.
 std::vector<std::string_view> FlagsOfKey(const CommandSpec& spec, std::span<const std::string> call,
                                          size_t i) {
   if (spec.name == "set") {
@@ -112,6 +125,7 @@ std::vector<std::string_view> FlagsOfKey(const CommandSpec& spec, std::span<cons
       if (EqualsNoCase(call[a], "get")) return {"RW", "access", "update"};
     }
   }
+  if (spec.name == "bitfield" && !BitFieldWrites(call)) return {"RO", "access"};
   return KeyFlagWords(spec.keys, i == static_cast<size_t>(spec.keys.first));
 }
 

@@ -14,7 +14,7 @@ constexpr CommandFamily (*kFamilies[])() = {
     ConnectionCommands, ClientCommands,   StringCommands,        KeyCommands,
     ServerCommands,     InfoCommands,     IntrospectionCommands, TransactionCommands,
     LarderCommands,     PubSubCommands,   DiagnosticsCommands,   MigrationCommands,
-    ClusterCommands,    ClusterXCommands,
+    ClusterCommands,    ClusterXCommands, BitCommands,
 };
 
 // Keys have flags of known words, each key (the first one's and the others'), and no keys none.

@@ -12,6 +12,7 @@ namespace larder::server {
 std::span<const CommandRow> ConnectionCommands();     // connection_cmds.cc
 std::span<const CommandRow> ClientCommands();         // client_cmds.cc
 std::span<const CommandRow> StringCommands();         // string_cmds.cc
+std::span<const CommandRow> BitCommands();            // bit_cmds.cc
 std::span<const CommandRow> KeyCommands();            // key_cmds.cc
 std::span<const CommandRow> ServerCommands();         // server_cmds.cc
 std::span<const CommandRow> InfoCommands();           // info_cmds.cc

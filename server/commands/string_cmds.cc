@@ -11,42 +11,13 @@
 #include "commands/expiry.h"
 #include "commands/families.h"
 #include "commands/lcs.h"
+#include "commands/string_value.h"
 #include "commands/util.h"
 #include "commands/value_reply.h"
 
 namespace larder::server {
 
 namespace {
-
-// Reads `key` as a full string; false (and an error reply) on engine failure. A miss sets
-// *found = false.
-bool ReadString(Ctx& ctx, std::string_view key, std::string* out, bool* found) {
-  auto r = ctx.store().Get(key);
-  if (r.ok()) {
-    out->assign(r->data(), r->size());
-    *found = true;
-    return true;
-  }
-  *found = false;
-  out->clear();
-  if (r.status().IsNotFound()) return true;
-  ReplyStatus(ctx, r.status());
-  return false;
-}
-
-// Writes `value` to `key`, keeping its expiry, and notifies string event `event`; false (after
-// replying the error) on failure.
-bool PutKeepingTtl(Ctx& ctx, std::string_view key, std::string_view value, std::string_view event) {
-  PutOptions po = ctx.WriteOptions();
-  po.keep_ttl = true;
-  Status s = ctx.store().Put(key, value, po);
-  if (!s.ok()) {
-    ReplyStatus(ctx, s);
-    return false;
-  }
-  ctx.core.events.Notify(kNotifyString, event, key);
-  return true;
-}
 
 // A value was set (SET, SETEX, MSET, ...): the set event, and expire when it got an expiry;
 // an expiry already past also removed the key (the engine writes nothing), announced as
@@ -292,24 +263,11 @@ void GetRange(Ctx& ctx) {
   if (!ArgInt64(ctx, ctx.argv[2], &start) || !ArgInt64(ctx, ctx.argv[3], &end)) return;
   auto r = ctx.store().Get(ctx.argv[1]);
   if (!r.ok() && !r.status().IsNotFound()) return ReplyStatus(ctx, r.status());
-  int64_t len = r.ok() ? static_cast<int64_t>(r->size()) : 0;
+  const int64_t len = r.ok() ? static_cast<int64_t>(r->size()) : 0;
   if (start < 0 && end < 0 && start > end) return ctx.w.BulkString("");
-  if (start < 0) start = len + start;
-  if (end < 0) end = len + end;
-  if (start < 0) start = 0;
-  if (end < 0) end = 0;
-  if (end >= len) end = len - 1;
-  if (len == 0 || start > end) return ctx.w.BulkString("");
-  ctx.w.BulkString(
-      r->view().substr(static_cast<size_t>(start), static_cast<size_t>(end - start + 1)));
-}
-
-// Redis's checkStringLength: false (after the error reply) when a string the command would
-// make is longer than proto-max-bulk-len.
-bool WithinBulkLimit(Ctx& ctx, uint64_t bytes) {
-  if (bytes <= ctx.core.config.snapshot()->proto_max_bulk_len) return true;
-  ctx.w.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
-  return false;
+  const std::optional<IndexRange> range = ClampRange(start, end, len);
+  if (!range) return ctx.w.BulkString("");
+  ctx.w.BulkString(r->view().substr(range->first, range->last - range->first + 1));
 }
 
 void Append(Ctx& ctx) {

@@ -1,7 +1,8 @@
 """larder-server and Redis 7 given the same random commands of the string and keyspace family,
 reply for reply (a differential test): a few keys, values that are integers, floats, text or
-binary, every option of SET, GETEX, EXPIRE and their errors, transactions (and WATCH, which
-the connection's own writes make fail), over RESP2 and RESP3. The two servers' replies must be
+binary, every option of SET, GETEX, EXPIRE and their errors, the bitmap commands (GETBIT,
+SETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD), transactions (and WATCH, which the connection's
+own writes make fail), over RESP2 and RESP3. The two servers' replies must be
 byte for byte the same, but for a TTL's remaining time (the two servers read the clock a moment
 apart). Every 500 commands the two keyspaces must hold the same keys and values, and the
 keyspace events (`notify-keyspace-events KEA`) a subscriber received from each must be the
@@ -33,6 +34,10 @@ OFFSETS = ["0", "1", "2", "-1", "-3", "5", "-100", "100", "1000", "abc", "922337
 BAD_SECONDS = ["0", "-1", "abc", "9223372036854775807"]
 UNIX_SECONDS = ["4102444800", "4102444801", "1", "abc"]  # 2100-01-01, and long past
 EXPIRE_FLAGS = [[], ["NX"], ["XX"], ["GT"], ["LT"], ["NX", "XX"], ["GT", "LT"], ["FOO"]]
+BIT_OFFSETS = ["0", "1", "7", "8", "13", "64", "300", "2000", "-1", "abc", "#1", "4294967296"]
+FIELD_TYPES = ["i1", "i5", "i8", "i16", "i32", "i63", "i64", "u1", "u7", "u8", "u16", "u63",
+               "u64", "I8", "i0", "x8"]
+FIELD_OFFSETS = ["0", "1", "3", "7", "13", "100", "#0", "#1", "#5", "-1", "x"]
 # Commands whose reply is a remaining or absolute time: compared to within the slack below.
 TIMED = {"TTL": 2, "PTTL": 2000, "EXPIRETIME": 2, "PEXPIRETIME": 2000}
 
@@ -66,6 +71,33 @@ def set_options(rng):
     if rng.random() < 0.1:
         rng.shuffle(options)  # in another order, as clients may send them
     return options
+
+
+def bit_range(rng, units=("BYTE", "BIT", "bit", "FOO")):
+    """BITCOUNT's and BITPOS's optional range: start, end and unit, each drawn or left out."""
+    r = rng.random()
+    if r < 0.3:
+        return []
+    start, end = rng.choice(OFFSETS), rng.choice(OFFSETS)
+    if r < 0.4:
+        return [start]
+    return [start, end] + ([rng.choice(units)] if r > 0.7 else [])
+
+
+def bitfield_ops(rng, read_only):
+    ops = []
+    for _ in range(rng.randint(0, 4)):
+        kind = "GET" if read_only and rng.random() < 0.9 else rng.choice(
+            ["GET", "SET", "INCRBY", "OVERFLOW", "set", "BOGUS"])
+        if kind.upper() == "OVERFLOW":
+            ops += [kind, rng.choice(["WRAP", "SAT", "FAIL", "fail", "NONE"])]
+            continue
+        ops += [kind, rng.choice(FIELD_TYPES), rng.choice(FIELD_OFFSETS)]
+        if kind.upper() in ("SET", "INCRBY"):
+            ops.append(rng.choice(INTEGERS))
+    if rng.random() < 0.05:
+        ops = ops[:-1]  # an operation short of an argument
+    return ops
 
 
 def random_command(rng):
@@ -113,6 +145,15 @@ def random_command(rng):
         lambda: ["DISCARD"],
         lambda: ["WATCH"] + rng.sample(KEYS, rng.randint(1, 2)),
         lambda: ["UNWATCH"],
+        lambda: ["GETBIT", k, rng.choice(BIT_OFFSETS)],
+        lambda: ["SETBIT", k, rng.choice(BIT_OFFSETS[:8]), rng.choice(["0", "1", "1", "2", "01"])],
+        lambda: ["SETBIT", k, rng.choice(BIT_OFFSETS), "1"],
+        lambda: ["BITCOUNT", k] + bit_range(rng),
+        lambda: ["BITPOS", k, rng.choice(["0", "1", "0", "1", "2", "x"])] + bit_range(rng),
+        lambda: ["BITOP", rng.choice(["AND", "OR", "XOR", "NOT", "and", "FOO"]), k2]
+        + rng.sample(KEYS, rng.randint(1, 3)),
+        lambda: ["BITFIELD", k] + bitfield_ops(rng, False),
+        lambda: ["BITFIELD_RO", k] + bitfield_ops(rng, True),
     ]
     return rng.choice(makers)()
 

@@ -110,7 +110,11 @@ KEYED_CALLS = [
     ["TTL", "k"], ["PTTL", "k"], ["EXPIRETIME", "k"], ["PEXPIRETIME", "k"], ["PERSIST", "k"],
     ["TOUCH", "a", "b"], ["RENAME", "a", "b"], ["RENAMENX", "a", "b"], ["OBJECT", "ENCODING", "k"],
     ["OBJECT", "FREQ", "k"], ["MEMORY", "USAGE", "k"], ["COPY", "a", "b"], ["DUMP", "k"],
-    ["RESTORE", "k", "0", "x"], ["WATCH", "a", "b"], ["MOVE", "k", "0"]]
+    ["RESTORE", "k", "0", "x"], ["WATCH", "a", "b"], ["MOVE", "k", "0"], ["GETBIT", "k", "0"],
+    ["SETBIT", "k", "0", "1"], ["BITCOUNT", "k"], ["BITPOS", "k", "1"],
+    ["BITOP", "AND", "d", "a", "b"], ["BITFIELD", "k", "GET", "i8", "0"],
+    ["BITFIELD", "k", "OVERFLOW", "SAT", "GET", "i8", "0", "incrby", "u2", "0", "1"],
+    ["BITFIELD_RO", "k", "GET", "i8", "0"]]
 
 # Sequences whose every reply must match, run in RESP2 and in RESP3 on keys of their own.
 FAMILY_SEQUENCES = {

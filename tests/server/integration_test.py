@@ -7,6 +7,7 @@ import unittest
 
 from server_harness import ServerProcess, SharedServerCase, encode, wait_for
 from integration_robustness import *  # noqa: F401,F403 (more TestCases)
+from integration_bitmap import *  # noqa: F401,F403
 from integration_client_io import *  # noqa: F401,F403
 from integration_client_reply import *  # noqa: F401,F403
 from integration_data_path import *  # noqa: F401,F403
