@@ -4,9 +4,11 @@
 // whole value and writes it back (commands/string_value.h) under the exclusive server lock.
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <optional>
 #include <vector>
 
+#include "commands/bitfield_keys.h"
 #include "commands/families.h"
 #include "commands/string_value.h"
 #include "commands/util.h"
@@ -49,23 +51,25 @@ void SetBitAt(std::string& s, uint64_t bit, int on) {
   byte = on ? (byte | mask) : (byte & ~mask);
 }
 
-// Grows `s` with zero bytes to hold `bit`.
-void Reach(std::string& s, uint64_t bit) {
-  if (s.size() <= bit >> 3) s.resize((bit >> 3) + 1, '\0');
-}
-
-// Reads `key` for a read command: its value, or the empty string if it is missing. False after
-// the error reply.
-bool ReadOrEmpty(Ctx& ctx, std::string_view key, std::string* out) {
-  bool found;
-  return ReadString(ctx, key, out, &found);
+// Grows `s` with zero bytes to hold `bit`, once the store said a value of that size may be
+// written (a size it refuses is answered before anything is allocated). False after the error
+// reply.
+bool GrowTo(Ctx& ctx, std::string& s, uint64_t bit) {
+  const uint64_t bytes = (bit >> 3) + 1;
+  if (s.size() >= bytes) return true;
+  if (Status st = ctx.store().CheckPut(ctx.argv[1], bytes); !st.ok()) {
+    ReplyStatus(ctx, st);
+    return false;
+  }
+  s.resize(bytes, '\0');
+  return true;
 }
 
 void GetBit(Ctx& ctx) {
   uint64_t bit;
   if (!ArgBitOffset(ctx, ctx.argv[2], 0, &bit)) return;
-  std::string value;
-  if (ReadOrEmpty(ctx, ctx.argv[1], &value)) ctx.w.Integer(BitAt(value, bit));
+  std::optional<Value> value;
+  if (ReadValue(ctx, ctx.argv[1], &value)) ctx.w.Integer(value ? BitAt(value->view(), bit) : 0);
 }
 
 void SetBit(Ctx& ctx) {
@@ -79,7 +83,7 @@ void SetBit(Ctx& ctx) {
   bool found;
   if (!ReadString(ctx, ctx.argv[1], &value, &found)) return;
   const size_t size_before = value.size();
-  Reach(value, bit);
+  if (!GrowTo(ctx, value, bit)) return;
   const int old = BitAt(value, bit);
   // As Redis: a value created, grown or changed is written (and announced), else nothing.
   if (found && value.size() == size_before && old == on) return ctx.w.Integer(old);
@@ -108,19 +112,26 @@ bool ArgRangeUnit(Ctx& ctx, std::string_view arg, bool* in_bits) {
 uint64_t CountOnes(std::string_view s, BitRange r) {
   uint64_t n = 0;
   uint64_t bit = r.first;
-  for (; bit <= r.last && (bit & 7) != 0; ++bit) n += BitAt(s, bit);
-  for (; bit + 7 <= r.last; bit += 8) n += std::popcount(static_cast<unsigned char>(s[bit >> 3]));
-  for (; bit <= r.last; ++bit) n += BitAt(s, bit);
+  for (; bit <= r.last && (bit & 7) != 0; ++bit) n += BitAt(s, bit);  // to a byte's start
+  uint64_t byte = bit >> 3;
+  const uint64_t whole_end = (r.last + 1) >> 3;  // bytes [byte, whole_end) are wholly in r
+  for (; byte + 8 <= whole_end; byte += 8) {
+    uint64_t word;
+    std::memcpy(&word, s.data() + byte, sizeof word);
+    n += std::popcount(word);
+  }
+  for (; byte < whole_end; ++byte) n += std::popcount(static_cast<unsigned char>(s[byte]));
+  for (bit = std::max(bit, whole_end * 8); bit <= r.last; ++bit) n += BitAt(s, bit);
   return n;
 }
 
 // BITCOUNT key [start end [BYTE|BIT]]: as Redis 7.0, a missing key answers 0 before the range
 // is read.
 void BitCount(Ctx& ctx) {
-  std::string value;
-  bool found;
-  if (!ReadString(ctx, ctx.argv[1], &value, &found)) return;
-  if (!found) return ctx.w.Integer(0);
+  std::optional<Value> stored;
+  if (!ReadValue(ctx, ctx.argv[1], &stored)) return;
+  if (!stored) return ctx.w.Integer(0);
+  const std::string_view value = stored->view();
   int64_t start = 0, end = -1;
   bool in_bits = false;
   if (ctx.argc() != 2) {
@@ -134,12 +145,20 @@ void BitCount(Ctx& ctx) {
   ctx.w.Integer(range ? static_cast<int64_t>(CountOnes(value, *range)) : 0);
 }
 
-// The first bit equal to `bit` in `r`, or nullopt.
+// The first bit equal to `bit` in `r`, or nullopt; whole bytes and words with none skipped.
 std::optional<uint64_t> FirstBit(std::string_view s, int bit, BitRange r) {
-  const unsigned char skip = bit ? 0x00 : 0xFF;  // a byte with no such bit
+  const uint64_t none = bit ? 0 : ~uint64_t{0};  // a word with no such bit
   uint64_t i = r.first;
   while (i <= r.last) {
-    if ((i & 7) == 0 && i + 7 <= r.last && static_cast<unsigned char>(s[i >> 3]) == skip) {
+    if ((i & 7) == 0 && i + 63 <= r.last) {
+      uint64_t word;
+      std::memcpy(&word, s.data() + (i >> 3), sizeof word);
+      if (word == none) {
+        i += 64;
+        continue;
+      }
+    }
+    if ((i & 7) == 0 && i + 7 <= r.last && static_cast<unsigned char>(s[i >> 3]) == (none & 0xFF)) {
       i += 8;
       continue;
     }
@@ -156,10 +175,10 @@ void BitPos(Ctx& ctx) {
   int64_t bit;
   if (!ArgInt64(ctx, ctx.argv[2], &bit)) return;
   if (bit != 0 && bit != 1) return ctx.w.Error("ERR The bit argument must be 1 or 0.");
-  std::string value;
-  bool found;
-  if (!ReadString(ctx, ctx.argv[1], &value, &found)) return;
-  if (!found) return ctx.w.Integer(bit ? -1 : 0);
+  std::optional<Value> stored;
+  if (!ReadValue(ctx, ctx.argv[1], &stored)) return;
+  if (!stored) return ctx.w.Integer(bit ? -1 : 0);
+  const std::string_view value = stored->view();
   if (ctx.argc() > 6) return ctx.w.Error(kErrSyntax);
   int64_t start = 0, end = -1;
   bool in_bits = false;
@@ -176,33 +195,55 @@ void BitPos(Ctx& ctx) {
   ctx.w.Integer(past_the_end ? static_cast<int64_t>((range->last / 8 + 1) * 8) : -1);
 }
 
+enum class BitOpKind { kAnd, kOr, kXor, kNot };
+
+std::optional<BitOpKind> BitOpOf(std::string_view name) {
+  if (EqualsNoCase(name, "and")) return BitOpKind::kAnd;
+  if (EqualsNoCase(name, "or")) return BitOpKind::kOr;
+  if (EqualsNoCase(name, "xor")) return BitOpKind::kXor;
+  if (EqualsNoCase(name, "not")) return BitOpKind::kNot;
+  return std::nullopt;
+}
+
+// `op` over `sources`, each padded with zero bytes to the longest.
+std::string Combine(BitOpKind op, const std::vector<std::string_view>& sources) {
+  size_t longest = 0;
+  for (std::string_view s : sources) longest = std::max(longest, s.size());
+  std::string out(sources[0]);
+  out.resize(longest, '\0');
+  char* o = out.data();
+  for (size_t i = 1; i < sources.size(); ++i) {
+    const std::string_view s = sources[i];
+    if (op == BitOpKind::kAnd) {
+      for (size_t b = 0; b < s.size(); ++b) o[b] = static_cast<char>(o[b] & s[b]);
+      std::fill(o + s.size(), o + longest, '\0');
+    } else if (op == BitOpKind::kOr) {
+      for (size_t b = 0; b < s.size(); ++b) o[b] = static_cast<char>(o[b] | s[b]);
+    } else {
+      for (size_t b = 0; b < s.size(); ++b) o[b] = static_cast<char>(o[b] ^ s[b]);
+    }
+  }
+  if (op == BitOpKind::kNot) {
+    for (char& c : out) c = static_cast<char>(~c);
+  }
+  return out;
+}
+
 // BITOP AND|OR|XOR|NOT destkey key [key ...]: missing keys are empty, shorter values padded
 // with zero bytes; an empty result deletes destkey, as in Redis.
 void BitOp(Ctx& ctx) {
-  const std::string op = ToLower(ctx.argv[1]);
-  if (op != "and" && op != "or" && op != "xor" && op != "not") return ctx.w.Error(kErrSyntax);
-  if (op == "not" && ctx.argc() != 4) {
+  const std::optional<BitOpKind> op = BitOpOf(ctx.argv[1]);
+  if (!op) return ctx.w.Error(kErrSyntax);
+  if (op == BitOpKind::kNot && ctx.argc() != 4) {
     return ctx.w.Error("ERR BITOP NOT must be called with a single source key.");
   }
-  std::vector<std::string> sources(ctx.argc() - 3);
-  size_t longest = 0;
-  for (size_t i = 0; i < sources.size(); ++i) {
-    if (!ReadOrEmpty(ctx, ctx.argv[i + 3], &sources[i])) return;
-    longest = std::max(longest, sources[i].size());
+  std::vector<std::optional<Value>> stored(ctx.argc() - 3);
+  std::vector<std::string_view> sources;
+  for (size_t i = 0; i < stored.size(); ++i) {
+    if (!ReadValue(ctx, ctx.argv[i + 3], &stored[i])) return;
+    sources.push_back(stored[i] ? stored[i]->view() : std::string_view());
   }
-  std::string result(longest, '\0');
-  for (size_t b = 0; b < longest; ++b) {
-    auto byte = [&](const std::string& s) {
-      return b < s.size() ? static_cast<unsigned char>(s[b]) : 0u;
-    };
-    unsigned out = byte(sources[0]);
-    for (size_t i = 1; i < sources.size(); ++i) {
-      out = op == "and"  ? (out & byte(sources[i]))
-            : op == "or" ? (out | byte(sources[i]))
-                         : (out ^ byte(sources[i]));
-    }
-    result[b] = static_cast<char>(op == "not" ? ~out : out);
-  }
+  const std::string result = Combine(*op, sources);
   const std::string& dest = ctx.argv[2];
   if (result.empty()) {
     Status s = ctx.store().Delete(dest);
@@ -347,17 +388,28 @@ std::vector<std::optional<int64_t>> RunFieldOps(const std::vector<FieldOp>& ops,
 void RunBitField(Ctx& ctx, bool read_only) {
   std::vector<FieldOp> ops;
   if (!ParseFieldOps(ctx, &ops)) return;
-  const bool writes = std::any_of(ops.begin(), ops.end(),
-                                  [](const FieldOp& op) { return op.kind != FieldOp::kGet; });
+  uint64_t highest = 0;  // the last bit a write reaches
+  bool writes = false;
+  for (const FieldOp& op : ops) {
+    if (op.kind == FieldOp::kGet) continue;
+    writes = true;
+    highest = std::max(highest, op.offset + static_cast<uint64_t>(op.type.bits) - 1);
+  }
   if (writes && read_only) return ctx.w.Error("ERR BITFIELD_RO only supports the GET subcommand");
+  if (!writes) {  // read where the engine keeps the value
+    std::optional<Value> stored;
+    if (!ReadValue(ctx, ctx.argv[1], &stored)) return;
+    const std::string_view value = stored ? stored->view() : std::string_view();
+    ctx.w.ArrayHeader(ops.size());
+    for (const FieldOp& op : ops) ctx.w.Integer(ReadField(value, op.type, op.offset));
+    return;
+  }
   std::string value;
   bool found;
   if (!ReadString(ctx, ctx.argv[1], &value, &found)) return;
   const size_t size_before = value.size();
-  for (const FieldOp& op : ops) {
-    if (op.kind != FieldOp::kGet) Reach(value, op.offset + op.type.bits - 1);
-  }
-  const bool grown = writes && (!found || value.size() != size_before);
+  if (!GrowTo(ctx, value, highest)) return;
+  const bool grown = !found || value.size() != size_before;
   size_t changes = 0;
   const std::vector<std::optional<int64_t>> replies = RunFieldOps(ops, value, grown, &changes);
   if (changes > 0 || grown) {
@@ -370,6 +422,25 @@ void RunBitField(Ctx& ctx, bool read_only) {
 void BitField(Ctx& ctx) {
   RunBitField(ctx, false);
 }
+
+}  // namespace
+
+bool BitFieldWrites(std::span<const std::string> call) {
+  for (size_t i = 2; i < call.size(); ++i) {
+    const size_t left = call.size() - i - 1;
+    const std::string op = ToLower(call[i]);
+    if (op == "get" && left >= 2) {
+      i += 2;
+    } else if (op == "overflow" && left >= 1) {
+      i += 1;
+    } else {
+      return true;  // SET or INCRBY, or a syntax error, which Redis takes as a write too
+    }
+  }
+  return false;
+}
+
+namespace {
 
 void BitFieldRo(Ctx& ctx) {
   RunBitField(ctx, true);

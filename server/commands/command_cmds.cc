@@ -1,4 +1,5 @@
 // COMMAND and its subcommands: the command table as Redis reports its own.
+#include "commands/bitfield_keys.h"
 #include "commands/command_table.h"
 #include "commands/families.h"
 #include "commands/subcommands.h"
@@ -101,18 +102,6 @@ void Docs(Ctx& ctx) {
     ctx.w.BulkString(spec->name);
     ctx.w.MapHeader(0);
   }
-}
-
-// Whether a BITFIELD call writes: a SET or INCRBY among its operations, walked as Redis's
-// bitfieldGetKeys walks them.
-bool BitFieldWrites(std::span<const std::string> call) {
-  for (size_t j = 2; j < call.size();) {
-    const std::string op = ToLower(call[j]);
-    if (op == "set" || op == "incrby") return true;
-    if (op != "get" && op != "overflow") return false;
-    j += op == "get" ? 3 : 2;
-  }
-  return false;
 }
 
 // The flag words of the key at argv position `i` of `call` (the command at 0). SET's and

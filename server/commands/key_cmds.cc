@@ -10,6 +10,7 @@
 #include "commands/families.h"
 #include "commands/subcommands.h"
 #include "commands/util.h"
+#include "commands/value_reply.h"
 
 namespace larder::server {
 
@@ -49,6 +50,7 @@ int64_t RoundedTo(const TimeUnit& unit, int64_t ms) {
 template <const TimeUnit& unit>
 void Ttl(Ctx& ctx) {
   int64_t t = ctx.store().Ttl(ctx.argv[1]);
+  if (t == kTtlNoKey) NotifyKeyMiss(ctx, ctx.argv[1]);
   if (t < 0) return ctx.w.Integer(t);
   ctx.w.Integer(RoundedTo(unit, t));
 }
@@ -58,7 +60,10 @@ void Ttl(Ctx& ctx) {
 template <const TimeUnit& unit>
 void ExpireTime(Ctx& ctx) {
   auto info = ctx.store().Info(ctx.argv[1]);
-  if (!info.ok()) return ctx.w.Integer(-2);
+  if (!info.ok()) {
+    NotifyKeyMiss(ctx, ctx.argv[1]);
+    return ctx.w.Integer(-2);
+  }
   if (info->expire_at_ms == 0) return ctx.w.Integer(-1);
   ctx.w.Integer(RoundedTo(unit, info->expire_at_ms));
 }
@@ -128,11 +133,16 @@ void Del(Ctx& ctx) {
 }
 
 void Exists(Ctx& ctx) {
-  ctx.w.Integer(static_cast<int64_t>(ctx.store().Exists(KeysFrom(ctx, 1))));
+  const std::vector<std::string_view> keys = KeysFrom(ctx, 1);
+  const uint64_t n = ctx.store().Exists(keys);
+  NotifyKeyMisses(ctx, keys);
+  ctx.w.Integer(static_cast<int64_t>(n));
 }
 
 void Type(Ctx& ctx) {
-  ctx.w.SimpleString(ctx.store().Contains(ctx.argv[1]) ? "string" : "none");
+  const bool found = ctx.store().Contains(ctx.argv[1]);
+  if (!found) NotifyKeyMiss(ctx, ctx.argv[1]);
+  ctx.w.SimpleString(found ? "string" : "none");
 }
 
 void Persist(Ctx& ctx) {
@@ -146,7 +156,10 @@ void Persist(Ctx& ctx) {
 }
 
 void Touch(Ctx& ctx) {
-  ctx.w.Integer(static_cast<int64_t>(ctx.store().Touch(KeysFrom(ctx, 1))));
+  const std::vector<std::string_view> keys = KeysFrom(ctx, 1);
+  const uint64_t n = ctx.store().Touch(keys);
+  NotifyKeyMisses(ctx, keys);
+  ctx.w.Integer(static_cast<int64_t>(n));
 }
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]

@@ -4,6 +4,7 @@
 #include "commands/dump_payload.h"
 #include "commands/families.h"
 #include "commands/util.h"
+#include "commands/value_reply.h"
 
 namespace larder::server {
 
@@ -27,8 +28,9 @@ void Copy(Ctx& ctx) {
   if (src == dst) return ctx.w.Error(kErrSameObject);
   auto value = ctx.store().Get(src);
   if (!value.ok()) {
-    if (value.status().IsNotFound()) return ctx.w.Integer(0);
-    return ReplyStatus(ctx, value.status());
+    if (!value.status().IsNotFound()) return ReplyStatus(ctx, value.status());
+    NotifyKeyMiss(ctx, src);
+    return ctx.w.Integer(0);
   }
   auto info = ctx.store().Info(src);
   if (!info.ok()) return ctx.w.Integer(0);  // expired between the two reads
@@ -46,7 +48,7 @@ void Copy(Ctx& ctx) {
 void Dump(Ctx& ctx) {
   auto value = ctx.store().Get(ctx.argv[1]);
   if (!value.ok()) {
-    if (value.status().IsNotFound()) return ctx.w.Null();
+    if (value.status().IsNotFound()) return ReplyMiss(ctx, ctx.argv[1]);
     return ReplyStatus(ctx, value.status());
   }
   ctx.w.BulkMove(EncodeDumpPayload(value->view()));

@@ -60,6 +60,7 @@ void Set(Ctx& ctx) {
   std::optional<Result<Value>> old;
   if (get) old.emplace(ctx.store().Get(ctx.argv[1]));
   if (old && !old->ok() && !old->status().IsNotFound()) return ReplyStatus(ctx, old->status());
+  if (old && !old->ok()) NotifyKeyMiss(ctx, ctx.argv[1]);
   // The value's buffer goes to the engine as it arrived (no copy).
   Status s = ctx.store().PutOwned(ctx.argv[1], std::move(ctx.argv[2]), po);
   if (!s.ok() && !s.IsConditionNotMet()) return ReplyStatus(ctx, s);
@@ -77,6 +78,7 @@ void Set(Ctx& ctx) {
 void GetSet(Ctx& ctx) {
   auto old = ctx.store().Get(ctx.argv[1]);
   if (!old.ok() && !old.status().IsNotFound()) return ReplyStatus(ctx, old.status());
+  if (!old.ok()) NotifyKeyMiss(ctx, ctx.argv[1]);
   Status s = ctx.store().Put(ctx.argv[1], ctx.argv[2], ctx.WriteOptions());
   if (!s.ok()) return ReplyStatus(ctx, s);
   NotifySet(ctx, ctx.argv[1], PutOptions{});
@@ -111,7 +113,7 @@ void GetEx(Ctx& ctx) {
   if (!ParseStringOptions(ctx, 2, kGetExOptions, &opts)) return;
   auto r = ctx.store().Get(ctx.argv[1]);
   if (!r.ok()) {
-    if (r.status().IsNotFound()) return ctx.w.Null();
+    if (r.status().IsNotFound()) return ReplyMiss(ctx, ctx.argv[1]);
     return ReplyStatus(ctx, r.status());
   }
   int64_t at = 0;  // with PERSIST: no expiry
@@ -133,7 +135,7 @@ void GetEx(Ctx& ctx) {
 void GetDel(Ctx& ctx) {
   auto r = ctx.store().Get(ctx.argv[1]);
   if (!r.ok()) {
-    if (r.status().IsNotFound()) return ctx.w.Null();
+    if (r.status().IsNotFound()) return ReplyMiss(ctx, ctx.argv[1]);
     return ReplyStatus(ctx, r.status());
   }
   Status s = ctx.store().Delete(ctx.argv[1]);
@@ -255,15 +257,16 @@ void MSetNx(Ctx& ctx) {
 
 void StrLen(Ctx& ctx) {
   auto info = ctx.store().Info(ctx.argv[1]);
+  if (!info.ok()) NotifyKeyMiss(ctx, ctx.argv[1]);
   ctx.w.Integer(info.ok() ? static_cast<int64_t>(info->value_size) : 0);
 }
 
 void GetRange(Ctx& ctx) {
   int64_t start, end;
   if (!ArgInt64(ctx, ctx.argv[2], &start) || !ArgInt64(ctx, ctx.argv[3], &end)) return;
-  auto r = ctx.store().Get(ctx.argv[1]);
-  if (!r.ok() && !r.status().IsNotFound()) return ReplyStatus(ctx, r.status());
-  const int64_t len = r.ok() ? static_cast<int64_t>(r->size()) : 0;
+  std::optional<Value> r;
+  if (!ReadValue(ctx, ctx.argv[1], &r)) return;
+  const int64_t len = r ? static_cast<int64_t>(r->size()) : 0;
   if (start < 0 && end < 0 && start > end) return ctx.w.BulkString("");
   const std::optional<IndexRange> range = ClampRange(start, end, len);
   if (!range) return ctx.w.BulkString("");
@@ -418,10 +421,12 @@ void Lcs(Ctx& ctx) {
   LcsOptions o;
   if (!ParseLcsOptions(ctx, &o)) return;
   std::string a, b;
-  bool found;
-  if (!ReadString(ctx, ctx.argv[1], &a, &found) || !ReadString(ctx, ctx.argv[2], &b, &found)) {
+  bool found_a, found_b;
+  if (!ReadString(ctx, ctx.argv[1], &a, &found_a) || !ReadString(ctx, ctx.argv[2], &b, &found_b)) {
     return;
   }
+  if (!found_a) NotifyKeyMiss(ctx, ctx.argv[1]);
+  if (!found_b) NotifyKeyMiss(ctx, ctx.argv[2]);
   if (a.size() > kLcsMaxInputLen || b.size() > kLcsMaxInputLen) {
     return ctx.w.Error("ERR String too long for LCS");
   }

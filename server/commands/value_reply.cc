@@ -15,8 +15,19 @@ void ReplyValue(Ctx& ctx, Value value) {
   ctx.w.BulkExternal(pinned->data(), pinned->size(), pinned);
 }
 
-void ReplyMiss(Ctx& ctx, std::string_view key) {
+void NotifyKeyMiss(Ctx& ctx, std::string_view key) {
   ctx.core.events.Notify(kNotifyKeyMiss, "keymiss", key);
+}
+
+void NotifyKeyMisses(Ctx& ctx, const std::vector<std::string_view>& keys) {
+  if (!ctx.core.events.Publishing()) return;
+  for (std::string_view key : keys) {
+    if (!ctx.store().Contains(key)) NotifyKeyMiss(ctx, key);
+  }
+}
+
+void ReplyMiss(Ctx& ctx, std::string_view key) {
+  NotifyKeyMiss(ctx, key);
   ctx.w.Null();
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 #include "commands/util.h"
 
@@ -9,6 +10,14 @@ namespace larder::server {
 
 // Replies `value` without copying it (the reply holds the engine's buffer).
 void ReplyValue(Ctx& ctx, Value value);
+
+// A read found no `key`: the keymiss event (notify-keyspace-events class m), which Redis sends
+// for a read of a missing key by any command that looks it up for reading.
+void NotifyKeyMiss(Ctx& ctx, std::string_view key);
+
+// The keymiss event of each of `keys` that is missing, in order (EXISTS, TOUCH): looked up
+// one by one only while events are published.
+void NotifyKeyMisses(Ctx& ctx, const std::vector<std::string_view>& keys);
 
 // A read found no `key`: nil, and the keymiss event.
 void ReplyMiss(Ctx& ctx, std::string_view key);

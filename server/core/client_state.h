@@ -78,10 +78,13 @@ struct ClientState {
   }
   // CLIENT REPLY: OFF drops every reply (`reply_off`), SKIP the next command's
   // (`reply_skip_next`, which becomes `reply_skip` while that command runs: Dispatcher::Run).
+  // Session fields: the connection reads them between commands (a protocol error's reply).
   bool reply_off = false;
   bool reply_skip_next = false;
   bool reply_skip = false;
-  bool replies_dropped() const { return reply_off || reply_skip; }
+  // Whether the reply being written now is dropped (ReplyWriter::set_dropping): while OFF, in
+  // the command a SKIP applies to, and between commands when a SKIP waits for the next one.
+  bool replies_dropped() const { return reply_off || reply_skip || reply_skip_next; }
   bool close_after_reply = false;  // QUIT, SHUTDOWN, CLIENT KILL of oneself
   // Cluster mode: READONLY (reads served by a replica; CLIENT LIST's flag r), ASKING (the next
   // command may use a slot being imported), and the link a migration source imports a slot

@@ -50,7 +50,8 @@ class RequestExecutor {
   virtual Plan PlanOf(const ClientState& client, const std::vector<std::string>& argv,
                       Planner planner) const = 0;
   // Executes the request PlanOf planned for these very argv and client state (argv may be
-  // moved from) and writes exactly one reply to w.
+  // moved from) and writes exactly one reply to w, which drops it while CLIENT REPLY says so
+  // (ClientState::replies_dropped).
   virtual void Run(const Plan& plan, ClientState& client, std::vector<std::string>& argv,
                    resp::ReplyWriter& w) = 0;
 };

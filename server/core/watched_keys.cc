@@ -36,8 +36,11 @@ bool WatchedKeys::Changed(uint64_t client, Store& store) {
     if (mine == clients_.end() || mine->second.touched) return true;
     keys = mine->second.keys;
   }
+  // Only a key gone counts: one that appears was written by a command, which touched it, but
+  // for a BITFIELD whose writes FAIL refused (it creates the key unannounced, and Redis's EXEC
+  // runs then too).
   return std::any_of(keys.begin(), keys.end(),
-                     [&store](const Watched& w) { return store.Contains(w.key) != w.existed; });
+                     [&store](const Watched& w) { return w.existed && !store.Contains(w.key); });
 }
 
 void WatchedKeys::DropKeys(uint64_t client, ClientWatches& mine) {

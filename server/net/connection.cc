@@ -189,7 +189,9 @@ void Connection::Process() {
     if (st == resp::RequestParser::State::kError) {
       Log(LogLevel::kVerbose, "client id=" + std::to_string(state_->id) + " " + parser_.error());
       w_.set_protocol(state_->resp);
+      w_.set_dropping(state_->replies_dropped());  // CLIENT REPLY drops it too, as in Redis
       w_.Error(parser_.error());
+      w_.set_dropping(false);
       AppendOutput(w_.queue());
       close_after_write_ = true;
       break;
@@ -372,7 +374,9 @@ size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool
     rpos += used;
     if (st == resp::RequestParser::State::kNeedMore) break;  // the io thread reads the rest
     if (st == resp::RequestParser::State::kError) {
+      w.set_dropping(state_->replies_dropped());  // CLIENT REPLY drops it too, as in Redis
       w.Error(parser_.error());
+      w.set_dropping(false);
       *close = true;
       break;
     }

@@ -31,8 +31,14 @@ OutputQueue::Segment& OutputQueue::NewBlock(size_t n) {
   return s;
 }
 
+OutputQueue OutputQueue::Discarding() {
+  OutputQueue q;
+  q.discards_ = true;
+  return q;
+}
+
 void OutputQueue::Append(std::string_view bytes) {
-  if (bytes.empty()) return;
+  if (bytes.empty() || discards_) return;
   const size_t head = std::min(TailRoom(), bytes.size());
   if (head > 0) {
     Segment& tail = segments_.back();
@@ -49,19 +55,24 @@ void OutputQueue::Append(std::string_view bytes) {
 }
 
 char* OutputQueue::PrepareAppend(size_t n) {
+  if (discards_) {
+    if (scratch_.size() < n) scratch_.resize(n);
+    return scratch_.data();
+  }
   if (TailRoom() < n) NewBlock(n);
   Segment& tail = segments_.back();
   return tail.block.get() + tail.size;
 }
 
 void OutputQueue::CommitAppend(size_t n) {
+  if (discards_) return;
   assert(n <= TailRoom());
   segments_.back().size += n;
   bytes_ += n;
 }
 
 void OutputQueue::AppendExternal(const char* p, size_t n, std::shared_ptr<void> keepalive) {
-  if (n == 0) return;
+  if (n == 0 || discards_) return;
   Segment& s = segments_.emplace_back();
   s.data = p;
   s.size = n;
@@ -72,7 +83,7 @@ void OutputQueue::AppendExternal(const char* p, size_t n, std::shared_ptr<void> 
 
 void OutputQueue::AppendFile(int fd, uint64_t offset, size_t n,
                              std::shared_ptr<const void> keepalive) {
-  if (n == 0) return;
+  if (n == 0 || discards_) return;
   Segment& s = segments_.emplace_back();
   s.fd = fd;
   s.file_offset = offset;
@@ -186,6 +197,12 @@ size_t FormatDouble(double value, char* buf) {
 }
 
 }  // namespace
+
+OutputQueue& ReplyWriter::sink() {
+  // One per thread: it keeps nothing (its room for PrepareAppend aside).
+  static thread_local OutputQueue discarded = OutputQueue::Discarding();
+  return dropping_ && !pushing_ ? discarded : queue_;
+}
 
 bool ReplyWriter::set_protocol(int version) {
   if (version != 2 && version != 3) return false;

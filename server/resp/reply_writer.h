@@ -28,6 +28,9 @@ class OutputQueue {
   OutputQueue& operator=(const OutputQueue&) = delete;
   OutputQueue(OutputQueue&&) = default;
   OutputQueue& operator=(OutputQueue&&) = default;
+  // A queue that keeps nothing: every append is dropped at once, its keepalive released (the
+  // replies CLIENT REPLY drops).
+  static OutputQueue Discarding();
 
   // Appends a copy of `bytes`.
   void Append(std::string_view bytes);
@@ -87,6 +90,8 @@ class OutputQueue {
   size_t bytes_ = 0;               // pending bytes
   size_t files_ = 0;               // file segments pending
   std::unique_ptr<char[]> spare_;  // one finished kBlockSize block, reused by NewBlock()
+  bool discards_ = false;          // Discarding()
+  std::string scratch_;            // while discarding, PrepareAppend's room
 };
 
 // Told of every error reply a ReplyWriter writes (the server counts them by code).
@@ -160,13 +165,10 @@ class ReplyWriter {
   // Appends pre-encoded protocol bytes as is.
   void Raw(std::string_view bytes) { sink().Append(bytes); }
 
-  // CLIENT REPLY OFF or SKIP: while dropping, replies are not queued (an error reply is still
-  // counted and told to the listener), except what is written in a PushScope. Turning it off
-  // frees what was dropped (values it referenced).
-  void set_dropping(bool on) {
-    dropping_ = on;
-    if (!on) dropped_.Clear();
-  }
+  // CLIENT REPLY OFF or SKIP: while dropping, replies are thrown away as they are written
+  // (an error reply is still counted and told to the listener; a value referenced is released
+  // at once), except what is written in a PushScope.
+  void set_dropping(bool on) { dropping_ = on; }
   // While alive, what `w` writes is a push (a Pub/Sub confirmation), queued even while
   // dropping: Redis sends pushes whatever CLIENT REPLY says.
   class PushScope {
@@ -192,7 +194,9 @@ class ReplyWriter {
   // `flusher` (null: none, the default; it must outlive its use) lets Flush() send the queue
   // while a command runs: set by a connection whose engine-pool job may write to its socket.
   void set_flusher(Flusher* flusher) { flusher_ = flusher; }
-  bool can_flush() const { return flusher_ != nullptr && !abandoned_; }
+  // Not while dropping: a value streamed then would go nowhere, and a failed read abandon a
+  // reply nobody saw.
+  bool can_flush() const { return flusher_ != nullptr && !abandoned_ && !dropping_; }
   // Sends (and consumes) what the transport takes of the queue now, if can_flush().
   void Flush() {
     if (can_flush()) flusher_->Flush(queue_);
@@ -221,10 +225,9 @@ class ReplyWriter {
     if (limit_ > 0 && queue_.bytes() > limit_) limit_exceeded_ = abandoned_ = true;
   }
   // Where a reply goes: the queue, or while dropping (and not pushing) nowhere.
-  OutputQueue& sink() { return dropping_ && !pushing_ ? dropped_ : queue_; }
+  OutputQueue& sink();
 
   OutputQueue queue_;
-  OutputQueue dropped_;  // what is written while dropping, freed when dropping ends
   bool dropping_ = false;
   bool pushing_ = false;
   bool resp3_ = false;

@@ -1,6 +1,6 @@
 """The bitmap commands beside Redis 7, byte for byte, in RESP2 and RESP3: their edges, fixed
 here (integration_differential.py draws them at random too). Each sequence runs on fresh keys;
-its keyspace events must be Redis's as well."""
+its keyspace events (key misses too) must be Redis's as well."""
 import unittest
 
 from server_harness import RedisProcess, ServerProcess
@@ -72,7 +72,7 @@ class BitmapAsRedisTest(unittest.TestCase):
         c, sub = server.raw(), server.raw()
         try:
             c.call("FLUSHALL")
-            c.call("CONFIG", "SET", "notify-keyspace-events", "KEA")
+            c.call("CONFIG", "SET", "notify-keyspace-events", "KEAm")
             sub.call("PSUBSCRIBE", "__keyspace@0__:*")
             c.call("HELLO", str(protocol))
             replies = [c.call(*cmd) for cmd in seq]

@@ -5,10 +5,10 @@ SETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD), transactions (and WATCH, which the c
 own writes make fail), over RESP2 and RESP3. The two servers' replies must be
 byte for byte the same, but for a TTL's remaining time (the two servers read the clock a moment
 apart). Every 500 commands the two keyspaces must hold the same keys and values, and the
-keyspace events (`notify-keyspace-events KEA`) a subscriber received from each must be the
-same, in the same order. DBSIZE is not drawn: Redis counts a key SET with an expiry time
-already past until its expiry cycle removes it, where Larder no longer holds it. Two more cases
-compare KEYS with random glob patterns, and inline commands with random quoting.
+keyspace events (`notify-keyspace-events KEAm`, key misses too) a subscriber received from each
+must be the same, in the same order. DBSIZE is not drawn: Redis counts a key SET with an expiry
+time already past until its expiry cycle removes it, where Larder no longer holds it. Two more
+cases compare KEYS with random glob patterns, and inline commands with random quoting.
 
 Run: LARDER_SERVER=build/bin/larder-server /usr/bin/python3 -m unittest -v
 integration_differential. LARDER_DIFF_SEED=<n> replays a run (a failure prints its seed);
@@ -94,7 +94,9 @@ def bitfield_ops(rng, read_only):
             continue
         ops += [kind, rng.choice(FIELD_TYPES), rng.choice(FIELD_OFFSETS)]
         if kind.upper() in ("SET", "INCRBY"):
-            ops.append(rng.choice(INTEGERS))
+            # Not INT64_MIN: Redis 7.0 saturates a SET of it (or of anything below an i63's
+            # minimum) to the field's maximum (docs/operations.md).
+            ops.append(rng.choice([i for i in INTEGERS if i != "-9223372036854775808"]))
     if rng.random() < 0.05:
         ops = ops[:-1]  # an operation short of an argument
     return ops
@@ -198,7 +200,7 @@ class DifferentialTest(unittest.TestCase):
         self.addCleanup(lambda: [c.close() for c in subscribers])
         for c, subscriber in zip(conns, subscribers):
             c.call("HELLO", str(protocol))
-            c.call("CONFIG", "SET", "notify-keyspace-events", "KEA")
+            c.call("CONFIG", "SET", "notify-keyspace-events", "KEAm")
             subscriber.call("PSUBSCRIBE", "__key*__:*")
         recent, queuing = [], False
         for i in range(self.commands):

@@ -49,6 +49,13 @@ SCENARIOS = {
     "MSETNX of the key aborts": [("A", "WATCH", "m"), ("B", "MSETNX", "n", "1", "m", "2")] + TX,
     "RENAMENX onto the key aborts": [("A", "WATCH", "m"), ("B", "RENAMENX", "t", "m")] + TX,
     "RENAMENX refused does not": [("A", "WATCH", "k"), ("B", "RENAMENX", "t", "k")] + TX,
+    "a key BITFIELD creates unannounced does not": [
+        ("A", "WATCH", "m"), ("B", "BITFIELD", "m", "OVERFLOW", "FAIL", "SET", "i8", "0", "999"),
+        ("B", "EXISTS", "m")] + TX,
+    "SETBIT aborts": [("A", "WATCH", "k"), ("B", "SETBIT", "k", "0", "1")] + TX,
+    "SETBIT that changes nothing does not": [("A", "WATCH", "k"), ("B", "SETBIT", "k", "0", "0")]
+    + TX,
+    "BITOP onto the key aborts": [("A", "WATCH", "m"), ("B", "BITOP", "OR", "m", "k")] + TX,
     "RENAME onto the key aborts": [("A", "WATCH", "k"), ("B", "RENAME", "t", "k")] + TX,
     "RENAME of the key aborts": [("A", "WATCH", "k"), ("B", "RENAME", "k", "m")] + TX,
     "COPY onto the key aborts": [("A", "WATCH", "k"), ("B", "COPY", "t", "k", "REPLACE")] + TX,
