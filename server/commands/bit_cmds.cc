@@ -299,8 +299,9 @@ int64_t ReadField(std::string_view s, FieldType t, uint64_t offset) {
 // `s` must hold the field.
 void WriteField(std::string& s, FieldType t, uint64_t offset, int64_t value) {
   const auto v = static_cast<uint64_t>(value);
-  for (int i = 0; i < t.bits; ++i)
+  for (int i = 0; i < t.bits; ++i) {
     SetBitAt(s, offset + i, static_cast<int>((v >> (t.bits - 1 - i)) & 1));
+  }
 }
 
 // What a field holds for `wanted` (SET's value, or the old value plus INCRBY's increment):
@@ -327,11 +328,16 @@ bool ParseFieldOps(Ctx& ctx, std::vector<FieldOp>* ops) {
     const size_t left = ctx.argc() - j - 1;
     if (name == "overflow" && left >= 1) {
       const std::string how = ToLower(ctx.argv[j + 1]);
-      if (how != "wrap" && how != "sat" && how != "fail") {
+      if (how == "wrap") {
+        overflow = Overflow::kWrap;
+      } else if (how == "sat") {
+        overflow = Overflow::kSat;
+      } else if (how == "fail") {
+        overflow = Overflow::kFail;
+      } else {
         ctx.w.Error("ERR Invalid OVERFLOW type specified");
         return false;
       }
-      overflow = how == "wrap" ? Overflow::kWrap : how == "sat" ? Overflow::kSat : Overflow::kFail;
       j += 2;
       continue;
     }
