@@ -3,7 +3,7 @@ here (integration_differential.py draws them at random too). Each sequence runs 
 its keyspace events (key misses too) must be Redis's as well."""
 import unittest
 
-from server_harness import RedisProcess, ServerProcess
+from server_harness import BesideRedisCase
 
 __all__ = ["BitmapAsRedisTest"]  # imported by integration_test
 
@@ -59,14 +59,7 @@ SEQUENCES = {
 }
 
 
-class BitmapAsRedisTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.larder = ServerProcess(["--unixsocket", ""]).start()
-        cls.addClassCleanup(cls.larder.cleanup)
-        cls.redis = RedisProcess(["--databases", "1"]).start()
-        cls.addClassCleanup(cls.redis.cleanup)
-
+class BitmapAsRedisTest(BesideRedisCase):
     def events(self, server, seq, protocol):
         """The replies to `seq` and the keyspace events it caused, from one server."""
         c, sub = server.raw(), server.raw()

@@ -4,7 +4,7 @@ the one reply SKIP drops, errors dropped like any reply, RESET and ON turning re
 and Pub/Sub confirmations and messages, which are sent whatever the mode."""
 import unittest
 
-from server_harness import RedisProcess, ServerProcess, encode
+from server_harness import BesideRedisCase, encode
 
 __all__ = ["ClientReplyAsRedisTest"]  # imported by integration_test
 
@@ -43,14 +43,7 @@ END = "end-of-sequence"
 END_REPLY = b"$%d\r\n%s\r\n" % (len(END), END.encode())
 
 
-class ClientReplyAsRedisTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.larder = ServerProcess(["--unixsocket", ""]).start()
-        cls.addClassCleanup(cls.larder.cleanup)
-        cls.redis = RedisProcess(["--databases", "1"]).start()
-        cls.addClassCleanup(cls.redis.cleanup)
-
+class ClientReplyAsRedisTest(BesideRedisCase):
     @staticmethod
     def received(server, commands, protocol):
         """The bytes one connection receives for `commands` sent as one pipeline, up to the

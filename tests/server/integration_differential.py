@@ -16,9 +16,8 @@ LARDER_DIFF_COMMANDS=<n> sets the commands per protocol (default 3000)."""
 import os
 import random
 import re
-import unittest
 
-from server_harness import RedisProcess, ServerProcess
+from server_harness import BesideRedisCase
 
 __all__ = ["DifferentialTest"]  # integration_test imports this module's TestCase
 
@@ -176,14 +175,7 @@ def close_enough(cmd, larder, redis):
     return min(a, b) >= 0 and abs(a - b) <= TIMED[cmd[0]]
 
 
-class DifferentialTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.larder = ServerProcess(["--unixsocket", ""]).start()
-        cls.addClassCleanup(cls.larder.cleanup)
-        cls.redis = RedisProcess(["--databases", "1"]).start()
-        cls.addClassCleanup(cls.redis.cleanup)
-
+class DifferentialTest(BesideRedisCase):
     def setUp(self):
         for server in (self.larder, self.redis):
             c = server.raw()

@@ -8,7 +8,7 @@ patterns and the cross-protocol guard. Every case compares the raw replies."""
 import re
 import unittest
 
-from server_harness import RedisProcess, ServerProcess
+from server_harness import BesideRedisCase
 
 BIG = "9223372036854775807"  # INT64_MAX
 
@@ -297,20 +297,12 @@ GLOB_PATTERNS = ["g:h[a-]llo", "g:h[a-]*", "g:h[-a]llo", "g:h[]a]llo", "g:h[z-a]
 
 
 
-class RedisParityTest(unittest.TestCase):
+class RedisParityTest(BesideRedisCase):
     @classmethod
     def setUpClass(cls):
-        cls.larder = ServerProcess(["--unixsocket", ""]).start()
-        # Redis with Larder's one database, so commands naming a database compare too.
-        cls.redis = RedisProcess(["--databases", "1"]).start()
+        super().setUpClass()
         cls.conns = [cls.larder.raw(), cls.redis.raw()]
-
-    @classmethod
-    def tearDownClass(cls):
-        for c in cls.conns:
-            c.close()
-        cls.larder.cleanup()
-        cls.redis.cleanup()
+        cls.addClassCleanup(lambda: [c.close() for c in cls.conns])  # before the servers stop
 
     def on_both(self, *args):
         """(larder's reply, redis's reply) to one command."""

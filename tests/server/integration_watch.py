@@ -8,7 +8,7 @@ import threading
 import time
 import unittest
 
-from server_harness import RedisProcess, ServerProcess, wait_for
+from server_harness import BesideRedisCase, ServerProcess, wait_for
 
 __all__ = ["WatchAsRedisTest", "OptimisticLockingTest"]  # imported by integration_test
 
@@ -117,14 +117,7 @@ def only_flags(reply):
     return match.group(1) if match else reply
 
 
-class WatchAsRedisTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.larder = ServerProcess(["--unixsocket", ""]).start()
-        cls.addClassCleanup(cls.larder.cleanup)
-        cls.redis = RedisProcess(["--databases", "1"]).start()
-        cls.addClassCleanup(cls.redis.cleanup)
-
+class WatchAsRedisTest(BesideRedisCase):
     def run_scenario(self, steps, protocol):
         """The replies of each server to `steps`, on fresh connections A and B."""
         replies = []

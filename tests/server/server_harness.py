@@ -428,6 +428,18 @@ class RawClient:
             return False
 
 
+class BesideRedisCase(unittest.TestCase):
+    """Tests that compare larder-server with Redis 7: `larder` and `redis` are started once for
+    the class (Redis with Larder's one database, so commands naming a database compare too)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.larder = ServerProcess(["--unixsocket", ""]).start()
+        cls.addClassCleanup(cls.larder.cleanup)
+        cls.redis = RedisProcess(["--databases", "1"]).start()
+        cls.addClassCleanup(cls.redis.cleanup)
+
+
 class SharedServerCase(unittest.TestCase):
     """Tests sharing one larder-server started with SERVER_ARGS: `r` is a redis-py client to it,
     `c(*args)` a command through it, `raw(*args)` one command's raw RESP reply."""
