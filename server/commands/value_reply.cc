@@ -20,7 +20,7 @@ void NotifyKeyMiss(Ctx& ctx, std::string_view key) {
 }
 
 void NotifyKeyMisses(Ctx& ctx, const std::vector<std::string_view>& keys) {
-  if (!ctx.core.events.Publishing()) return;
+  if (!ctx.core.events.Publishes(kNotifyKeyMiss)) return;
   for (std::string_view key : keys) {
     if (!ctx.store().Contains(key)) NotifyKeyMiss(ctx, key);
   }

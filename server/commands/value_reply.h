@@ -16,7 +16,7 @@ void ReplyValue(Ctx& ctx, Value value);
 void NotifyKeyMiss(Ctx& ctx, std::string_view key);
 
 // The keymiss event of each of `keys` that is missing, in order (EXISTS, TOUCH): looked up
-// one by one only while events are published.
+// one by one only while keymiss events are published.
 void NotifyKeyMisses(Ctx& ctx, const std::vector<std::string_view>& keys);
 
 // A read found no `key`: nil, and the keymiss event.

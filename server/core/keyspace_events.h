@@ -39,6 +39,8 @@ class KeyspaceEvents {
   // when nothing is published.
   std::vector<std::unique_lock<std::mutex>> OrderWrites(const std::vector<std::string_view>& keys);
   bool Publishing() { return Enabled() != 0; }
+  // Whether events of class `cls` are published now (someone subscribes, the class is on).
+  bool Publishes(uint32_t cls) { return (Enabled() & cls) != 0; }
   // Whether OrderWrites({key}) would wait now (another write of a key of its stripe holds it):
   // such a write goes to the engine pool rather than block a connection's io thread.
   bool WriteWouldWait(std::string_view key);
