@@ -12,6 +12,7 @@
 #include "commands/families.h"
 #include "commands/string_value.h"
 #include "commands/util.h"
+#include "commands/value_reply.h"
 
 namespace larder::server {
 
@@ -52,11 +53,12 @@ void SetBitAt(std::string& s, uint64_t bit, int on) {
 }
 
 // Grows `s` with zero bytes to hold `bit`, once the store said a value of that size may be
-// written (a size it refuses is answered before anything is allocated). False after the error
-// reply.
-bool GrowTo(Ctx& ctx, std::string& s, uint64_t bit) {
+// written (a size it refuses is answered before anything is allocated); *grew says whether it
+// had to. False after the error reply.
+bool GrowTo(Ctx& ctx, std::string& s, uint64_t bit, bool* grew) {
   const uint64_t bytes = (bit >> 3) + 1;
-  if (s.size() >= bytes) return true;
+  *grew = s.size() < bytes;
+  if (!*grew) return true;
   if (Status st = ctx.store().CheckPut(ctx.argv[1], bytes); !st.ok()) {
     ReplyStatus(ctx, st);
     return false;
@@ -80,13 +82,11 @@ void SetBit(Ctx& ctx) {
     return ctx.w.Error("ERR bit is not an integer or out of range");
   }
   std::string value;
-  bool found;
-  if (!ReadString(ctx, ctx.argv[1], &value, &found)) return;
-  const size_t size_before = value.size();
-  if (!GrowTo(ctx, value, bit)) return;
+  bool found, grew;
+  if (!ReadString(ctx, ctx.argv[1], &value, &found) || !GrowTo(ctx, value, bit, &grew)) return;
   const int old = BitAt(value, bit);
   // As Redis: a value created, grown or changed is written (and announced), else nothing.
-  if (found && value.size() == size_before && old == on) return ctx.w.Integer(old);
+  if (found && !grew && old == on) return ctx.w.Integer(old);
   SetBitAt(value, bit, static_cast<int>(on));
   if (PutKeepingTtl(ctx, ctx.argv[1], value, "setbit")) ctx.w.Integer(old);
 }
@@ -411,11 +411,11 @@ void RunBitField(Ctx& ctx, bool read_only) {
     return;
   }
   std::string value;
-  bool found;
-  if (!ReadString(ctx, ctx.argv[1], &value, &found)) return;
-  const size_t size_before = value.size();
-  if (!GrowTo(ctx, value, highest)) return;
-  const bool grown = !found || value.size() != size_before;
+  bool found, grew;
+  if (!ReadString(ctx, ctx.argv[1], &value, &found) || !GrowTo(ctx, value, highest, &grew)) {
+    return;
+  }
+  const bool grown = !found || grew;
   size_t changes = 0;
   const std::vector<std::optional<int64_t>> replies = RunFieldOps(ops, value, grown, &changes);
   if (changes > 0 || grown) {

@@ -26,12 +26,9 @@ void Copy(Ctx& ctx) {
   const std::string& src = ctx.argv[1];
   const std::string& dst = ctx.argv[2];
   if (src == dst) return ctx.w.Error(kErrSameObject);
-  auto value = ctx.store().Get(src);
-  if (!value.ok()) {
-    if (!value.status().IsNotFound()) return ReplyStatus(ctx, value.status());
-    NotifyKeyMiss(ctx, src);
-    return ctx.w.Integer(0);
-  }
+  std::optional<Value> value;
+  if (!ReadValue(ctx, src, &value)) return;
+  if (!value) return ctx.w.Integer(0);
   auto info = ctx.store().Info(src);
   if (!info.ok()) return ctx.w.Integer(0);  // expired between the two reads
   PutOptions po = ctx.WriteOptions();
@@ -46,11 +43,9 @@ void Copy(Ctx& ctx) {
 
 // DUMP key: the value as a Redis DUMP payload, or nil.
 void Dump(Ctx& ctx) {
-  auto value = ctx.store().Get(ctx.argv[1]);
-  if (!value.ok()) {
-    if (value.status().IsNotFound()) return ReplyMiss(ctx, ctx.argv[1]);
-    return ReplyStatus(ctx, value.status());
-  }
+  std::optional<Value> value;
+  if (!ReadValue(ctx, ctx.argv[1], &value)) return;
+  if (!value) return ctx.w.Null();
   ctx.w.BulkMove(EncodeDumpPayload(value->view()));
 }
 

@@ -57,16 +57,14 @@ void Set(Ctx& ctx) {
   po.keep_ttl = opts.Has(kKeepTtl);
   const bool nx = opts.Has(kNx), xx = opts.Has(kXx), get = opts.Has(kGet);
   po.mode = nx ? PutMode::kIfAbsent : xx ? PutMode::kIfPresent : PutMode::kAlways;
-  std::optional<Result<Value>> old;
-  if (get) old.emplace(ctx.store().Get(ctx.argv[1]));
-  if (old && !old->ok() && !old->status().IsNotFound()) return ReplyStatus(ctx, old->status());
-  if (old && !old->ok()) NotifyKeyMiss(ctx, ctx.argv[1]);
+  std::optional<Value> old;
+  if (get && !ReadValue(ctx, ctx.argv[1], &old)) return;
   // The value's buffer goes to the engine as it arrived (no copy).
   Status s = ctx.store().PutOwned(ctx.argv[1], std::move(ctx.argv[2]), po);
   if (!s.ok() && !s.IsConditionNotMet()) return ReplyStatus(ctx, s);
   if (s.ok()) NotifySet(ctx, ctx.argv[1], po);
   if (get) {
-    if (old->ok()) return ReplyValue(ctx, std::move(old->value()));
+    if (old) return ReplyValue(ctx, std::move(*old));
     return ctx.w.Null();
   }
   if (s.IsConditionNotMet()) return ctx.w.Null();
@@ -76,14 +74,13 @@ void Set(Ctx& ctx) {
 // GETSET key value: sets the value and replies the old one (or null), atomically (the row's
 // `exclusive`). Redis 6.2 deprecated it for SET ... GET but still serves it.
 void GetSet(Ctx& ctx) {
-  auto old = ctx.store().Get(ctx.argv[1]);
-  if (!old.ok() && !old.status().IsNotFound()) return ReplyStatus(ctx, old.status());
-  if (!old.ok()) NotifyKeyMiss(ctx, ctx.argv[1]);
+  std::optional<Value> old;
+  if (!ReadValue(ctx, ctx.argv[1], &old)) return;
   Status s = ctx.store().Put(ctx.argv[1], ctx.argv[2], ctx.WriteOptions());
   if (!s.ok()) return ReplyStatus(ctx, s);
   NotifySet(ctx, ctx.argv[1], PutOptions{});
-  if (!old.ok()) return ctx.w.Null();
-  ReplyValue(ctx, std::move(old.value()));
+  if (!old) return ctx.w.Null();
+  ReplyValue(ctx, std::move(*old));
 }
 
 void SetNx(Ctx& ctx) {
@@ -111,11 +108,9 @@ void SetEx(Ctx& ctx) {
 void GetEx(Ctx& ctx) {
   StringOptions opts;
   if (!ParseStringOptions(ctx, 2, kGetExOptions, &opts)) return;
-  auto r = ctx.store().Get(ctx.argv[1]);
-  if (!r.ok()) {
-    if (r.status().IsNotFound()) return ReplyMiss(ctx, ctx.argv[1]);
-    return ReplyStatus(ctx, r.status());
-  }
+  std::optional<Value> r;
+  if (!ReadValue(ctx, ctx.argv[1], &r)) return;
+  if (!r) return ctx.w.Null();
   int64_t at = 0;  // with PERSIST: no expiry
   if (opts.time && !ExpireAtOfSetTime(ctx, opts.time_arg, *opts.time, &at)) return;
   if (opts.time && at <= ctx.NowMs()) {
@@ -133,11 +128,9 @@ void GetEx(Ctx& ctx) {
 }
 
 void GetDel(Ctx& ctx) {
-  auto r = ctx.store().Get(ctx.argv[1]);
-  if (!r.ok()) {
-    if (r.status().IsNotFound()) return ReplyMiss(ctx, ctx.argv[1]);
-    return ReplyStatus(ctx, r.status());
-  }
+  std::optional<Value> r;
+  if (!ReadValue(ctx, ctx.argv[1], &r)) return;
+  if (!r) return ctx.w.Null();
   Status s = ctx.store().Delete(ctx.argv[1]);
   if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
   if (s.ok()) ctx.core.events.Notify(kNotifyGeneric, "del", ctx.argv[1]);
@@ -420,13 +413,10 @@ void ReplyLcsMatches(Ctx& ctx, const LcsResult& r, bool with_match_len) {
 void Lcs(Ctx& ctx) {
   LcsOptions o;
   if (!ParseLcsOptions(ctx, &o)) return;
-  std::string a, b;
-  bool found_a, found_b;
-  if (!ReadString(ctx, ctx.argv[1], &a, &found_a) || !ReadString(ctx, ctx.argv[2], &b, &found_b)) {
-    return;
-  }
-  if (!found_a) NotifyKeyMiss(ctx, ctx.argv[1]);
-  if (!found_b) NotifyKeyMiss(ctx, ctx.argv[2]);
+  std::optional<Value> stored_a, stored_b;  // a missing key is the empty string
+  if (!ReadValue(ctx, ctx.argv[1], &stored_a) || !ReadValue(ctx, ctx.argv[2], &stored_b)) return;
+  const std::string_view a = stored_a ? stored_a->view() : std::string_view();
+  const std::string_view b = stored_b ? stored_b->view() : std::string_view();
   if (a.size() > kLcsMaxInputLen || b.size() > kLcsMaxInputLen) {
     return ctx.w.Error("ERR String too long for LCS");
   }

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "commands/value_reply.h"
-
 namespace larder::server {
 
 bool ReadString(Ctx& ctx, std::string_view key, std::string* out, bool* found) {
@@ -18,21 +16,6 @@ bool ReadString(Ctx& ctx, std::string_view key, std::string* out, bool* found) {
   if (r.status().IsNotFound()) return true;
   ReplyStatus(ctx, r.status());
   return false;
-}
-
-bool ReadValue(Ctx& ctx, std::string_view key, std::optional<Value>* out) {
-  auto r = ctx.store().Get(key);
-  out->reset();
-  if (r.ok()) {
-    out->emplace(std::move(r.value()));
-    return true;
-  }
-  if (!r.status().IsNotFound()) {
-    ReplyStatus(ctx, r.status());
-    return false;
-  }
-  NotifyKeyMiss(ctx, key);
-  return true;
 }
 
 bool PutKeepingTtl(Ctx& ctx, std::string_view key, std::string_view value, std::string_view event) {

@@ -16,11 +16,6 @@ namespace larder::server {
 // *found = false and leaves *out empty.
 bool ReadString(Ctx& ctx, std::string_view key, std::string* out, bool* found);
 
-// Reads `key` for a read command: its value where the engine keeps it (no copy), or nullopt
-// for a miss, announced as Redis's lookupKeyRead announces one (keymiss). False after replying
-// an engine error.
-bool ReadValue(Ctx& ctx, std::string_view key, std::optional<Value>* out);
-
 // Writes `value` to `key`, keeping its expiry, and notifies string event `event` (none if
 // empty); false (after replying the error) on failure.
 bool PutKeepingTtl(Ctx& ctx, std::string_view key, std::string_view value, std::string_view event);

@@ -31,6 +31,21 @@ void ReplyMiss(Ctx& ctx, std::string_view key) {
   ctx.w.Null();
 }
 
+bool ReadValue(Ctx& ctx, std::string_view key, std::optional<Value>* out) {
+  auto r = ctx.store().Get(key);
+  out->reset();
+  if (r.ok()) {
+    out->emplace(std::move(r.value()));
+    return true;
+  }
+  if (!r.status().IsNotFound()) {
+    ReplyStatus(ctx, r.status());
+    return false;
+  }
+  NotifyKeyMiss(ctx, key);
+  return true;
+}
+
 namespace {
 
 // Whether GET sends from the value's file (option `sendfile`; docs/architecture.md has the

@@ -1,6 +1,7 @@
 // Replies of stored values, shared by the commands that answer one (GET, MGET, GETEX, ...).
 #pragma once
 
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -21,6 +22,12 @@ void NotifyKeyMisses(Ctx& ctx, const std::vector<std::string_view>& keys);
 
 // A read found no `key`: nil, and the keymiss event.
 void ReplyMiss(Ctx& ctx, std::string_view key);
+
+// Reads `key` for a command that reads it (GETEX, GETDEL, SET ... GET, COPY, DUMP, LCS, the
+// bitmap reads, ...): its value where the engine keeps it (no copy), or nullopt for a miss,
+// announced as Redis's lookupKeyRead announces one (keymiss). False after replying an engine
+// error.
+bool ReadValue(Ctx& ctx, std::string_view key, std::optional<Value>* out);
 
 // Replies the value of `key` (nil on a miss; the engine's error, or nil if `errors_as_nil`):
 // streamed while it is read when the connection can send while a command runs and the page

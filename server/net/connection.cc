@@ -174,6 +174,12 @@ const config::ServerConfig& Connection::Cfg() {
   return *cfg_;
 }
 
+void Connection::ReplyProtocolError(resp::ReplyWriter& w) {
+  w.set_dropping(state_->replies_dropped());
+  w.Error(parser_.error());
+  w.set_dropping(false);
+}
+
 // Parses and executes buffered requests until one goes to the pool, input runs out, or
 // output backs up; then reads and/or writes as needed.
 void Connection::Process() {
@@ -189,9 +195,7 @@ void Connection::Process() {
     if (st == resp::RequestParser::State::kError) {
       Log(LogLevel::kVerbose, "client id=" + std::to_string(state_->id) + " " + parser_.error());
       w_.set_protocol(state_->resp);
-      w_.set_dropping(state_->replies_dropped());  // CLIENT REPLY drops it too, as in Redis
-      w_.Error(parser_.error());
-      w_.set_dropping(false);
+      ReplyProtocolError(w_);
       AppendOutput(w_.queue());
       close_after_write_ = true;
       break;
@@ -374,9 +378,7 @@ size_t Connection::RunBatch(resp::ReplyWriter& w, size_t rpos, size_t wpos, bool
     rpos += used;
     if (st == resp::RequestParser::State::kNeedMore) break;  // the io thread reads the rest
     if (st == resp::RequestParser::State::kError) {
-      w.set_dropping(state_->replies_dropped());  // CLIENT REPLY drops it too, as in Redis
-      w.Error(parser_.error());
-      w.set_dropping(false);
+      ReplyProtocolError(w);
       *close = true;
       break;
     }

@@ -87,6 +87,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   static constexpr auto kHoldRecheck = std::chrono::milliseconds(5);
 
   void Process();
+  // Writes the parser's error to `w` (the io thread's or a pool job's), dropped as any reply
+  // while CLIENT REPLY says so, as in Redis; the connection then closes.
+  void ReplyProtocolError(resp::ReplyWriter& w);
   static resp::ReserveAheadPool& SharedReserve();
   resp::Limits ConfiguredLimits();
   resp::RequestParser::State FeedParser(resp::Limits limits, const char* data, size_t n,
