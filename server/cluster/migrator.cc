@@ -128,7 +128,7 @@ void SlotMigrator::Run(SlotRange range, const ClusterNode& destination) {
   // a topology gave back meanwhile (what clients write there stays).
   for (const SlotRange& gone : state_.FinishMigration(!error)) {
     for (const std::string& key : KeysInRange(store_, gone)) {
-      if (state_.Route({KeySlot(key), /*write=*/true})) (void)store_.Delete(key);
+      if (state_.Route({KeySlot(key), /*write=*/true}) && store_.Delete(key).ok()) deleted_(key);
     }
   }
   std::lock_guard lock(mu_);

@@ -39,10 +39,15 @@ namespace larder::server::cluster {
 class SlotMigrator {
  public:
   // `drain` returns once every command that was running when it was called has finished;
-  // `password` gives the requirepass to AUTH with at the destination ("" = none).
+  // `password` gives the requirepass to AUTH with at the destination ("" = none); `deleted` is
+  // told of each key the migrator deletes once its slot is served elsewhere.
   SlotMigrator(Store& store, ClusterState& state, std::function<void()> drain,
-               std::function<std::string()> password)
-      : store_(store), state_(state), drain_(std::move(drain)), password_(std::move(password)) {}
+               std::function<std::string()> password, std::function<void(std::string_view)> deleted)
+      : store_(store),
+        state_(state),
+        drain_(std::move(drain)),
+        password_(std::move(password)),
+        deleted_(std::move(deleted)) {}
   ~SlotMigrator();
 
   // Starts migrating `range` to master `destination_id`, after Kvrocks's checks. The error
@@ -75,6 +80,7 @@ class SlotMigrator {
   ClusterState& state_;
   std::function<void()> drain_;
   std::function<std::string()> password_;
+  std::function<void(std::string_view)> deleted_;
   std::thread thread_;
   std::atomic<bool> active_{false};
   std::atomic<bool> aborting_{false};  // AbortReason() has a reason

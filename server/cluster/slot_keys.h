@@ -2,7 +2,9 @@
 // CLUSTER COUNTKEYSINSLOT / GETKEYSINSLOT, an import's clean start, and slot migration.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cluster/topology.h"
@@ -36,11 +38,15 @@ inline std::vector<std::string> KeysInRange(Store& store, SlotRange range) {
   return keys;
 }
 
-// Deletes every key of `range` (an import's clean start, a range a topology gave away).
-// Deletion errors are left to the engine's own reporting: a key that stays is one this node no
-// longer serves, and eviction reclaims it.
-inline void DeleteKeysInRange(Store& store, SlotRange range) {
-  for (const std::string& key : KeysInRange(store, range)) (void)store.Delete(key);
+// Deletes every key of `range` (an import's clean start, a range a topology gave away), and
+// tells `deleted` of each (client-side caching's invalidation). Deletion errors are left to the
+// engine's own reporting: a key that stays is one this node no longer serves, and eviction
+// reclaims it.
+inline void DeleteKeysInRange(Store& store, SlotRange range,
+                              const std::function<void(std::string_view)>& deleted) {
+  for (const std::string& key : KeysInRange(store, range)) {
+    if (store.Delete(key).ok()) deleted(key);
+  }
 }
 
 }  // namespace larder::server::cluster

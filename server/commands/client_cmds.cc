@@ -24,13 +24,17 @@ Names NamesOf(const ClientState& c) {
 }
 
 // CLIENT LIST's flags, in Redis's order: O (MONITOR), P (has a subscription), x (in MULTI),
-// d (a WATCHed key changed: EXEC will fail), U (unix socket), r (READONLY, cluster mode), or N.
-std::string FlagsOf(const ClientState& c, const WatchedKeys& watched) {
+// t (CLIENT TRACKING on), R (its redirect target is gone), B (broadcast tracking), d (a
+// WATCHed key changed: EXEC will fail), U (unix socket), r (READONLY, cluster mode), or N.
+std::string FlagsOf(const ClientState& c, const Core& core, const TrackingInfo& tracking) {
   std::string flags;
   if (c.monitor.load()) flags += 'O';
   if (c.subscribed()) flags += 'P';
   if (c.multi_reported.load() >= 0) flags += 'x';
-  if (watched.Touched(c.id)) flags += 'd';
+  if (tracking.on) flags += 't';
+  if (tracking.broken_redirect) flags += 'R';
+  if (tracking.bcast) flags += 'B';
+  if (core.watched.Touched(c.id)) flags += 'd';
   if (c.unix_socket) flags += 'U';
   if (c.cluster_readonly.load()) flags += 'r';
   return flags.empty() ? "N" : flags;
@@ -38,8 +42,9 @@ std::string FlagsOf(const ClientState& c, const WatchedKeys& watched) {
 
 // One CLIENT LIST / CLIENT INFO line in Redis's format:
 // "id=3 addr=... laddr=... fd=8 name=... age=0 idle=0 flags=N db=0 ... resp=2 lib-name=...\n"
-std::string ClientInfoLine(const ClientState& c, const WatchedKeys& watched, int64_t now_ms) {
+std::string ClientInfoLine(const ClientState& c, const Core& core, int64_t now_ms) {
   const Names n = NamesOf(c);
+  const TrackingInfo tracking = core.tracking.InfoOf(c);
   const int64_t age = (now_ms - c.created_ms) / 1000;
   const int64_t idle = std::max<int64_t>(0, (now_ms - c.last_active_ms.load()) / 1000);
   // Redis's fields for a client's memory: its query buffer (Larder's unparsed input and the
@@ -48,7 +53,7 @@ std::string ClientInfoLine(const ClientState& c, const WatchedKeys& watched, int
   const uint64_t output = c.output_bytes.load();
   return "id=" + std::to_string(c.id) + " addr=" + c.addr + " laddr=" + c.laddr +
          " fd=" + std::to_string(c.fd) + " name=" + n.name + " age=" + std::to_string(age) +
-         " idle=" + std::to_string(idle) + " flags=" + FlagsOf(c, watched) +
+         " idle=" + std::to_string(idle) + " flags=" + FlagsOf(c, core, tracking) +
          " db=0 sub=" + std::to_string(c.channels.load()) +
          " psub=" + std::to_string(c.patterns.load()) +
          " ssub=0 multi=" + std::to_string(c.multi_reported.load()) +
@@ -57,8 +62,9 @@ std::string ClientInfoLine(const ClientState& c, const WatchedKeys& watched, int
          " rbp=0 obl=0 oll=0 omem=" +
          std::to_string(output) + " tot-mem=" + std::to_string(input + output) +
          " events=r cmd=" + (n.last_cmd.empty() ? "NULL" : n.last_cmd) +
-         " user=default redir=-1 resp=" + std::to_string(c.resp.load()) +
-         " lib-name=" + n.lib_name + " lib-ver=" + n.lib_ver + "\n";
+         " user=default redir=" + std::to_string(tracking.redirect) +
+         " resp=" + std::to_string(c.resp.load()) + " lib-name=" + n.lib_name +
+         " lib-ver=" + n.lib_ver + "\n";
 }
 
 void Id(Ctx& ctx) {
@@ -101,7 +107,7 @@ void SetInfo(Ctx& ctx) {
 }
 
 void Info(Ctx& ctx) {
-  ctx.w.Verbatim("txt", ClientInfoLine(ctx.client, ctx.core.watched, ctx.NowMs()));
+  ctx.w.Verbatim("txt", ClientInfoLine(ctx.client, ctx.core, ctx.NowMs()));
 }
 
 // Redis's client types, as CLIENT LIST TYPE and CLIENT KILL TYPE name them. Larder's clients
@@ -136,7 +142,7 @@ void List(Ctx& ctx) {
     std::optional<ClientType> type = ClientTypeArg(ctx, ctx.argv[3]);
     if (!type) return;
     ctx.core.clients->ForEach([&](const ClientState& c) {
-      if (TypeOf(c) == *type) out += ClientInfoLine(c, ctx.core.watched, now);
+      if (TypeOf(c) == *type) out += ClientInfoLine(c, ctx.core, now);
     });
   } else if (ctx.argc() > 3 && EqualsNoCase(ctx.argv[2], "id")) {
     std::vector<int64_t> ids;
@@ -147,14 +153,14 @@ void List(Ctx& ctx) {
     }
     for (int64_t id : ids) {  // in the order asked, as Redis lists them
       ctx.core.clients->ForEach([&](const ClientState& c) {
-        if (static_cast<int64_t>(c.id) == id) out += ClientInfoLine(c, ctx.core.watched, now);
+        if (static_cast<int64_t>(c.id) == id) out += ClientInfoLine(c, ctx.core, now);
       });
     }
   } else if (ctx.argc() != 2) {
     return ctx.w.Error(kErrSyntax);
   } else {
     ctx.core.clients->ForEach(
-        [&](const ClientState& c) { out += ClientInfoLine(c, ctx.core.watched, now); });
+        [&](const ClientState& c) { out += ClientInfoLine(c, ctx.core, now); });
   }
   ctx.w.Verbatim("txt", out);
 }
@@ -309,6 +315,122 @@ void Reply(Ctx& ctx) {
   if (on) ctx.w.SimpleString("OK");
 }
 
+// CLIENT TRACKING's options, parsed in Redis's order: false once an error was replied (a
+// second REDIRECT, a bad or unknown client id, an unknown word).
+bool ParseTracking(Ctx& ctx, TrackingOptions* o) {
+  for (size_t j = 3; j < ctx.argc(); ++j) {
+    const std::string& word = ctx.argv[j];
+    const bool more = j + 1 < ctx.argc();
+    if (EqualsNoCase(word, "redirect") && more) {
+      if (o->redirect != 0)
+        return ctx.w.Error("ERR A client can only redirect to a single other client"), false;
+      int64_t id;
+      if (!ArgInt64(ctx, ctx.argv[++j], &id)) return false;
+      bool found = false;
+      ctx.core.clients->ForEach(
+          [&](const ClientState& c) { found = found || c.id == uint64_t(id); });
+      if (!found || id <= 0) {
+        return ctx.w.Error("ERR The client ID you want redirect to does not exist"), false;
+      }
+      o->redirect = static_cast<uint64_t>(id);
+    } else if (EqualsNoCase(word, "bcast")) {
+      o->bcast = true;
+    } else if (EqualsNoCase(word, "optin")) {
+      o->optin = true;
+    } else if (EqualsNoCase(word, "optout")) {
+      o->optout = true;
+    } else if (EqualsNoCase(word, "noloop")) {
+      o->noloop = true;
+    } else if (EqualsNoCase(word, "prefix") && more) {
+      o->prefixes.push_back(ctx.argv[++j]);
+    } else {
+      return ctx.w.Error(kErrSyntax), false;
+    }
+  }
+  return true;
+}
+
+// CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX p ...] [OPTIN] [OPTOUT] [NOLOOP]
+// (core/key_tracking.h).
+void Tracking(Ctx& ctx) {
+  TrackingOptions o;
+  if (!ParseTracking(ctx, &o)) return;
+  KeyTracking& tracking = ctx.core.tracking;
+  if (EqualsNoCase(ctx.argv[2], "off")) {
+    tracking.Disable(ctx.client);
+    return ctx.w.SimpleString("OK");
+  }
+  if (!EqualsNoCase(ctx.argv[2], "on")) return ctx.w.Error(kErrSyntax);
+  if (auto error = tracking.CheckEnable(ctx.client, o)) return ctx.w.Error(*error);
+  if (o.redirect == 0) {
+    tracking.Enable(ctx.client, o, nullptr);
+    return ctx.w.SimpleString("OK");
+  }
+  // The target is registered while its connection is held: its Disconnected comes later.
+  bool enabled = false;
+  ctx.core.clients->ForEach([&](const ClientState& c) {
+    if (c.id != o.redirect || enabled) return;
+    tracking.Enable(ctx.client, o, &c);
+    enabled = true;
+  });
+  if (!enabled) return ctx.w.Error("ERR The client ID you want redirect to does not exist");
+  ctx.w.SimpleString("OK");
+}
+
+// CLIENT CACHING YES|NO: whether OPTIN (YES) or OPTOUT (NO) tracking remembers the keys of
+// the next command, or transaction.
+void Caching(Ctx& ctx) {
+  const TrackingInfo now = ctx.core.tracking.InfoOf(ctx.client);
+  if (!now.on) {
+    return ctx.w.Error(
+        "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN "
+        "or OPTOUT mode enabled");
+  }
+  const std::string& opt = ctx.argv[2];
+  if (EqualsNoCase(opt, "yes")) {
+    if (!now.optin) {
+      return ctx.w.Error(
+          "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.");
+    }
+  } else if (EqualsNoCase(opt, "no")) {
+    if (!now.optout) {
+      return ctx.w.Error(
+          "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.");
+    }
+  } else {
+    return ctx.w.Error(kErrSyntax);
+  }
+  ctx.client.tracking_caching = true;
+  ctx.w.SimpleString("OK");
+}
+
+// CLIENT GETREDIR: the client invalidations go to, 0 for none, -1 while not tracking.
+void GetRedir(Ctx& ctx) {
+  ctx.w.Integer(ctx.core.tracking.InfoOf(ctx.client).redirect);
+}
+
+// CLIENT TRACKINGINFO: a map of `flags` (a set), `redirect` and `prefixes`, as Redis's.
+void TrackingInfoReply(Ctx& ctx) {
+  const TrackingInfo t = ctx.core.tracking.InfoOf(ctx.client);
+  std::vector<std::string_view> flags{t.on ? "on" : "off"};
+  if (t.bcast) flags.push_back("bcast");
+  if (t.optin) flags.push_back("optin");
+  if (t.optin && ctx.client.tracking_caching) flags.push_back("caching-yes");
+  if (t.optout) flags.push_back("optout");
+  if (t.optout && ctx.client.tracking_caching) flags.push_back("caching-no");
+  if (t.noloop) flags.push_back("noloop");
+  if (t.broken_redirect) flags.push_back("broken_redirect");
+  ctx.w.MapHeader(3);
+  ctx.w.BulkString("flags");
+  ctx.w.SetHeader(flags.size());
+  for (std::string_view f : flags) ctx.w.BulkString(f);
+  ctx.w.BulkString("redirect");
+  ctx.w.Integer(t.redirect);
+  ctx.w.BulkString("prefixes");
+  ctx.w.ArrayHeader(t.prefixes.size());
+  for (const std::string& p : t.prefixes) ctx.w.BulkString(p);
+}
+
 // NO-EVICT / NO-TOUCH ON|OFF: checked as Redis checks them, then without effect.
 void AcceptAndIgnore(Ctx& ctx) {
   if (!EqualsNoCase(ctx.argv[2], "on") && !EqualsNoCase(ctx.argv[2], "off")) {
@@ -335,6 +457,16 @@ constexpr SubcommandRow kSubcommands[] = {
     {"unpause", 2, Unpause, "UNPAUSE", "Stop the current client pause, resuming traffic.", kAdmin},
     {"reply", 3, Reply, "REPLY (ON|OFF|SKIP)",
      "Control the replies sent to the current connection."},
+    {"tracking", -3, Tracking,
+     "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]] [OPTIN] [OPTOUT] "
+     "[NOLOOP]",
+     "Control server assisted client side caching."},
+    {"caching", 3, Caching, "CACHING (YES|NO)",
+     "Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes."},
+    {"getredir", 2, GetRedir, "GETREDIR",
+     "Return the client ID we are redirecting to when tracking is enabled."},
+    {"trackinginfo", 2, TrackingInfoReply, "TRACKINGINFO",
+     "Report tracking status for the current connection."},
     {"unblock", -3, Unblock, "UNBLOCK <clientid> [TIMEOUT|ERROR]",
      "Unblock the specified blocked client.", kAdmin},
     {"no-evict", 3, AcceptAndIgnore, "NO-EVICT (ON|OFF)",

@@ -269,7 +269,10 @@ void Import(Ctx& ctx) {
     error = ctx.core.cluster.SetImport(*range, kStates[state], ctx.client.id);
   }
   if (error) return ctx.w.Error(*error);
-  if (state != 1) cluster::DeleteKeysInRange(ctx.store(), *range);
+  if (state != 1) {
+    cluster::DeleteKeysInRange(ctx.store(), *range,
+                               [&](std::string_view key) { ctx.core.events.KeyLeft(key); });
+  }
   ctx.client.importing = state == 0;
   ctx.w.SimpleString("OK");
 }

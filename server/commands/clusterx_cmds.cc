@@ -30,7 +30,10 @@ void ReplyResult(Ctx& ctx, const std::optional<std::string>& error) {
   const std::vector<SlotRange> gone = ctx.core.cluster.TakeGivenAwayRanges();
   if (!gone.empty()) {
     std::shared_lock<FairSharedMutex> lock(ctx.core.exec_lock);
-    for (const SlotRange& range : gone) cluster::DeleteKeysInRange(ctx.store(), range);
+    for (const SlotRange& range : gone) {
+      cluster::DeleteKeysInRange(ctx.store(), range,
+                                 [&](std::string_view key) { ctx.core.events.KeyLeft(key); });
+    }
   }
   ctx.w.SimpleString("OK");
 }

@@ -233,6 +233,15 @@ void Observe(Ctx& ctx, uint64_t usec, bool failed, const ArgsBefore& before) {
   core.slowlog.Add(std::move(entry), static_cast<size_t>(cfg->slowlog_max_len));
 }
 
+// CLIENT TRACKING: the keys of a read-only command its client runs are remembered, before it
+// runs and again after (core/key_tracking.h says why).
+void RememberReadKeys(Ctx& ctx) {
+  if (!ctx.client.tracking.load(std::memory_order_relaxed) || !ctx.spec.Has(kReadonly)) return;
+  std::vector<std::string_view> keys;
+  ForEachKeyPosition(ctx.spec.keys, ctx.argv, [&](size_t i) { keys.push_back(ctx.argv[i]); });
+  ctx.core.tracking.Remember(ctx.client, keys);
+}
+
 // Runs the command (`run`: with its lock, or without for EXEC's queued commands) and observes
 // it.
 template <typename Run>
@@ -240,7 +249,9 @@ void RunObserved(Ctx& ctx, Run run) {
   const ArgsBefore before = CopyArgsIfMoved(ctx);
   const auto started = std::chrono::steady_clock::now();
   const uint64_t errors_before = ctx.w.errors();
+  RememberReadKeys(ctx);
   run(ctx);
+  RememberReadKeys(ctx);
   const auto elapsed = std::chrono::steady_clock::now() - started;
   Observe(ctx, std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count(),
           ctx.w.errors() > errors_before, before);
@@ -374,6 +385,15 @@ void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::str
       if (ends) client.asking = false;
     }
   } end_asking{client, !client.in_multi && (plan.spec == nullptr || plan.spec->name != "asking")};
+  // CLIENT CACHING holds for the next command, or the transaction it begins, as in Redis:
+  // cleared after any command but a CLIENT one (refused ones too), unless MULTI is open then.
+  struct EndCaching {
+    ClientState& client;
+    bool client_command;
+    ~EndCaching() {
+      if (!client.in_multi && !client_command) client.tracking_caching = false;
+    }
+  } end_caching{client, plan.spec != nullptr && plan.spec->name == "client"};
   if (!admitted) {
     if (plan.spec != nullptr) ServerStats::Count(core_.commands.at(plan.spec->id).rejected_calls);
     return;
@@ -390,6 +410,7 @@ void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::str
   }
   Ctx ctx{core_, client, argv, w, spec};
   ctx.holds_server_lock = plan.holds_server_lock;
+  KeyTracking::CommandScope tracking_scope(core_.tracking, client);
   RunObserved(ctx, Execute);
 }
 

@@ -82,6 +82,7 @@ void WriteClients(const InfoInput& in, std::string* out) {
   Field(out, "connected_clients", static_cast<uint64_t>(in.core.clients->Count()));
   Field(out, "maxclients", static_cast<uint64_t>(in.cfg.maxclients));
   Field(out, "blocked_clients", uint64_t{0});
+  Field(out, "tracking_clients", static_cast<uint64_t>(in.core.tracking.clients()));
   // As Redis 7.4 names them.
   Field(out, "watching_clients", static_cast<uint64_t>(in.core.watched.clients()));
   Field(out, "total_watched_keys", static_cast<uint64_t>(in.core.watched.keys()));
@@ -123,7 +124,10 @@ void WriteStats(const InfoInput& in, std::string* out) {
   Field(out, "keyspace_misses", in.engine.misses);
   Field(out, "pubsub_channels", static_cast<uint64_t>(in.core.pubsub.NumChannels()));
   Field(out, "pubsub_patterns", static_cast<uint64_t>(in.core.pubsub.NumPat()));
-  Field(out, "pubsubshard_channels", uint64_t{0});      // no sharded Pub/Sub
+  Field(out, "pubsubshard_channels", uint64_t{0});  // no sharded Pub/Sub
+  Field(out, "tracking_total_keys", static_cast<uint64_t>(in.core.tracking.keys()));
+  Field(out, "tracking_total_items", static_cast<uint64_t>(in.core.tracking.items()));
+  Field(out, "tracking_total_prefixes", static_cast<uint64_t>(in.core.tracking.prefixes()));
   Field(out, "unexpected_error_replies", uint64_t{0});  // Redis's count of replication errors
 }
 

@@ -83,6 +83,7 @@ void FlushAll(Ctx& ctx) {
   ctx.core.migrator.Abort("FLUSHALL ran on the source");
   Status s = ctx.store().Clear();
   if (!s.ok()) return ReplyStatus(ctx, s);
+  ctx.core.tracking.InvalidateAll();
   ctx.w.SimpleString("OK");
 }
 

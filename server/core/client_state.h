@@ -86,6 +86,10 @@ struct ClientState {
   // the command a SKIP applies to, and between commands when a SKIP waits for the next one.
   bool replies_dropped() const { return reply_off || reply_skip || reply_skip_next; }
   bool close_after_reply = false;  // QUIT, SHUTDOWN, CLIENT KILL of oneself
+  // CLIENT CACHING YES|NO, for the next command or transaction: OPTIN tracking remembers its
+  // keys, OPTOUT does not (core/key_tracking.h). As in Redis, cleared after any command but a
+  // CLIENT one, outside MULTI (Dispatcher::Run).
+  bool tracking_caching = false;
   // Cluster mode: READONLY (reads served by a replica; CLIENT LIST's flag r), ASKING (the next
   // command may use a slot being imported), and the link a migration source imports a slot
   // range through.
@@ -104,6 +108,9 @@ struct ClientState {
   // Subscriptions, kept by PubSub (core/pubsub.h): channels and patterns.
   std::atomic<uint32_t> channels{0}, patterns{0};
   std::atomic<bool> monitor{false};  // in MONITOR mode (kept by Monitors, core/monitors.h)
+  // CLIENT TRACKING is on; the rest of the client's tracking state is in KeyTracking, which
+  // keeps this.
+  std::atomic<bool> tracking{false};
 
   uint32_t subscriptions() const { return channels.load() + patterns.load(); }
   bool subscribed() const { return subscriptions() > 0; }

@@ -17,6 +17,7 @@ std::string NewRunId() {
 void Core::Forget(ClientState& client, FailedImportKeys keys) {
   pubsub.Forget(client);
   watched.UnwatchAll(client.id);
+  tracking.Disable(client);
   monitors.Remove(client);
   if (!client.importing) return;
   client.importing = false;
@@ -37,7 +38,7 @@ void Core::DeleteFailedImport(cluster::SlotRange range, uint64_t link) {
     // An import of slots of this range started since (by any link, this one again too): its
     // start deleted them, and what its link writes from then on stays.
     if (!still_this_failure && now.range && now.range->Overlaps(range)) return;
-    (void)store.Delete(key);
+    if (store.Delete(key).ok()) events.KeyLeft(key);
   }
 }
 

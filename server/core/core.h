@@ -19,6 +19,7 @@
 #include "core/config_holder.h"
 #include "core/error_stats.h"
 #include "core/fair_shared_mutex.h"
+#include "core/key_tracking.h"
 #include "core/keyspace_events.h"
 #include "core/latency_monitor.h"
 #include "core/monitors.h"
@@ -63,8 +64,10 @@ struct Core {
   PubSub pubsub;
   // The keys WATCHed by clients; every change a command reports to `events` touches them.
   WatchedKeys watched;
+  // Client-side caching (CLIENT TRACKING); every change reported to `events` invalidates.
+  KeyTracking tracking;
   // Keyspace notifications: commands and the engine's listener report events here.
-  KeyspaceEvents events{config, pubsub, watched};
+  KeyspaceEvents events{config, pubsub, watched, tracking};
   // Per-command calls, time and latency histograms; sized by main from the command table.
   CommandStatsTable commands;
   // Error replies by code (INFO errorstats); every connection's reply writers report here.
@@ -83,7 +86,8 @@ struct Core {
   // flight by taking the server lock exclusively once.
   cluster::SlotMigrator migrator{store, cluster,
                                  [this] { std::unique_lock<FairSharedMutex> drained(exec_lock); },
-                                 [this] { return config.snapshot()->requirepass; }};
+                                 [this] { return config.snapshot()->requirepass; },
+                                 [this](std::string_view key) { events.KeyLeft(key); }};
 
   int64_t NowMs() const { return clock.NowMs(); }
 
@@ -100,10 +104,18 @@ struct Core {
     kKeep,    // kept (a destructor, which may run once the engine pool is gone): this node does
               // not serve the range, and eviction reclaims them
   };
-  // Ends the client's session-wide roles: its subscriptions, watched keys and MONITOR mode (it
-  // disconnected, or RESET), and the import it is the link of, if one is running: the import
-  // fails. Takes no server lock and never waits for the deletion, which scans the whole index.
+  // Ends the client's session-wide roles: its subscriptions, watched keys, key tracking and
+  // MONITOR mode (RESET, or it disconnected), and the import it is the link of, if one is
+  // running: the import fails. Takes no server lock and never waits for the deletion, which
+  // scans the whole index.
   void Forget(ClientState& client, FailedImportKeys keys);
+  // The client's connection closed (called again as it is destroyed): Forget, and the clients
+  // redirecting their invalidations to it lose them.
+  void Disconnected(ClientState& client, FailedImportKeys keys) {
+    Forget(client, keys);
+    tracking.TargetGone(client.id);
+  }
+
   // Leaves MULTI, dropping what it queued, and forgets the client's WATCHed keys: EXEC
   // (whatever it answers, a refused EXEC too) and DISCARD, as Redis's discardTransaction.
   void EndTransaction(ClientState& client) {

@@ -50,7 +50,9 @@ std::vector<std::unique_lock<std::mutex>> KeyspaceEvents::OrderWrites(
 }
 
 void KeyspaceEvents::Notify(uint32_t cls, std::string_view event, std::string_view key) {
-  if ((cls & (kNotifyKeyMiss | kNotifyExpired | kNotifyEvicted)) == 0) watched_.Touch(key);
+  const bool by_command = (cls & (kNotifyKeyMiss | kNotifyExpired | kNotifyEvicted)) == 0;
+  if (by_command) watched_.Touch(key);
+  if (cls != kNotifyKeyMiss) tracking_.Invalidate(key, by_command);
   const uint32_t enabled = Enabled();
   if ((enabled & cls) == 0) return;
   if (enabled & kNotifyKeyspace) {
@@ -87,6 +89,7 @@ void EngineEventForwarder::OnGenerationEvicted(const GenerationEvicted& info) {
 }
 
 void EngineEventForwarder::OnCorruptValue(std::string_view key, std::string_view reason) {
+  if (KeyspaceEvents* e = events_.load()) e->KeyLeft(key);
   // A line names at most the first 256 bytes of a key.
   constexpr size_t kKeyShown = 256;
   std::string shown = common::Repr(key.substr(0, kKeyShown));

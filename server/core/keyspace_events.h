@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/config_holder.h"
+#include "core/key_tracking.h"
 #include "core/pubsub.h"
 #include "core/watched_keys.h"
 #include "larder/events.h"
@@ -21,15 +22,20 @@ namespace larder::server {
 
 class KeyspaceEvents {
  public:
-  KeyspaceEvents(ConfigHolder& config, PubSub& pubsub, WatchedKeys& watched)
-      : config_(config), pubsub_(pubsub), watched_(watched) {}
+  KeyspaceEvents(ConfigHolder& config, PubSub& pubsub, WatchedKeys& watched, KeyTracking& tracking)
+      : config_(config), pubsub_(pubsub), watched_(watched), tracking_(tracking) {}
 
   // Publishes `event` about `key` if class `cls` (config::NotifyClass) is enabled. Costs three
   // atomic loads while nobody subscribes and nobody WATCHes a key. Every command reports here
   // each change it makes to a key, after the store made it, so an event of a class other than
   // keymiss, expired and evicted (which report no command's change) also touches the key's
-  // WATCHers, whatever notify-keyspace-events says.
+  // WATCHers, and any event but keymiss invalidates the key for the clients tracking it,
+  // whatever notify-keyspace-events says.
   void Notify(uint32_t cls, std::string_view event, std::string_view key);
+  // A key left without a command and without a Redis event: a slot range's keys deleted once
+  // served elsewhere, a failed import's, a value that failed verification. Only the clients
+  // tracking it are told (KeyTracking); WATCH finds such keys gone by itself.
+  void KeyLeft(std::string_view key) { tracking_.Invalidate(key, /*by_command=*/false); }
   // Larder's class G: one "evicted-generation" keyevent message summarising the generation.
   void NotifyGenerationEvicted(const GenerationEvicted& info);
 
@@ -56,6 +62,7 @@ class KeyspaceEvents {
   ConfigHolder& config_;
   PubSub& pubsub_;
   WatchedKeys& watched_;
+  KeyTracking& tracking_;
   std::atomic<uint64_t> config_generation_{~0ull};
   std::atomic<uint32_t> enabled_{0};
   std::array<std::mutex, kStripes> stripes_;

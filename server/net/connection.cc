@@ -28,7 +28,7 @@ Connection::Connection(Server& server, Socket socket, std::shared_ptr<ClientStat
 
 Connection::~Connection() {
   // Normally done by CloseNow; this covers a subscription a pool job made as it closed.
-  server_.core().Forget(*state_, Core::FailedImportKeys::kKeep);
+  server_.core().Disconnected(*state_, Core::FailedImportKeys::kKeep);
   SharedReserve().Give(read_ahead_reserved_);
 }
 
@@ -493,7 +493,7 @@ void Connection::CloseNow(Close how) {
   out_.clear();
   pushed_.Clear();
   pending_out_ = 0;
-  server_.core().Forget(*state_, Core::FailedImportKeys::kDelete);
+  server_.core().Disconnected(*state_, Core::FailedImportKeys::kDelete);
   server_.Remove(state_->id);
 }
 

@@ -360,7 +360,7 @@ void ReplyWriter::Verbatim(std::string_view format, std::string_view text) {
   sink().Append("\r\n");
 }
 
-std::string BulkArrayFrame(std::initializer_list<std::string_view> items) {
+std::string BulkArrayFrame(std::span<const std::string_view> items) {
   std::string out = "*" + std::to_string(items.size()) + "\r\n";
   for (std::string_view item : items) {
     out += "$" + std::to_string(item.size()) + "\r\n";

@@ -9,6 +9,7 @@
 #include <deque>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -241,6 +242,9 @@ class ReplyWriter {
 
 // `items` as a RESP2 array of bulk strings, in one string: a Pub/Sub message frame, encoded
 // once and pushed to every subscriber (a RESP3 one gets it with '>' for its first byte).
-std::string BulkArrayFrame(std::initializer_list<std::string_view> items);
+std::string BulkArrayFrame(std::span<const std::string_view> items);
+inline std::string BulkArrayFrame(std::initializer_list<std::string_view> items) {
+  return BulkArrayFrame(std::span<const std::string_view>(items.begin(), items.size()));
+}
 
 }  // namespace larder::resp

@@ -14,6 +14,7 @@ from integration_data_path import *  # noqa: F401,F403
 from integration_differential import *  # noqa: F401,F403
 from integration_lifecycle import *  # noqa: F401,F403
 from integration_redis_parity import *  # noqa: F401,F403
+from integration_tracking import *  # noqa: F401,F403
 from integration_watch import *  # noqa: F401,F403
 
 

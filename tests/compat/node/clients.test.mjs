@@ -202,6 +202,48 @@ describe('node-redis (RESP3)', () => {
     assert.equal(await c.sendCommand(['LARDER.PREFIX', 'nr:p3']), 0);
   });
 
+  test('client-side caching: hits from the cache, invalidated by another client', async () => {
+    const cached = await nodeRedis(srv.port, { clientSideCache: { ttl: 0, maxEntries: 0 } });
+    const writer = await nodeRedis(srv.port);
+    const cache = cached.clientSideCache;
+    const dropped = async (what) => {
+      const deadline = Date.now() + 10000;
+      while (cache.size() !== 0) {
+        assert.ok(Date.now() < deadline, `no invalidation ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    };
+    try {
+      await writer.set('nr:csc', 'v1');
+      assert.equal(await cached.get('nr:csc'), 'v1');
+      assert.equal(await cached.get('nr:csc'), 'v1');
+      assert.equal(cache.stats().hitCount, 1, 'the second GET is served by the cache');
+      await writer.set('nr:csc', 'v2');
+      await dropped('after a SET');
+      assert.equal(await cached.get('nr:csc'), 'v2');
+      // Reads racing writes: once the writes are done and their invalidation has arrived, the
+      // cached client must read the last value, never one it kept from before.
+      await writer.set('nr:csc:n', '0');
+      let written = false;
+      const writes = (async () => {
+        for (let i = 0; i < 300; i++) await writer.incr('nr:csc:n');
+        written = true;
+      })();
+      while (!written) {
+        await cached.get('nr:csc:n');
+        await new Promise((resolve) => setImmediate(resolve)); // a hit never waits for I/O
+      }
+      await writes;
+      await writer.ping();
+      assert.equal(await cached.get('nr:csc:n'), '300');
+      await writer.flushAll();
+      await dropped('after FLUSHALL');
+    } finally {
+      cached.destroy();
+      writer.destroy();
+    }
+  });
+
   test('HELLO reports proto 3', async () => {
     const hello = await c.sendCommand(['HELLO', '3']);
     const proto = hello instanceof Map ? hello.get('proto') : hello.proto;
