@@ -5,12 +5,16 @@ Default mode, NOLOOP, OPTIN/OPTOUT with CLIENT CACHING, BCAST with prefixes, RED
 client and to a subscribed RESP2 one, a redirect target that disconnects, FLUSHALL, RESET, and
 every refused option; then expiry, INFO's counters and CLIENT LIST's flags."""
 import re
+import threading
 import time
 import unittest
 
-from server_harness import BesideRedisCase, encode
+from server_harness import BesideRedisCase, ServerProcess, encode
 
-__all__ = ["TrackingAsRedisTest"]  # imported by integration_test
+__all__ = ["TrackingAsRedisTest", "TrackingUnderLoadTest"]  # imported by integration_test
+
+PAD = b"v" * (64 << 10)
+INVALIDATE = b">2\r\n$10\r\ninvalidate\r\n"
 
 # A scenario: the protocol of each connection, then steps (connection, command). "{id:x}" in a
 # command is connection x's client id on the server it runs on.
@@ -294,6 +298,93 @@ class TrackingAsRedisTest(BesideRedisCase):
                                      "tracking_total_prefixes": "2"})
         self.assertEqual(larder[1], ["t", "t", "tB"])
 
+
+
+class TrackingUnderLoadTest(unittest.TestCase):
+    """Larder runs commands of different connections at once: a client's cache, kept by the
+    invalidations it is sent, must never keep a value a write replaced once that write was
+    acknowledged and the client heard from the server after it."""
+
+    KEYS = ["load:%d" % i for i in range(8)]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = ServerProcess(["--unixsocket", ""]).start()
+        cls.addClassCleanup(cls.srv.cleanup)
+
+    @staticmethod
+    def apply(frame, cache):
+        """Takes one frame a tracking reader received: an invalidation drops keys (a null, all
+        of them); returns the frame if it is a reply."""
+        if not frame.startswith(INVALIDATE):
+            return frame
+        body = frame[len(INVALIDATE):]
+        if body == b"_\r\n":
+            cache.clear()
+        for key in re.findall(rb"\$\d+\r\n([^\r]*)\r\n", body):
+            cache.pop(key.decode(), None)
+        return None
+
+    def read_reply(self, conn, cache):
+        while True:
+            reply = self.apply(conn.reply(), cache)
+            if reply is not None:
+                return reply
+
+    def write_epochs(self, epochs):
+        """Sets every key to "<epoch>:<64 KiB>", epoch after epoch, beside the reads (SET
+        runs beside them, INCR would wait: read-modify-write); self.done is the last epoch
+        whose writes were all acknowledged."""
+        w = self.srv.raw()
+        try:
+            for epoch in range(1, epochs + 1):
+                w.send(b"".join(encode("SET", k, b"%d:" % epoch + PAD) for k in self.KEYS))
+                for _ in self.KEYS:
+                    w.reply()
+                self.done = epoch
+        finally:
+            w.close()
+
+    def read(self, reader, cache, missing, whole):
+        """Reads the missing keys into the cache: one MGET (`whole`: its first key is read
+        long before its last), or GETs pipelined (served by the pool and the io thread)."""
+        if whole:
+            reader.send(encode("MGET", *missing))
+            reply = self.read_reply(reader, cache)
+            values = re.findall(rb"\$\d+\r\n(\d+):", reply)
+            self.assertEqual(len(values), len(missing), reply[:100])
+            cache.update(zip(missing, map(int, values)))
+            return
+        reader.send(b"".join(encode("GET", k) for k in missing))
+        for key in missing:
+            cache[key] = int(self.read_reply(reader, cache).split(b"\r\n")[1].split(b":")[0])
+
+    def test_a_cache_never_keeps_a_stale_value(self):
+        admin = self.srv.raw()
+        admin.call("MSET", *[a for k in self.KEYS for a in (k, b"0:" + PAD)])
+        reader = self.srv.raw()
+        reader.call("HELLO", "3")
+        reader.call("CLIENT", "TRACKING", "on")
+        cache, rounds = {}, 0
+        self.done = 0
+        writer = threading.Thread(target=self.write_epochs, args=(400,))
+        writer.start()
+        try:
+            while writer.is_alive() or rounds == 0:
+                missing = [k for k in self.KEYS if k not in cache]
+                if missing:
+                    self.read(reader, cache, missing, rounds % 2 == 1)
+                rounds += 1
+                acknowledged = self.done  # then everything the server sent before: a sync
+                reader.send(encode("CLIENT", "GETNAME"))
+                self.read_reply(reader, cache)
+                stale = {k: v for k, v in cache.items() if v < acknowledged}
+                self.assertEqual(stale, {}, "cached values older than epoch %d" % acknowledged)
+            self.assertGreater(rounds, 10)
+        finally:
+            writer.join()
+            reader.close()
+            admin.close()
 
 if __name__ == "__main__":
     unittest.main()
