@@ -358,6 +358,7 @@ void Tracking(Ctx& ctx) {
   KeyTracking& tracking = ctx.core.tracking;
   if (EqualsNoCase(ctx.argv[2], "off")) {
     tracking.Disable(ctx.client);
+    ctx.client.tracking_caching = false;
     return ctx.w.SimpleString("OK");
   }
   if (!EqualsNoCase(ctx.argv[2], "on")) return ctx.w.Error(kErrSyntax);

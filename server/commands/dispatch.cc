@@ -234,12 +234,14 @@ void Observe(Ctx& ctx, uint64_t usec, bool failed, const ArgsBefore& before) {
 }
 
 // CLIENT TRACKING: the keys of a read-only command its client runs are remembered, before it
-// runs and again after (core/key_tracking.h says why).
-void RememberReadKeys(Ctx& ctx) {
+// runs and again after (core/key_tracking.h says why); `after`, the table is then held to
+// tracking-table-max-keys.
+void RememberReadKeys(Ctx& ctx, bool after) {
   if (!ctx.client.tracking.load(std::memory_order_relaxed) || !ctx.spec.Has(kReadonly)) return;
   std::vector<std::string_view> keys;
   ForEachKeyPosition(ctx.spec.keys, ctx.argv, [&](size_t i) { keys.push_back(ctx.argv[i]); });
-  ctx.core.tracking.Remember(ctx.client, keys);
+  const int64_t max_keys = after ? ctx.core.config.snapshot()->tracking_table_max_keys : 0;
+  ctx.core.tracking.Remember(ctx.client, keys, max_keys);
 }
 
 // Runs the command (`run`: with its lock, or without for EXEC's queued commands) and observes
@@ -249,9 +251,9 @@ void RunObserved(Ctx& ctx, Run run) {
   const ArgsBefore before = CopyArgsIfMoved(ctx);
   const auto started = std::chrono::steady_clock::now();
   const uint64_t errors_before = ctx.w.errors();
-  RememberReadKeys(ctx);
+  RememberReadKeys(ctx, /*after=*/false);
   run(ctx);
-  RememberReadKeys(ctx);
+  RememberReadKeys(ctx, /*after=*/true);
   const auto elapsed = std::chrono::steady_clock::now() - started;
   Observe(ctx, std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count(),
           ctx.w.errors() > errors_before, before);

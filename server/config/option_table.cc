@@ -155,6 +155,8 @@ std::vector<Option> ObservabilityRows() {
   return {
       KeyspaceEvents("notify-keyspace-events", &S::notify_keyspace_events, kRuntime,
                      "keyspace notification classes (Redis's letters, plus G); \"\" = none"),
+      Int("tracking-table-max-keys", &S::tracking_table_max_keys, kRuntime, 0, INT64_MAX,
+          "keys client-side caching remembers for its clients; 0 = no limit"),
       Int("slowlog-log-slower-than", &S::slowlog_log_slower_than, kRuntime, -1, INT64_MAX,
           "log commands taking this many microseconds or more; 0 = all, -1 = none"),
       Int("slowlog-max-len", &S::slowlog_max_len, kRuntime, 0, INT64_MAX,

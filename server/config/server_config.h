@@ -102,7 +102,8 @@ struct ServerConfig {
   ClientOutputBufferLimit client_output_buffer_limit_pubsub{32ull << 20, 8ull << 20, 60};
 
   // --- events ---
-  uint32_t notify_keyspace_events = 0;  // NotifyClass bits; 0 = no keyspace notifications
+  uint32_t notify_keyspace_events = 0;        // NotifyClass bits; 0 = no keyspace notifications
+  int64_t tracking_table_max_keys = 1000000;  // client-side caching's table; 0 = no limit
 
   // --- observability ---
   int64_t slowlog_log_slower_than = 10000;  // microseconds; 0 = every command, -1 = none

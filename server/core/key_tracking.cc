@@ -22,10 +22,10 @@ bool Overlap(std::string_view a, std::string_view b) {
   return a.starts_with(b) || b.starts_with(a);
 }
 
-// The null sent in place of the keys on FLUSHALL: in the tracking client's own protocol,
-// whoever receives it (as Redis does).
-std::string_view NullFor(const ClientState& client) {
-  return client.resp == 3 ? "_\r\n" : "$-1\r\n";
+// The null sent in place of the keys on FLUSHALL, in the receiving connection's protocol
+// (Redis uses the tracking client's, which sends a RESP3 null to a RESP2 redirect target).
+std::string_view NullFor(const ClientState& to) {
+  return to.resp == 3 ? "_\r\n" : "$-1\r\n";
 }
 
 }  // namespace
@@ -82,6 +82,7 @@ void KeyTracking::Enable(ClientState& client, const TrackingOptions& o, const Cl
     }
   }
   client.tracking = true;
+  tracker_count_.store(trackers_.size(), std::memory_order_relaxed);
   UpdateActive();
 }
 
@@ -104,35 +105,49 @@ void KeyTracking::Disable(ClientState& client) {
     trackers_.erase(it);
   }
   client.tracking = false;
-  client.tracking_caching = false;
+  tracker_count_.store(trackers_.size(), std::memory_order_relaxed);
   UpdateActive();
 }
 
 void KeyTracking::TargetGone(uint64_t id) {
+  if (tracker_count_.load(std::memory_order_relaxed) == 0) return;  // every disconnect
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [tracker_id, t] : trackers_) {
     if (t.target != nullptr && t.target->id == id) t.target = nullptr;
   }
 }
 
-void KeyTracking::Remember(const ClientState& client, const std::vector<std::string_view>& keys) {
+void KeyTracking::Remember(const ClientState& client, const std::vector<std::string_view>& keys,
+                           int64_t max_keys) {
   if (keys.empty()) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = trackers_.find(client.id);
-  if (it == trackers_.end() || it->second.bcast) return;
-  const Tracker& t = it->second;
-  if ((t.optin && !client.tracking_caching) || (t.optout && client.tracking_caching)) return;
-  for (std::string_view key : keys) {
-    auto [entry, added] = table_.try_emplace(std::string(key));
-    std::vector<uint64_t>& ids = entry->second;
-    if (std::find(ids.begin(), ids.end(), client.id) != ids.end()) continue;
-    ids.push_back(client.id);
-    ++items_;
+  std::vector<Message> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = trackers_.find(client.id);
+    if (it == trackers_.end() || it->second.bcast) return;
+    const Tracker& t = it->second;
+    if ((t.optin && !client.tracking_caching) || (t.optout && client.tracking_caching)) return;
+    for (std::string_view key : keys) {
+      auto entry = table_.find(key);
+      if (entry == table_.end()) entry = table_.try_emplace(std::string(key)).first;
+      std::vector<uint64_t>& ids = entry->second;
+      // Ids of clients that stopped tracking go here, so that a key read by many short-lived
+      // connections keeps only the live ones.
+      items_ -= std::erase_if(ids, [this](uint64_t id) { return !trackers_.contains(id); });
+      if (std::find(ids.begin(), ids.end(), client.id) != ids.end()) continue;
+      ids.push_back(client.id);
+      ++items_;
+    }
+    while (max_keys > 0 && table_.size() > static_cast<size_t>(max_keys)) {
+      InvalidateEntryLocked(table_.begin(), 0, &out);  // forgotten: told as a change
+    }
+    UpdateActive();
   }
-  UpdateActive();
+  Send(out);
 }
 
-std::optional<KeyTracking::Message> KeyTracking::MessageFor(Tracker& t, std::string_view keys) {
+std::optional<KeyTracking::Message> KeyTracking::MessageFor(Tracker& t,
+                                                            std::optional<std::string_view> keys) {
   const ClientState* to = t.self;
   if (t.redirect != 0) {
     if (t.target == nullptr) {
@@ -152,7 +167,7 @@ std::optional<KeyTracking::Message> KeyTracking::MessageFor(Tracker& t, std::str
   } else {
     return std::nullopt;  // RESP2 has no push to carry it
   }
-  frame.append(keys);
+  frame.append(keys ? *keys : NullFor(*to));
   return Message{to->push, std::make_shared<const std::string>(std::move(frame))};
 }
 
@@ -160,30 +175,42 @@ void KeyTracking::Send(std::vector<Message>& out) {
   for (Message& m : out) m.sink->Push(std::move(m.frame));
 }
 
+void KeyTracking::InvalidateEntryLocked(Table::iterator entry, uint64_t by,
+                                        std::vector<Message>* out) {
+  const std::string keys = resp::BulkArrayFrame({entry->first});
+  for (uint64_t id : entry->second) {
+    auto t = trackers_.find(id);
+    if (t == trackers_.end() || t->second.bcast) continue;  // stopped, or switched mode
+    if (t->second.noloop && id == by) continue;
+    if (auto m = MessageFor(t->second, keys)) out->push_back(std::move(*m));
+  }
+  items_ -= entry->second.size();
+  table_.erase(entry);
+}
+
 void KeyTracking::Invalidate(std::string_view key, bool by_command) {
   if (!active_.load(std::memory_order_acquire)) return;
-  const uint64_t by = current.active ? current.client : 0;
+  // Redis skips a NOLOOP client's invalidation whenever that client's command is running,
+  // also for a key its command evicted or found expired, which leaves the client a stale
+  // copy: here only the client's own changes are skipped.
+  const uint64_t by = current.active && by_command ? current.client : 0;
   std::vector<Message> out;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!prefix_clients_.empty()) {
       if (current.active) {
-        current.changed.emplace_back(std::string(key), by_command ? by : 0);
+        current.changed.emplace_back(std::string(key), by);
+        if (current.changed.size() >= kMaxBatchedKeys) {
+          BroadcastLocked(current.changed, &out);
+          current.changed.clear();
+        }
       } else {
         BroadcastLocked({{std::string(key), 0}}, &out);
       }
     }
     auto entry = table_.find(key);
     if (entry != table_.end()) {
-      const std::string keys = resp::BulkArrayFrame({key});
-      for (uint64_t id : entry->second) {
-        auto t = trackers_.find(id);
-        if (t == trackers_.end() || t->second.bcast) continue;  // stopped, or switched mode
-        if (t->second.noloop && id == by) continue;
-        if (auto m = MessageFor(t->second, keys)) out.push_back(std::move(*m));
-      }
-      items_ -= entry->second.size();
-      table_.erase(entry);
+      InvalidateEntryLocked(entry, by, &out);
       UpdateActive();
     }
   }
@@ -195,7 +222,7 @@ void KeyTracking::InvalidateAll() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [id, t] : trackers_) {
-      if (auto m = MessageFor(t, NullFor(*t.self))) out.push_back(std::move(*m));
+      if (auto m = MessageFor(t, std::nullopt)) out.push_back(std::move(*m));
     }
     table_.clear();
     items_ = 0;
@@ -204,11 +231,12 @@ void KeyTracking::InvalidateAll() {
   Send(out);
 }
 
-void KeyTracking::BroadcastLocked(const std::vector<Change>& changes, std::vector<Message>* out) {
+void KeyTracking::BroadcastLocked(const std::vector<std::pair<std::string, uint64_t>>& changes,
+                                  std::vector<Message>* out) {
   for (auto& [prefix, ids] : prefix_clients_) {
     std::map<std::string_view, uint64_t> keys;  // sorted, each with its last changer
-    for (const Change& c : changes) {
-      if (std::string_view(c.key).starts_with(prefix)) keys[c.key] = c.by;
+    for (const auto& [key, by] : changes) {
+      if (std::string_view(key).starts_with(prefix)) keys[key] = by;
     }
     if (keys.empty()) continue;
     for (uint64_t id : ids) {
@@ -224,15 +252,6 @@ void KeyTracking::BroadcastLocked(const std::vector<Change>& changes, std::vecto
   }
 }
 
-void KeyTracking::Broadcast(const std::vector<Change>& changes) {
-  std::vector<Message> out;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    BroadcastLocked(changes, &out);
-  }
-  Send(out);
-}
-
 KeyTracking::CommandScope::CommandScope(KeyTracking& tracking, const ClientState& client)
     : tracking_(tracking), outermost_(!current.active) {
   if (!outermost_) return;
@@ -244,11 +263,13 @@ KeyTracking::CommandScope::~CommandScope() {
   if (!outermost_) return;
   current.active = false;
   if (current.changed.empty()) return;
-  std::vector<Change> changes;
-  changes.reserve(current.changed.size());
-  for (auto& [key, by] : current.changed) changes.push_back({std::move(key), by});
+  std::vector<Message> out;
+  {
+    std::lock_guard<std::mutex> lock(tracking_.mu_);
+    tracking_.BroadcastLocked(current.changed, &out);
+  }
   current.changed.clear();
-  tracking_.Broadcast(changes);
+  Send(out);
 }
 
 TrackingInfo KeyTracking::InfoOf(const ClientState& client) const {
@@ -269,19 +290,14 @@ TrackingInfo KeyTracking::InfoOf(const ClientState& client) const {
   return info;
 }
 
-size_t KeyTracking::clients() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return trackers_.size();
-}
-
 size_t KeyTracking::items() const {
   std::lock_guard<std::mutex> lock(mu_);
   return items_;
 }
 
 void KeyTracking::UpdateActive() {
-  keys_.store(table_.size());
-  prefix_count_.store(prefix_clients_.size());
+  keys_.store(table_.size(), std::memory_order_relaxed);
+  prefix_count_.store(prefix_clients_.size(), std::memory_order_relaxed);
   active_.store(!table_.empty() || !prefix_clients_.empty(), std::memory_order_release);
 }
 

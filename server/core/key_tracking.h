@@ -13,10 +13,15 @@
 // A message goes to the client itself as a RESP3 push (`invalidate` and an array of keys), or
 // with REDIRECT to another client: a RESP3 one gets the push, a RESP2 one subscribed to
 // anything a Pub/Sub message on `__redis__:invalidate`; a RESP2 client without a redirect gets
-// nothing, as in Redis. FLUSHALL (and a slot range's keys leaving this node) sends every
-// tracking client a null in place of the keys: drop everything. When the redirect target
-// disconnects, the client's next message is lost and it is flagged `broken_redirect` (a RESP3
-// client is told so with a `tracking-redir-broken` push).
+// nothing, as in Redis. FLUSHALL sends every tracking client a null in place of the keys: drop
+// everything (in the receiving connection's protocol). When the redirect target disconnects,
+// the client's next message is lost and it is flagged `broken_redirect` (a RESP3 client is
+// told so with a `tracking-redir-broken` push).
+//
+// The table holds at most `tracking-table-max-keys` keys (Redis's option and default): past
+// it, keys are forgotten and their clients sent an invalidation, as if they had changed. An
+// entry leaves the table when its key changes, expires or is evicted; the ids of clients that
+// stopped tracking leave it when the key is read again.
 //
 // Ordering. A client's pushes are queued on its connection after the reply of the command it
 // is running (net/connection.h), so an invalidation always follows a value it may cover: a
@@ -78,11 +83,15 @@ class KeyTracking {
   void TargetGone(uint64_t id);
 
   // The keys of a read-only command `client` runs (client.tracking set): remembered unless
-  // the client broadcasts, or OPTIN/OPTOUT and client.tracking_caching say not to.
-  void Remember(const ClientState& client, const std::vector<std::string_view>& keys);
-  // `key` changed: by the command this thread runs (`by_command`), or it expired or was
-  // evicted. Sends the invalidations of default-mode clients at once; BCAST ones at the end
-  // of the command (CommandScope), or at once outside one.
+  // the client broadcasts, or OPTIN/OPTOUT and client.tracking_caching say not to; then the
+  // table is cut down to `max_keys` (0: not cut; dispatch cuts it once the command ran).
+  void Remember(const ClientState& client, const std::vector<std::string_view>& keys,
+                int64_t max_keys);
+  // `key` changed: by the command this thread runs (`by_command`: NOLOOP clients are not told
+  // of their own changes), or it expired, was evicted or left without a command. Sends the
+  // invalidations of default-mode clients at once; BCAST ones at the end of the command
+  // (CommandScope; every kMaxBatchedKeys keys for a command changing many), or at once
+  // outside one.
   void Invalidate(std::string_view key, bool by_command);
   // Every key may have changed (FLUSHALL, a slot range's keys deleted): every tracking client
   // is sent a null, and the table is emptied.
@@ -104,7 +113,7 @@ class KeyTracking {
 
   TrackingInfo InfoOf(const ClientState& client) const;
   // INFO: clients tracking, keys in the table, client ids over all its keys, BCAST prefixes.
-  size_t clients() const;
+  size_t clients() const { return tracker_count_.load(std::memory_order_relaxed); }
   size_t keys() const { return keys_.load(); }
   size_t items() const;
   size_t prefixes() const { return prefix_count_.load(); }
@@ -117,11 +126,6 @@ class KeyTracking {
     bool bcast = false, optin = false, optout = false, noloop = false, broken = false;
     std::set<std::string, std::less<>> prefixes;
   };
-  // A key changed, and the client that changed it (0: none, or an expiry or eviction).
-  struct Change {
-    std::string key;
-    uint64_t by = 0;
-  };
   struct Message {
     std::shared_ptr<PushSink> sink;
     std::shared_ptr<const std::string> frame;
@@ -131,24 +135,33 @@ class KeyTracking {
     size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
   };
 
-  // Under mu_: the message telling `t` of `keys` (a RESP array of keys, or a null), if it can
-  // be sent; marks a redirect found gone.
-  std::optional<Message> MessageFor(Tracker& t, std::string_view keys);
-  // Under mu_: the BCAST messages for `changes`, one per prefix and client.
-  void BroadcastLocked(const std::vector<Change>& changes, std::vector<Message>* out);
-  void Broadcast(const std::vector<Change>& changes);
+  using Table = std::unordered_map<std::string, std::vector<uint64_t>, KeyHash, std::equal_to<>>;
+
+  // Under mu_: the message telling `t` of `keys` (a RESP array of keys; nullopt: a null, in
+  // the receiving connection's protocol), if it can be sent; marks a redirect found gone.
+  std::optional<Message> MessageFor(Tracker& t, std::optional<std::string_view> keys);
+  // Under mu_: the invalidations of `entry`'s clients (but a NOLOOP one's own change: `by`),
+  // and the entry forgotten.
+  void InvalidateEntryLocked(Table::iterator entry, uint64_t by, std::vector<Message>* out);
+  // Under mu_: the BCAST messages for `changes` (each key with the client that changed it, 0
+  // for none), one per prefix and client.
+  void BroadcastLocked(const std::vector<std::pair<std::string, uint64_t>>& changes,
+                       std::vector<Message>* out);
   void DropPrefixesLocked(uint64_t id, Tracker& t);
   static void Send(std::vector<Message>& out);
   void UpdateActive();
 
+  static constexpr size_t kMaxBatchedKeys = 1024;
+
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, Tracker> trackers_;
-  std::unordered_map<std::string, std::vector<uint64_t>, KeyHash, std::equal_to<>> table_;
+  Table table_;
   std::map<std::string, std::vector<uint64_t>, std::less<>> prefix_clients_;
   size_t items_ = 0;
-  std::atomic<size_t> keys_{0};          // table_.size(), read without the mutex
-  std::atomic<size_t> prefix_count_{0};  // prefix_clients_.size()
-  std::atomic<bool> active_{false};      // keys_ or prefix_count_ non-zero
+  std::atomic<size_t> keys_{0};           // table_.size(), read without the mutex
+  std::atomic<size_t> prefix_count_{0};   // prefix_clients_.size()
+  std::atomic<size_t> tracker_count_{0};  // trackers_.size()
+  std::atomic<bool> active_{false};       // keys_ or prefix_count_ non-zero
 };
 
 }  // namespace larder::server

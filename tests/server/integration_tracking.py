@@ -11,7 +11,7 @@ import unittest
 
 from server_harness import BesideRedisCase, ServerProcess, encode
 
-__all__ = ["TrackingAsRedisTest", "TrackingUnderLoadTest"]  # imported by integration_test
+__all__ = ["TrackingAsRedisTest", "TrackingUnderLoadTest", "TrackingEvictionTest"]  # imported by integration_test
 
 PAD = b"v" * (64 << 10)
 INVALIDATE = b">2\r\n$10\r\ninvalidate\r\n"
@@ -192,7 +192,7 @@ class TrackingAsRedisTest(BesideRedisCase):
                 if command[0] == "QUIT":
                     conns[name].close()
                     conns[name] = None
-                    time.sleep(0.2)  # the server notices the close
+                    self.wait_gone(server, ids[name])
             text = b"\n".join(transcript)
             for name, id_ in ids.items():  # where a reply or push names a client
                 text = re.sub(rb"(GETREDIR\n:|CLIENT ID\n:|redirect\r\n:|redir-broken\r\n:)%d\r\n" % id_,
@@ -202,6 +202,24 @@ class TrackingAsRedisTest(BesideRedisCase):
             for c in conns.values():
                 if c is not None:
                     c.close()
+
+    @staticmethod
+    def wait_gone(server, client_id):
+        """Returns once the server lists no client `client_id` (a closed connection)."""
+        admin = server.raw()
+        try:
+            deadline = time.monotonic() + 10
+            while b"id=%d " % client_id in admin.call("CLIENT", "LIST", "ID", client_id):
+                if time.monotonic() > deadline:
+                    raise AssertionError("client %d still listed" % client_id)
+                time.sleep(0.01)
+        finally:
+            admin.close()
+
+    @staticmethod
+    def tracking_clients(conn):
+        info = conn.call("INFO", "clients").decode()
+        return int(re.search(r"tracking_clients:(\d+)", info).group(1))
 
     def exchange(self, conn, command, sync):
         """The frames one command brings back: pushes before its reply, the reply, and (with
@@ -269,6 +287,9 @@ class TrackingAsRedisTest(BesideRedisCase):
         """INFO's tracking counters and CLIENT LIST's flags after a fixed sequence."""
         a, b, c = server.raw(), server.raw(), server.raw()
         try:
+            deadline = time.monotonic() + 10  # the connections of earlier tests are gone
+            while self.tracking_clients(a) and time.monotonic() < deadline:
+                time.sleep(0.01)
             a.call("FLUSHALL")
             for conn in (a, b):
                 conn.call("HELLO", "3")
@@ -385,6 +406,59 @@ class TrackingUnderLoadTest(unittest.TestCase):
             writer.join()
             reader.close()
             admin.close()
+
+
+class TrackingEvictionTest(unittest.TestCase):
+    """What leaves without a command still reaches the clients that read it: keys evicted to
+    keep the disk budget (by the tracking client's own writes, NOLOOP notwithstanding), and
+    keys forgotten past tracking-table-max-keys."""
+
+    def test_evicted_keys_are_invalidated(self):
+        value = b"e" * (256 << 10)
+        with ServerProcess(["--unixsocket", ""],
+                           limits=("--max-disk-bytes", "64mb", "--generation-bytes", "8mb",
+                                   "--memtable-bytes", "16mb")).start() as srv:
+            c = srv.raw()
+            self.addCleanup(c.close)
+            c.call("HELLO", "3")
+            c.call("CLIENT", "TRACKING", "on", "NOLOOP")
+            read = ["ev:%d" % i for i in range(40)]
+            for k in read:
+                c.call("SET", k, value)
+            c.call("MGET", *read)  # tracked
+            invalidated = set()
+            for i in range(40, 600):  # the client's own writes evict what it read
+                c.send(encode("SET", "ev:%d" % i, value))
+                while (frame := c.reply()).startswith(INVALIDATE):
+                    invalidated.update(k.decode() for k in re.findall(
+                        rb"\$\d+\r\n([^\r]*)\r\n", frame[len(INVALIDATE):]))
+                self.assertEqual(frame, b"+OK\r\n")
+            c.send(encode("CLIENT", "GETNAME"))
+            while (frame := c.reply()) != b"_\r\n":
+                invalidated.update(k.decode() for k in re.findall(
+                    rb"\$\d+\r\n([^\r]*)\r\n", frame[len(INVALIDATE):]))
+            gone = {k for k in read if c.call("EXISTS", k) == b":0\r\n"}
+            self.assertGreater(len(gone), 0, "nothing was evicted")
+            self.assertEqual(invalidated, gone)
+
+    def test_table_limit_forgets_keys_with_an_invalidation(self):
+        with ServerProcess(["--unixsocket", ""]).start() as srv:
+            c = srv.raw()
+            self.addCleanup(c.close)
+            c.call("CONFIG", "SET", "tracking-table-max-keys", "3")
+            c.call("HELLO", "3")
+            c.call("CLIENT", "TRACKING", "on")
+            keys = ["lim:%d" % i for i in range(5)]
+            self.assertEqual(c.call("MGET", *keys), b"*5\r\n" + b"_\r\n" * 5)
+            c.send(encode("CLIENT", "GETNAME"))
+            forgotten = []
+            while (frame := c.reply()) != b"_\r\n":
+                self.assertTrue(frame.startswith(INVALIDATE), frame)
+                forgotten += re.findall(rb"\$\d+\r\n([^\r]*)\r\n", frame[len(INVALIDATE):])
+            self.assertEqual(len(forgotten), 2)
+            self.assertLessEqual({k.decode() for k in forgotten}, set(keys))
+            self.assertIn(b"tracking_total_keys:3\r\n", c.call("INFO", "stats"))
+
 
 if __name__ == "__main__":
     unittest.main()

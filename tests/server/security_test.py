@@ -18,7 +18,8 @@ from server_harness import ServerProcess
 RUNTIME_MUTABLE = {
     "maxclients", "timeout", "tcp-keepalive", "protected-mode", "requirepass",
     "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit", "loglevel",
-    "notify-keyspace-events", "slowlog-log-slower-than", "slowlog-max-len",
+    "notify-keyspace-events", "tracking-table-max-keys", "slowlog-log-slower-than",
+    "slowlog-max-len",
     "latency-monitor-threshold", "latency-tracking", "latency-tracking-info-percentiles",
     "sendfile", "inline-get-max-bytes", "tls-cert-file", "tls-key-file", "tls-ca-cert-file",
     "tls-ca-cert-dir", "tls-auth-clients", "tls-protocols", "tls-ciphers", "tls-ciphersuites",
