@@ -82,8 +82,8 @@ void FlushAll(Ctx& ctx) {
   // A migration from this node would go on sending values that are gone: it fails instead.
   ctx.core.migrator.Abort("FLUSHALL ran on the source");
   Status s = ctx.store().Clear();
+  ctx.core.tracking.InvalidateAll();  // a Clear that failed may have removed keys too
   if (!s.ok()) return ReplyStatus(ctx, s);
-  ctx.core.tracking.InvalidateAll();
   ctx.w.SimpleString("OK");
 }
 

@@ -493,8 +493,10 @@ void Connection::CloseNow(Close how) {
   out_.clear();
   pushed_.Clear();
   pending_out_ = 0;
-  server_.core().Disconnected(*state_, Core::FailedImportKeys::kDelete);
+  // Out of the registry first: a CLIENT TRACKING REDIRECT looking for a target no longer
+  // finds one whose Disconnected already ran.
   server_.Remove(state_->id);
+  server_.core().Disconnected(*state_, Core::FailedImportKeys::kDelete);
 }
 
 void Connection::EndTlsSession() {
