@@ -67,10 +67,7 @@ void KeyTracking::Enable(ClientState& client, const TrackingOptions& o, const Cl
   t.self = &client;
   t.target = target;
   t.redirect = o.redirect;
-  t.bcast = o.bcast;
-  t.optin = o.optin;
-  t.optout = o.optout;
-  t.noloop = o.noloop;
+  static_cast<TrackingMode&>(t) = o;
   t.broken = false;
   if (o.bcast) {
     std::vector<std::string> add = o.prefixes;
@@ -280,10 +277,7 @@ TrackingInfo KeyTracking::InfoOf(const ClientState& client) const {
   if (it == trackers_.end()) return info;
   const Tracker& t = it->second;
   info.on = true;
-  info.bcast = t.bcast;
-  info.optin = t.optin;
-  info.optout = t.optout;
-  info.noloop = t.noloop;
+  static_cast<TrackingMode&>(info) = t;
   info.broken_redirect = t.broken;
   info.redirect = static_cast<int64_t>(t.redirect);
   info.prefixes.assign(t.prefixes.begin(), t.prefixes.end());

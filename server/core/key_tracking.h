@@ -51,16 +51,20 @@
 
 namespace larder::server {
 
-// CLIENT TRACKING ON's options.
-struct TrackingOptions {
+// How a client tracks: CLIENT TRACKING ON's flags.
+struct TrackingMode {
   bool bcast = false, optin = false, optout = false, noloop = false;
+};
+
+// CLIENT TRACKING ON's options.
+struct TrackingOptions : TrackingMode {
   uint64_t redirect = 0;  // the client id invalidations go to; 0 = the client itself
   std::vector<std::string> prefixes;
 };
 
 // A client's tracking state, as CLIENT TRACKINGINFO, GETREDIR and LIST show it.
-struct TrackingInfo {
-  bool on = false, bcast = false, optin = false, optout = false, noloop = false;
+struct TrackingInfo : TrackingMode {
+  bool on = false;
   bool broken_redirect = false;
   int64_t redirect = -1;  // -1 while not tracking, 0 for no redirect
   std::vector<std::string> prefixes;
@@ -119,11 +123,11 @@ class KeyTracking {
   size_t prefixes() const { return prefix_count_.load(); }
 
  private:
-  struct Tracker {
+  struct Tracker : TrackingMode {
     ClientState* self = nullptr;          // valid until Disable
     const ClientState* target = nullptr;  // the redirect target; null when none or gone
     uint64_t redirect = 0;
-    bool bcast = false, optin = false, optout = false, noloop = false, broken = false;
+    bool broken = false;
     std::set<std::string, std::less<>> prefixes;
   };
   struct Message {
