@@ -322,15 +322,18 @@ bool ParseTracking(Ctx& ctx, TrackingOptions* o) {
     const std::string& word = ctx.argv[j];
     const bool more = j + 1 < ctx.argc();
     if (EqualsNoCase(word, "redirect") && more) {
-      if (o->redirect != 0)
-        return ctx.w.Error("ERR A client can only redirect to a single other client"), false;
+      if (o->redirect != 0) {
+        ctx.w.Error("ERR A client can only redirect to a single other client");
+        return false;
+      }
       int64_t id;
       if (!ArgInt64(ctx, ctx.argv[++j], &id)) return false;
       bool found = false;
       ctx.core.clients->ForEach(
-          [&](const ClientState& c) { found = found || c.id == uint64_t(id); });
-      if (!found || id <= 0) {
-        return ctx.w.Error("ERR The client ID you want redirect to does not exist"), false;
+          [&](const ClientState& c) { found = found || static_cast<int64_t>(c.id) == id; });
+      if (!found) {
+        ctx.w.Error("ERR The client ID you want redirect to does not exist");
+        return false;
       }
       o->redirect = static_cast<uint64_t>(id);
     } else if (EqualsNoCase(word, "bcast")) {
@@ -344,7 +347,8 @@ bool ParseTracking(Ctx& ctx, TrackingOptions* o) {
     } else if (EqualsNoCase(word, "prefix") && more) {
       o->prefixes.push_back(ctx.argv[++j]);
     } else {
-      return ctx.w.Error(kErrSyntax), false;
+      ctx.w.Error(kErrSyntax);
+      return false;
     }
   }
   return true;
