@@ -362,7 +362,7 @@ void Dispatcher::Run(const Plan& plan, ClientState& client, std::vector<std::str
   } end_write{core_.pause, plan.counts_write};
   // CLIENT REPLY: the command after a SKIP has its reply dropped, as every command's while OFF
   // (client_cmds.cc); what the connection writes between commands never is.
-  client.reply_skip = std::exchange(client.reply_skip_next, false);
+  client.reply_skip = client.reply_skip_next.exchange(false);
   w.set_dropping(client.replies_dropped());
   struct EndDropping {
     ClientState& client;

@@ -78,10 +78,11 @@ struct ClientState {
   }
   // CLIENT REPLY: OFF drops every reply (`reply_off`), SKIP the next command's
   // (`reply_skip_next`, which becomes `reply_skip` while that command runs: Dispatcher::Run).
-  // Session fields: the connection reads them between commands (a protocol error's reply).
-  bool reply_off = false;
-  bool reply_skip_next = false;
-  bool reply_skip = false;
+  // Written by the client's commands; atomic because the io thread also reads them while a
+  // command runs on the pool (a MONITOR line is dropped as any reply: Connection::Push).
+  std::atomic<bool> reply_off{false};
+  std::atomic<bool> reply_skip_next{false};
+  std::atomic<bool> reply_skip{false};
   // Whether the reply being written now is dropped (ReplyWriter::set_dropping): while OFF, in
   // the command a SKIP applies to, and between commands when a SKIP waits for the next one.
   bool replies_dropped() const { return reply_off || reply_skip || reply_skip_next; }

@@ -9,7 +9,7 @@ namespace larder::server {
 
 void Monitors::Add(ClientState& client) {
   std::unique_lock<std::shared_mutex> lock(mu_);
-  if (sinks_.emplace(client.id, client.push).second) count_.fetch_add(1);
+  if (monitors_.emplace(client.id, Monitor{client.push, &client}).second) count_.fetch_add(1);
   client.monitor = true;
 }
 
@@ -17,7 +17,7 @@ bool Monitors::Remove(ClientState& client) {
   if (!client.monitor.load()) return false;
   std::unique_lock<std::shared_mutex> lock(mu_);
   client.monitor = false;
-  if (sinks_.erase(client.id) == 0) return false;
+  if (monitors_.erase(client.id) == 0) return false;
   count_.fetch_sub(1);
   return true;
 }
@@ -27,7 +27,12 @@ void Monitors::Feed(const ClientState& client, const std::vector<std::string>& a
   if (Idle()) return;
   auto frame = std::make_shared<const std::string>("+" + Line(client, argv, unix_us) + "\r\n");
   std::shared_lock<std::shared_mutex> lock(mu_);
-  for (const auto& [id, sink] : sinks_) sink->Push(frame);
+  for (const auto& [id, m] : monitors_) {
+    // A SKIP waiting for the monitor's next command drops what others run meanwhile.
+    const ClientState& s = *m.state;
+    if (s.reply_off || s.reply_skip || (s.reply_skip_next && &s != &client)) continue;
+    m.sink->Push(frame);
+  }
 }
 
 std::string Monitors::Line(const ClientState& client, const std::vector<std::string>& argv,

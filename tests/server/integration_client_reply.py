@@ -2,6 +2,8 @@
 (RESP2 and RESP3), and what comes back must be byte for byte the same: the replies OFF drops,
 the one reply SKIP drops, errors dropped like any reply, RESET and ON turning replies back on,
 and Pub/Sub confirmations and messages, which are sent whatever the mode."""
+import re
+import time
 import unittest
 
 from server_harness import BesideRedisCase, encode
@@ -82,6 +84,52 @@ class ClientReplyAsRedisTest(BesideRedisCase):
         got = self.received(self.larder, commands, 2)
         self.assertEqual(got, b"+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n+OK\r\n+OK\r\n+OK\r\n"
                          + END_REPLY)
+
+
+    @staticmethod
+    def monitored(server):
+        """The MONITOR lines a monitoring connection receives while it turns its replies OFF,
+        SKIPs one command and ON again, and another client runs commands; stamps and
+        addresses dropped."""
+        m, o = server.raw(), server.raw()
+
+        def reply_less(*command):  # then waits until the server ran it
+            m.send(encode(*command))
+            words = command[:2] if command[0] == "CLIENT" else command[:1]
+            name = b"cmd=" + "|".join(words).lower().encode()
+            deadline = time.monotonic() + 10
+            while name + b" " not in o.call("CLIENT", "LIST", "ID", m_id):
+                assert time.monotonic() < deadline, "%s never ran" % (command,)
+                time.sleep(0.01)
+            time.sleep(0.05)
+
+        lines = []
+        try:
+            m_id = int(m.call("CLIENT", "ID")[1:-2])
+            m.call("MONITOR")
+            o.call("SET", "a", "1")
+            reply_less("CLIENT", "REPLY", "OFF")
+            o.call("SET", "a", "2")
+            m.send(encode("CLIENT", "REPLY", "ON"))
+            while not lines or lines[-1] != b"+OK\r\n":  # ON ran
+                lines.append(re.sub(rb"^\+[0-9.]+ \[0 [^\]]*\] ", b"+", m.reply()))
+            o.call("SET", "a", "3")
+            reply_less("CLIENT", "REPLY", "SKIP")
+            o.call("SET", "a", "4")  # dropped: the SKIP waits for the monitor's next command
+            reply_less("PING")  # the skipped command
+            o.call("ECHO", END)
+            while not lines[-1].endswith(b'"%s"\r\n' % END.encode()):
+                lines.append(re.sub(rb"^\+[0-9.]+ \[0 [^\]]*\] ", b"+", m.reply()))
+            return lines
+        finally:
+            m.close()
+            o.close()
+
+    def test_monitor_lines_obey_the_reply_mode(self):
+        larder = self.monitored(self.larder)
+        self.assertEqual(larder, self.monitored(self.redis))
+        self.assertIn(b'+"SET" "a" "3"\r\n', larder)
+        self.assertNotIn(b'+"SET" "a" "2"\r\n', larder)
 
 
 if __name__ == "__main__":
