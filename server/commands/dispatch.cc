@@ -233,15 +233,15 @@ void Observe(Ctx& ctx, uint64_t usec, bool failed, const ArgsBefore& before) {
   core.slowlog.Add(std::move(entry), static_cast<size_t>(cfg->slowlog_max_len));
 }
 
-// CLIENT TRACKING: the keys of a read-only command its client runs are remembered, before it
-// runs and again after (core/key_tracking.h says why); `after`, the table is then held to
-// tracking-table-max-keys.
-void RememberReadKeys(Ctx& ctx, bool after) {
-  if (!ctx.client.tracking.load(std::memory_order_relaxed) || !ctx.spec.Has(kReadonly)) return;
+// CLIENT TRACKING: the keys of a read-only command its client runs, to remember before it
+// runs and again after (core/key_tracking.h says why); none for other clients and commands.
+std::vector<std::string_view> TrackedReadKeys(const Ctx& ctx) {
   std::vector<std::string_view> keys;
+  if (!ctx.client.tracking.load(std::memory_order_relaxed) || !ctx.spec.Has(kReadonly)) {
+    return keys;
+  }
   ForEachKeyPosition(ctx.spec.keys, ctx.argv, [&](size_t i) { keys.push_back(ctx.argv[i]); });
-  const int64_t max_keys = after ? ctx.core.config.snapshot()->tracking_table_max_keys : 0;
-  ctx.core.tracking.Remember(ctx.client, keys, max_keys);
+  return keys;
 }
 
 // Runs the command (`run`: with its lock, or without for EXEC's queued commands) and observes
@@ -251,9 +251,14 @@ void RunObserved(Ctx& ctx, Run run) {
   const ArgsBefore before = CopyArgsIfMoved(ctx);
   const auto started = std::chrono::steady_clock::now();
   const uint64_t errors_before = ctx.w.errors();
-  RememberReadKeys(ctx, /*after=*/false);
+  // A read-only command keeps its arguments: the keys stay valid across run().
+  const std::vector<std::string_view> read_keys = TrackedReadKeys(ctx);
+  ctx.core.tracking.Remember(ctx.client, read_keys, /*max_keys=*/0);
   run(ctx);
-  RememberReadKeys(ctx, /*after=*/true);
+  if (!read_keys.empty()) {  // then the table is held to tracking-table-max-keys
+    const int64_t max_keys = ctx.core.config.snapshot()->tracking_table_max_keys;
+    ctx.core.tracking.Remember(ctx.client, read_keys, max_keys);
+  }
   const auto elapsed = std::chrono::steady_clock::now() - started;
   Observe(ctx, std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count(),
           ctx.w.errors() > errors_before, before);
