@@ -246,10 +246,9 @@ void BitOp(Ctx& ctx) {
   const std::string result = Combine(*op, sources);
   const std::string& dest = ctx.argv[2];
   if (result.empty()) {
-    Status s = ctx.store().Delete(dest);
-    if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
-    if (s.ok()) ctx.core.events.Notify(kNotifyGeneric, "del", dest);
-    return ctx.w.Integer(0);
+    bool deleted;
+    if (DeleteKey(ctx, dest, &deleted)) ctx.w.Integer(0);
+    return;
   }
   Status s = ctx.store().Put(dest, result, ctx.WriteOptions());
   if (!s.ok()) return ReplyStatus(ctx, s);

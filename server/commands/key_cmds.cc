@@ -121,13 +121,9 @@ void Rename(Ctx& ctx) {
 void Del(Ctx& ctx) {
   int64_t n = 0;
   for (size_t i = 1; i < ctx.argc(); ++i) {
-    Status s = ctx.store().Delete(ctx.argv[i]);
-    if (s.ok()) {
-      ++n;
-      ctx.core.events.Notify(kNotifyGeneric, "del", ctx.argv[i]);
-    } else if (!s.IsNotFound()) {
-      return ReplyStatus(ctx, s);
-    }
+    bool deleted;
+    if (!DeleteKey(ctx, ctx.argv[i], &deleted)) return;
+    n += deleted ? 1 : 0;
   }
   ctx.w.Integer(n);
 }

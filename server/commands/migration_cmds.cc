@@ -104,11 +104,8 @@ void Restore(Ctx& ctx) {
                      : o.absttl ? ttl
                                 : (ttl > INT64_MAX - now ? INT64_MAX : now + ttl);
   if (at != 0 && at <= now) {
-    if (o.replace) {
-      Status s = ctx.store().Delete(key);
-      if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
-      if (s.ok()) ctx.core.events.Notify(kNotifyGeneric, "del", key);
-    }
+    bool deleted;
+    if (o.replace && !DeleteKey(ctx, key, &deleted)) return;
     return ctx.w.SimpleString("OK");
   }
   PutOptions po = ctx.WriteOptions();

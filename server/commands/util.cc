@@ -53,6 +53,15 @@ void LogStoreError(const Status& s, int64_t now_ms) {
 
 }  // namespace
 
+bool DeleteKey(Ctx& ctx, std::string_view key, bool* deleted) {
+  const Status s = ctx.store().Delete(key);
+  *deleted = s.ok();
+  if (s.ok()) ctx.core.events.Notify(config::kNotifyGeneric, "del", key);
+  if (s.ok() || s.IsNotFound()) return true;
+  ReplyStatus(ctx, s);
+  return false;
+}
+
 void ReplyStatus(Ctx& ctx, const Status& s) {
   if (s.code() == Status::Code::kNoSpace || s.code() == Status::Code::kIOError) {
     LogStoreError(s, ctx.core.NowMs());
