@@ -6,7 +6,7 @@ import re
 import time
 import unittest
 
-from server_harness import BesideRedisCase, encode
+from server_harness import BesideRedisCase, encode, wait_for
 
 __all__ = ["ClientReplyAsRedisTest"]  # imported by integration_test
 
@@ -97,11 +97,9 @@ class ClientReplyAsRedisTest(BesideRedisCase):
             m.send(encode(*command))
             words = command[:2] if command[0] == "CLIENT" else command[:1]
             name = b"cmd=" + "|".join(words).lower().encode()
-            deadline = time.monotonic() + 10
-            while name + b" " not in o.call("CLIENT", "LIST", "ID", m_id):
-                assert time.monotonic() < deadline, "%s never ran" % (command,)
-                time.sleep(0.01)
-            time.sleep(0.05)
+            wait_for(lambda: name + b" " in o.call("CLIENT", "LIST", "ID", m_id),
+                     timeout=10, interval=0.01)
+            time.sleep(0.05)  # from its start (listed) to its end
 
         lines = []
         try:

@@ -9,12 +9,19 @@ import threading
 import time
 import unittest
 
-from server_harness import BesideRedisCase, ServerProcess, encode
+from server_harness import BesideRedisCase, ServerProcess, encode, wait_for
 
-__all__ = ["TrackingAsRedisTest", "TrackingUnderLoadTest", "TrackingEvictionTest"]  # imported by integration_test
+# Imported by integration_test.
+__all__ = ["TrackingAsRedisTest", "TrackingUnderLoadTest", "TrackingEvictionTest"]
 
 PAD = b"v" * (64 << 10)
 INVALIDATE = b">2\r\n$10\r\ninvalidate\r\n"
+
+
+def invalidated_keys(frame):
+    """The keys a RESP3 invalidation push names (none for a null: everything)."""
+    keys = re.findall(rb"\$\d+\r\n([^\r]*)\r\n", frame[len(INVALIDATE):])
+    return [k.decode() for k in keys]
 
 # A scenario: the protocol of each connection, then steps (connection, command). "{id:x}" in a
 # command is connection x's client id on the server it runs on.
@@ -195,7 +202,8 @@ class TrackingAsRedisTest(BesideRedisCase):
                     self.wait_gone(server, ids[name])
             text = b"\n".join(transcript)
             for name, id_ in ids.items():  # where a reply or push names a client
-                text = re.sub(rb"(GETREDIR\n:|CLIENT ID\n:|redirect\r\n:|redir-broken\r\n:)%d\r\n" % id_,
+                where = rb"(GETREDIR\n:|CLIENT ID\n:|redirect\r\n:|redir-broken\r\n:)"
+                text = re.sub(where + rb"%d\r\n" % id_,
                               rb"\1{id:%s}\r\n" % name.encode(), text)
             return text
         finally:
@@ -208,11 +216,9 @@ class TrackingAsRedisTest(BesideRedisCase):
         """Returns once the server lists no client `client_id` (a closed connection)."""
         admin = server.raw()
         try:
-            deadline = time.monotonic() + 10
-            while b"id=%d " % client_id in admin.call("CLIENT", "LIST", "ID", client_id):
-                if time.monotonic() > deadline:
-                    raise AssertionError("client %d still listed" % client_id)
-                time.sleep(0.01)
+            wait_for(lambda: b"id=%d " % client_id not in admin.call("CLIENT", "LIST", "ID",
+                                                                      client_id),
+                     timeout=10, interval=0.01)
         finally:
             admin.close()
 
@@ -287,9 +293,8 @@ class TrackingAsRedisTest(BesideRedisCase):
         """INFO's tracking counters and CLIENT LIST's flags after a fixed sequence."""
         a, b, c = server.raw(), server.raw(), server.raw()
         try:
-            deadline = time.monotonic() + 10  # the connections of earlier tests are gone
-            while self.tracking_clients(a) and time.monotonic() < deadline:
-                time.sleep(0.01)
+            # The connections of earlier tests are gone.
+            wait_for(lambda: self.tracking_clients(a) == 0, timeout=10, interval=0.01)
             a.call("FLUSHALL")
             for conn in (a, b):
                 conn.call("HELLO", "3")
@@ -339,11 +344,10 @@ class TrackingUnderLoadTest(unittest.TestCase):
         of them); returns the frame if it is a reply."""
         if not frame.startswith(INVALIDATE):
             return frame
-        body = frame[len(INVALIDATE):]
-        if body == b"_\r\n":
+        if frame == INVALIDATE + b"_\r\n":
             cache.clear()
-        for key in re.findall(rb"\$\d+\r\n([^\r]*)\r\n", body):
-            cache.pop(key.decode(), None)
+        for key in invalidated_keys(frame):
+            cache.pop(key, None)
         return None
 
     def read_reply(self, conn, cache):
@@ -430,13 +434,11 @@ class TrackingEvictionTest(unittest.TestCase):
             for i in range(40, 600):  # the client's own writes evict what it read
                 c.send(encode("SET", "ev:%d" % i, value))
                 while (frame := c.reply()).startswith(INVALIDATE):
-                    invalidated.update(k.decode() for k in re.findall(
-                        rb"\$\d+\r\n([^\r]*)\r\n", frame[len(INVALIDATE):]))
+                    invalidated.update(invalidated_keys(frame))
                 self.assertEqual(frame, b"+OK\r\n")
             c.send(encode("CLIENT", "GETNAME"))
             while (frame := c.reply()) != b"_\r\n":
-                invalidated.update(k.decode() for k in re.findall(
-                    rb"\$\d+\r\n([^\r]*)\r\n", frame[len(INVALIDATE):]))
+                invalidated.update(invalidated_keys(frame))
             gone = {k for k in read if c.call("EXISTS", k) == b":0\r\n"}
             self.assertGreater(len(gone), 0, "nothing was evicted")
             self.assertEqual(invalidated, gone)
@@ -454,9 +456,9 @@ class TrackingEvictionTest(unittest.TestCase):
             forgotten = []
             while (frame := c.reply()) != b"_\r\n":
                 self.assertTrue(frame.startswith(INVALIDATE), frame)
-                forgotten += re.findall(rb"\$\d+\r\n([^\r]*)\r\n", frame[len(INVALIDATE):])
+                forgotten += invalidated_keys(frame)
             self.assertEqual(len(forgotten), 2)
-            self.assertLessEqual({k.decode() for k in forgotten}, set(keys))
+            self.assertLessEqual(set(forgotten), set(keys))
             self.assertIn(b"tracking_total_keys:3\r\n", c.call("INFO", "stats"))
 
 
