@@ -53,7 +53,7 @@ Status StoreImpl::ConvertFormat1(LegacyHandles* legacy) {
     if (!it->status().ok())
       return Status::Corruption("reading format-1 metadata: " + it->status().ToString());
   }
-  if (dead.Count() > 0 && !db_->Write(WriteOpts(), &dead).ok()) {
+  if (dead.Count() > 0 && !RocksWrite(WriteOpts(), &dead).ok()) {
     return Status::IOError("converting " + dir_ + ": cleaning format-1 metadata failed");
   }
   for (auto& [id, entries] : todo) {
@@ -106,7 +106,7 @@ Status StoreImpl::ConvertEntry(const std::string& key, const format::v1::MetaRec
   } else {
     counters_.corruptions++;  // unreadable or damaged: the key is dropped
   }
-  rocksdb::Status ws = db_->Write(WriteOpts(), &batch);
+  rocksdb::Status ws = RocksWrite(WriteOpts(), &batch);
   if (!ws.ok()) return Status::IOError("converting " + dir_ + ": " + ws.ToString());
   return Status::OK();
 }

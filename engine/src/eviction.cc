@@ -233,7 +233,7 @@ bool StoreImpl::Reinsert(RecordMember& m, const GenerationPtr& to) {
   rocksdb::WriteBatch batch;
   batch.Put(dest.cf, ik, rec.Encode());
   batch.Delete(m.at.seg.gen->cf, ik);
-  if (!db_->Write(WriteOpts(), &batch).ok()) return false;
+  if (!RocksWrite(WriteOpts(), &batch).ok()) return false;
   index_writes_++;
   if (index_.Replace(m.at.entry, e)) {
     m.at.seg.gen->live--;
@@ -367,7 +367,7 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, uint64_t goal, int64_t n
     if (!index_.Update(m.at.entry, check) || used) continue;
     rocksdb::WriteBatch batch;
     batch.Delete(m.at.seg.gen->cf, format::IndexKey(m.hash, m.key));
-    if (rs = db_->Write(delete_opts, &batch); !rs.ok()) {
+    if (rs = RocksWrite(delete_opts, &batch); !rs.ok()) {
       evicting_.droppable_bytes += m.at.entry.size;  // the next round tries it again
       break;
     }

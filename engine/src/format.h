@@ -2,7 +2,8 @@
 //
 // A data directory holds:
 //   RocksDB (the index):
-//     "default"            kFormatKey -> the data format version ("3").
+//     "default"            kFormatKey -> the data format version ("3");
+//                          kWalAnchorKey -> "" (StoreImpl::RocksWrite; meaningless on disk).
 //     "idx-<16 hex>"       one column family per generation: IndexKey(key) -> IndexRecord.
 //   values/gen-<16 hex>-<2 hex>.lbv
 //                          the generation's blob files ("partitions"): a 4 KiB BlobFileHeader,
@@ -30,6 +31,7 @@ struct XXH3_state_s;  // xxhash.h
 namespace larder::format {
 
 inline constexpr char kFormatKey[] = "larder.format";
+inline constexpr char kWalAnchorKey[] = "larder.wal-anchor";
 inline constexpr uint32_t kFormatVersion = 3;
 // The blob file header's own version (unchanged since data format 2).
 inline constexpr uint32_t kBlobFileVersion = 2;

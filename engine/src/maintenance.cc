@@ -209,7 +209,7 @@ Status StoreImpl::PersistDirtyOf(const Generation& g, size_t stripe,
     persisted.push_back(m.at.entry);
   }
   if (batch.Count() == 0) return Status::OK();
-  rocksdb::Status s = db_->Write(WriteOpts(), &batch);
+  rocksdb::Status s = RocksWrite(WriteOpts(), &batch);
   if (s.ok()) return Status::OK();
   for (const Entry& e : persisted) {  // not written: the next pass tries again
     index_.Update(e, [](Entry& x) { x.flags |= Entry::kDirty; });
@@ -330,11 +330,12 @@ Status StoreImpl::FlushIndex(bool values_must_sync) {
 
 namespace {
 
-// After a failed WAL append (a full disk) DB::Resume moves to a new WAL file only if it has an
-// active memtable to flush: it switches memtables, and the WAL with them. With nothing to flush
-// the index would go on with the failed file, whose writer RocksDB 7.8 refuses for good once it
-// saw an error (an assertion in Debian's build aborts the process at the next write). Whether
-// some column family's active memtable holds an entry.
+// After a failed WAL append or sync DB::Resume moves to a new WAL file only if it has an active
+// memtable to flush: it switches memtables, and the WAL with them. With nothing to flush the
+// index would go on with the failed file, whose writer RocksDB 7.8 refuses for good once it saw
+// an error (an assertion in Debian's build aborts the process at the next write); RocksWrite's
+// anchor keeps one there in all but one case. Whether some column family's active memtable
+// holds an entry.
 bool ResumeSwitchesWal(rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& cfs) {
   for (rocksdb::ColumnFamilyHandle* cf : cfs) {
     uint64_t entries = 0;

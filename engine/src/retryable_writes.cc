@@ -88,18 +88,18 @@ class RetryableWritesFs : public rocksdb::FileSystemWrapper {
   IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
                            std::unique_ptr<rocksdb::FSWritableFile>* r,
                            IODebugContext* dbg) override {
-    return Wrapped(f, target()->NewWritableFile(f, o, r, dbg), r);
+    return Wrapped(target()->NewWritableFile(f, o, r, dbg), r);
   }
   IOStatus ReopenWritableFile(const std::string& f, const rocksdb::FileOptions& o,
                               std::unique_ptr<rocksdb::FSWritableFile>* r,
                               IODebugContext* dbg) override {
-    return Wrapped(f, target()->ReopenWritableFile(f, o, r, dbg), r);
+    return Wrapped(target()->ReopenWritableFile(f, o, r, dbg), r);
   }
   IOStatus ReuseWritableFile(const std::string& f, const std::string& old,
                              const rocksdb::FileOptions& o,
                              std::unique_ptr<rocksdb::FSWritableFile>* r,
                              IODebugContext* dbg) override {
-    return Wrapped(f, target()->ReuseWritableFile(f, old, o, r, dbg), r);
+    return Wrapped(target()->ReuseWritableFile(f, old, o, r, dbg), r);
   }
   IOStatus NewDirectory(const std::string& name, const IOOptions& o,
                         std::unique_ptr<rocksdb::FSDirectory>* r, IODebugContext* dbg) override {
@@ -116,10 +116,7 @@ class RetryableWritesFs : public rocksdb::FileSystemWrapper {
   }
 
  private:
-  // A WAL file (<number>.log) stays as it is: see retryable_writes.h.
-  static IOStatus Wrapped(const std::string& name, IOStatus s,
-                          std::unique_ptr<rocksdb::FSWritableFile>* r) {
-    if (name.ends_with(".log")) return s;
+  static IOStatus Wrapped(IOStatus s, std::unique_ptr<rocksdb::FSWritableFile>* r) {
     if (s.ok()) *r = std::make_unique<RetryableFile>(std::move(*r));
     return MarkRetryable(std::move(s));
   }

@@ -1,7 +1,7 @@
-// The index's file system: RocksDB's own, with the I/O errors of its flushes and MANIFEST writes
-// marked retryable, so that a disk that fails writes for a while (an EIO from a device that
-// recovers, a path briefly unavailable) stops the index's writes only until it takes them again,
-// as a full disk does.
+// The index's file system: RocksDB's own, with the I/O errors of its writes (WAL appends and
+// syncs, flushes, MANIFEST writes) marked retryable, so that a disk that fails writes for a
+// while (an EIO from a device that recovers, a path briefly unavailable) stops the index's
+// writes only until it takes them again, as a full disk does.
 //
 // RocksDB 7.8 takes such an error as fatal unless the file system says it is retryable
 // (ErrorHandler::SetBGError): a fatal error refuses every write until the database is reopened.
@@ -10,11 +10,12 @@
 // (max_bgerror_resume_count 0): the store resumes it at each maintenance pass
 // (StoreImpl::ResumeIndex), as after a full disk.
 //
-// Not marked: the WAL's files (<number>.log: after a failed WAL append 7.8's resume would go on
-// writing the same WAL file, which RocksDB's writer refuses for good once it saw an error, so a
-// WAL error stays fatal, as it is), a full disk (NoSpace: its own recovery), a fenced file
-// (IOFenced: another writer owns the files, fatal by design), an error RocksDB already knows to
-// be a data loss, and every read (a read error reaches the reader as it is).
+// A resume after a failed WAL append must leave that WAL file, whose writer RocksDB refuses for
+// good once it saw an error: StoreImpl::RocksWrite and ResumeIndex see to it.
+//
+// Not marked: a full disk (NoSpace: its own recovery), a fenced file (IOFenced: another writer
+// owns the files, fatal by design), an error RocksDB already knows to be a data loss, and every
+// read (a read error reaches the reader as it is).
 #pragma once
 
 #include <rocksdb/file_system.h>

@@ -219,6 +219,14 @@ class StoreImpl final : public Store {
   }
   std::mutex& Stripe(uint64_t hash) { return stripes_[hash % kStripes]; }
   rocksdb::WriteOptions WriteOpts() const;
+  // Every write of the index goes through here: db_->Write(wo, batch), with the WAL anchored
+  // first. With the WAL on, after each memtable seal (and at open) the first write puts
+  // kWalAnchorKey into the default column family without the WAL, so that the active memtables
+  // are never empty when a WAL append fails: DB::Resume then switches to a new WAL file
+  // (ResumeSwitchesWal) rather than going on with the failed one. Left unprotected: a failed
+  // append by the very write whose memtable switch began a new WAL file (ResumeIndex then
+  // stops writes until a restart).
+  rocksdb::Status RocksWrite(const rocksdb::WriteOptions& wo, rocksdb::WriteBatch* batch);
   uint16_t HeadGen() const;
 
   // --- finding a key (store_lookup.cc) ---
@@ -588,12 +596,14 @@ class StoreImpl final : public Store {
   int64_t last_flush_ms_ = 0;                // maintenance thread only
   uint64_t written_at_flush_ = 0;            // index_writes_ at that flush
   std::atomic<uint64_t> memtable_seals_{0};  // memtables sealed (see PendingWrite)
-  std::atomic<uint64_t> index_writes_{0};    // index batches written (puts, deletes, expiries)
-  std::atomic<bool> index_stopped_{false};   // stopped by a full disk or index_disk_error_
-  std::atomic<uint64_t> index_errors_{0};    // RocksDB background errors so far
-  std::atomic<bool> index_failed_{false};    // stopped by another error, until a restart
-  IndexDiskError index_disk_error_;          // a retryable write error (ResumeIndex)
-  std::atomic<bool> index_resumed_{false};   // a ResumeIndex succeeded (WaitForMemtablesFlushed)
+  // 1 + memtable_seals_ when RocksWrite last anchored the WAL (0: not since the open).
+  std::atomic<uint64_t> wal_anchored_{0};
+  std::atomic<uint64_t> index_writes_{0};   // index batches written (puts, deletes, expiries)
+  std::atomic<bool> index_stopped_{false};  // stopped by a full disk or index_disk_error_
+  std::atomic<uint64_t> index_errors_{0};   // RocksDB background errors so far
+  std::atomic<bool> index_failed_{false};   // stopped by another error, until a restart
+  IndexDiskError index_disk_error_;         // a retryable write error (ResumeIndex)
+  std::atomic<bool> index_resumed_{false};  // a ResumeIndex succeeded (WaitForMemtablesFlushed)
   std::thread maintenance_;
   std::mutex maint_mu_;
   std::condition_variable maint_cv_;

@@ -227,7 +227,7 @@ Status StoreImpl::LoadIndex() {
     }
     it.reset();
     if (cleanup.Count() > 0 && !options_.read_only) {
-      rocksdb::Status ws = db_->Write(WriteOpts(), &cleanup);
+      rocksdb::Status ws = RocksWrite(WriteOpts(), &cleanup);
       if (!ws.ok()) return Status::IOError("cleaning the index: " + ws.ToString());
     }
   }

@@ -113,9 +113,9 @@ class SyncValuesBeforeFlush : public rocksdb::EventListener {
 // disk arrives marked retryable (retryable_writes.h) and is noted in `disk_error`, unless a
 // compaction's (RocksDB stops nothing for it: the compaction runs again); a failed WAL append is
 // noted there too, whatever its error (ResumeIndex checks the resume can leave that WAL file).
-// An error RocksDB takes as fatal (a WAL write's I/O error, a corruption, a fenced file) stops
-// the index's writes until a restart: `failed` says so (Stats::index_writes_stopped). Counts
-// every background error, which a flush waiting for its memtables watches.
+// An error RocksDB takes as fatal (a corruption, a fenced file) stops the index's writes until
+// a restart: `failed` says so (Stats::index_writes_stopped). Counts every background error,
+// which a flush waiting for its memtables watches.
 class ResumeIndexItself : public rocksdb::EventListener {
  public:
   ResumeIndexItself(std::atomic<bool>* stopped, std::atomic<bool>* failed,

@@ -289,13 +289,30 @@ void StoreImpl::RotateIfFull(const Generation& gen) {
   if (gen.bytes + hit_bytes_.load(std::memory_order_relaxed) >= generation_bytes_) MaybeRotate();
 }
 
+rocksdb::Status StoreImpl::RocksWrite(const rocksdb::WriteOptions& wo, rocksdb::WriteBatch* batch) {
+  if (!wo.disableWAL) {
+    // The count read before the anchor: a seal in between makes the next write anchor again.
+    const uint64_t anchor = memtable_seals_.load() + 1;
+    bool wanted = wal_anchored_.load(std::memory_order_relaxed) != anchor;
+    testing::SyncPoint("StoreImpl::RocksWrite:Anchor", &wanted);
+    if (wanted) {
+      rocksdb::WriteOptions memtable_only;
+      memtable_only.disableWAL = true;
+      if (db_->Put(memtable_only, default_cf_, format::kWalAnchorKey, "").ok()) {
+        wal_anchored_.store(anchor, std::memory_order_relaxed);
+      }
+    }
+  }
+  return db_->Write(wo, batch);
+}
+
 Status StoreImpl::WriteIndex(rocksdb::WriteBatch* batch, const char* what) {
   if (batch->Count() == 0) return Status::OK();
-  if (index_disk_error_.active()) {
+  if (index_disk_error_.active() && !index_failed_.load()) {
     return Status::IOError(std::string(what) + " (the index refuses writes since a disk error, " +
                            "until the disk takes them again): " + index_disk_error_.text());
   }
-  if (rocksdb::Status s = db_->Write(WriteOpts(), batch); !s.ok()) {
+  if (rocksdb::Status s = RocksWrite(WriteOpts(), batch); !s.ok()) {
     // After a fatal error every write is refused with that error's text: say what ends it.
     std::string context = what;
     if (index_failed_.load()) {

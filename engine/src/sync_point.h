@@ -30,6 +30,8 @@ namespace larder::testing {
 //                                    the removal with instead (OK: remove)
 //   "StoreImpl::RemoveFailedWrites:Done"  ... and has removed what it could
 //   "StoreImpl::PutImpl:BeforeCommit"     a Put's value is staged, its index entry not written
+//   "StoreImpl::RocksWrite:Anchor"   an index write is about to anchor the WAL (RocksWrite);
+//                                    bool* whether it does (false: it does not)
 //   "StoreImpl::PersistDirty:Walked"  a generation's dirty records were found, none rewritten
 //   "StoreImpl::PunchAroundKept"     a whole drop of a generation is durable; the ranges of its
 //                                    files around the entries kept in place are not freed yet

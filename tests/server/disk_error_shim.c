@@ -1,10 +1,10 @@
 // disk_error_shim: LD_PRELOADed into larder-server by disk_error_test.py, to make the disk fail
-// the index's flushes with EIO for a while, as a device that errs and recovers does.
+// the index's flushes or WAL syncs with EIO for a while, as a device that errs and recovers does.
 //
 // While the file named by $LARDER_DISK_ERROR_FLAG exists, fsync() and fdatasync() of a file
-// whose name ends in $LARDER_DISK_ERROR_SUFFIX (".sst": the SST files a flush writes) fail with
-// EIO and sync nothing; every other call, and every call once the flag file is gone, goes
-// through unchanged.
+// whose name ends in $LARDER_DISK_ERROR_SUFFIX (".sst": the SST files a flush writes; ".log":
+// the WAL's files) fail with EIO and sync nothing; every other call, and every call once the
+// flag file is gone, goes through unchanged.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,14 +1,16 @@
-"""A disk that fails the index's flushes with EIO for a while, then recovers, under the real
+"""A disk that fails the index's writes with EIO for a while, then recovers, under the real
 larder-server: disk_error_shim.c, LD_PRELOADed into the server, fails every sync of an SST file
-while a flag file exists. Writes stop while it fails (refused with an error that says they come
-back), reads go on, INFO's index_writes_stopped says so, and once the disk takes writes again
-they resume by themselves, with no restart, and a restart then finds every acknowledged write,
-with the WAL off (the default) and on.
+(a flush), or of a WAL file, while a flag file exists. Writes stop while it fails (refused with
+an error that says they come back), reads go on, INFO's index_writes_stopped says so, and once
+the disk takes writes again they resume by themselves, with no restart, and a restart then finds
+every acknowledged write and none of the refused: flushes failing with the WAL off (the default)
+and on, and the WAL's own syncs failing under `wal-sync yes`.
 
 Run: LARDER_SERVER=... LARDER_DISK_ERROR_SHIM=build/lib/libdisk_error_shim.so \\
      /usr/bin/python3 -m unittest -v disk_error_test
 """
 import os
+import time
 import unittest
 
 import redis
@@ -24,11 +26,12 @@ def value(key):
 
 @unittest.skipIf(not SHIM, "LARDER_DISK_ERROR_SHIM is not set (ctest sets it)")
 class DiskErrorTest(unittest.TestCase):
-    def start(self, wal):
-        srv = ServerProcess(["--wal", "yes" if wal else "no", "--maintenance-interval-ms", "200"])
+    def start(self, wal, failing_suffix=".sst", args=()):
+        srv = ServerProcess(["--wal", "yes" if wal else "no", "--maintenance-interval-ms", "200",
+                             *args])
         self.flag = os.path.join(srv.tmp, "failing")
         srv.wrapper = preload_wrapper(SHIM, LARDER_DISK_ERROR_FLAG=self.flag,
-                                      LARDER_DISK_ERROR_SUFFIX=".sst")
+                                      LARDER_DISK_ERROR_SUFFIX=failing_suffix)
         self.addCleanup(srv.cleanup)
         return srv.start()
 
@@ -73,6 +76,35 @@ class DiskErrorTest(unittest.TestCase):
             self.assertEqual(c.get(key), value(key), key)
         self.assertIsNone(c.get("refused"))
         self.assertIn("the index resumed its writes", srv.read_log() + self.index_log(srv))
+
+    def test_wal_sync_errors_stop_writes_until_the_disk_recovers(self):
+        # With `wal-sync yes` a SET is acknowledged once its WAL record is synced (000123.log).
+        srv = self.start(True, failing_suffix=".log", args=["--wal-sync", "yes"])
+        c = srv.client()
+        self.addCleanup(c.close)
+        c.set("before", value("before"))
+        self.fail_syncs(True)
+        with self.assertRaises(redis.ResponseError):
+            c.set("refused", value("refused"))  # its WAL sync fails
+        self.assertEqual(info_stat(srv, "index_writes_stopped"), 1)
+        with self.assertRaises(redis.ResponseError) as refused:
+            c.set("refused again", value("refused again"))
+        self.assertIn("until the disk takes them again", str(refused.exception))
+        self.assertEqual(c.get("before"), value("before"))  # reads go on
+        time.sleep(0.5)  # maintenance passes while it fails: still stopped
+        self.assertEqual(info_stat(srv, "index_writes_stopped"), 1)
+        self.fail_syncs(False)
+        wait_for(lambda: info_stat(srv, "index_writes_stopped") == 0, timeout=30)
+        self.assertTrue(c.set("after", value("after")))
+        c.close()
+        srv.stop()
+        srv.start()
+        c = srv.client()
+        self.addCleanup(c.close)
+        for key in ("before", "after"):
+            self.assertEqual(c.get(key), value(key), key)
+        for key in ("refused", "refused again"):
+            self.assertIsNone(c.get(key), key)
 
     @staticmethod
     def index_log(srv):

@@ -7,28 +7,28 @@
 #ifndef LARDER_STATS_FIELDS_H_
 #define LARDER_STATS_FIELDS_H_
 
-#define LARDER_STAT_GAUGES(X)                                                              \
-  X(keys, "entries (an expired one counts until maintenance removes it, as in DBSIZE)")    \
-  X(live_bytes, "sum of the entries' value sizes")                                         \
-  X(expiring_keys, "entries with a TTL (INFO keyspace's expires)")                         \
-  X(avg_ttl, "mean ms left of the entries with a TTL (Redis's avg_ttl; 0: none)")          \
-  X(disk_bytes, "bytes of the data directory's files (values, index, WAL)")                \
-  X(value_file_bytes, "blob-file bytes on disk (padding included, freed ranges not)")      \
-  X(index_file_bytes, "bytes of the index's SST and WAL files")                            \
-  X(index_memory_bytes, "memory of the in-memory index (40-byte slots)")                   \
-  X(pending_bytes, "bytes accepted, not yet on disk: index memtables, buffered values")    \
-  X(max_disk_bytes, "the disk budget in force")                                            \
-  X(budget_used_bytes,                                                                     \
-    "bytes counted against max_disk_bytes: blob and index files, index memtables")         \
-  X(unused_value_bytes,                                                                    \
-    "blob-file bytes holding no live value (padding; replaced, deleted, expired values)")  \
-  X(generations, "generations (eviction windows) alive")                                   \
-  X(index_writes_stopped,                                                                  \
-    "1 while the index refuses writes after an error: a full disk, a failed flush until "  \
-    "the disk takes writes again (the next maintenance pass or Flush, SAVE, resumes it), " \
-    "a failed WAL write until a restart; else 0")                                          \
-  X(first_write_demotion_percent,                                                          \
-    "how far below the newest lru-reuse enters a first write, % of the store's lifetime "  \
+#define LARDER_STAT_GAUGES(X)                                                             \
+  X(keys, "entries (an expired one counts until maintenance removes it, as in DBSIZE)")   \
+  X(live_bytes, "sum of the entries' value sizes")                                        \
+  X(expiring_keys, "entries with a TTL (INFO keyspace's expires)")                        \
+  X(avg_ttl, "mean ms left of the entries with a TTL (Redis's avg_ttl; 0: none)")         \
+  X(disk_bytes, "bytes of the data directory's files (values, index, WAL)")               \
+  X(value_file_bytes, "blob-file bytes on disk (padding included, freed ranges not)")     \
+  X(index_file_bytes, "bytes of the index's SST and WAL files")                           \
+  X(index_memory_bytes, "memory of the in-memory index (40-byte slots)")                  \
+  X(pending_bytes, "bytes accepted, not yet on disk: index memtables, buffered values")   \
+  X(max_disk_bytes, "the disk budget in force")                                           \
+  X(budget_used_bytes,                                                                    \
+    "bytes counted against max_disk_bytes: blob and index files, index memtables")        \
+  X(unused_value_bytes,                                                                   \
+    "blob-file bytes holding no live value (padding; replaced, deleted, expired values)") \
+  X(generations, "generations (eviction windows) alive")                                  \
+  X(index_writes_stopped,                                                                 \
+    "1 while the index refuses writes after an error: a full disk or a failed write "     \
+    "until the disk takes writes again (the next maintenance pass or Flush, SAVE, "       \
+    "resumes it), a corruption until a restart; else 0")                                  \
+  X(first_write_demotion_percent,                                                         \
+    "how far below the newest lru-reuse enters a first write, % of the store's lifetime " \
     "(learned from shadow caches; 0: as LRU)")
 
 #define LARDER_STAT_COUNTERS(X)                                                       \
