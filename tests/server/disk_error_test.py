@@ -57,24 +57,7 @@ class DiskErrorTest(unittest.TestCase):
         with self.assertRaises(redis.ResponseError):
             c.save()  # its flush fails
         self.assertEqual(info_stat(srv, "index_writes_stopped"), 1)
-        with self.assertRaises(redis.ResponseError) as refused:
-            c.set("refused", value("refused"))
-        self.assertIn("until the disk takes them again", str(refused.exception))
-        self.assertEqual(c.get("before"), value("before"))  # reads go on
-        self.assertEqual(c.get("in memory"), value("in memory"))
-        self.assertEqual(info_stat(srv, "index_writes_stopped"), 1)  # passes while it fails
-        self.fail_syncs(False)
-        wait_for(lambda: info_stat(srv, "index_writes_stopped") == 0, timeout=30)
-        self.assertTrue(c.set("after", value("after")))
-        c.save()
-        c.close()
-        srv.stop()
-        srv.start()
-        c = srv.client()
-        self.addCleanup(c.close)
-        for key in ("before", "in memory", "after"):
-            self.assertEqual(c.get(key), value(key), key)
-        self.assertIsNone(c.get("refused"))
+        self.refused_until_the_disk_recovers(srv, c, ["before", "in memory"])
         self.assertIn("the index resumed its writes", srv.read_log() + self.index_log(srv))
 
     def test_wal_sync_errors_stop_writes_until_the_disk_recovers(self):
@@ -85,25 +68,34 @@ class DiskErrorTest(unittest.TestCase):
         c.set("before", value("before"))
         self.fail_syncs(True)
         with self.assertRaises(redis.ResponseError):
-            c.set("refused", value("refused"))  # its WAL sync fails
+            c.set("refused first", value("refused first"))  # its WAL sync fails
         self.assertEqual(info_stat(srv, "index_writes_stopped"), 1)
+        self.refused_until_the_disk_recovers(srv, c, ["before"], also_refused=["refused first"])
+
+    def refused_until_the_disk_recovers(self, srv, c, kept, also_refused=()):
+        """While the syncs fail a SET is refused with an error that says writes come back, the
+        `kept` keys are read, and maintenance passes leave writes stopped; once the syncs succeed
+        writes resume by themselves, and a restart finds `kept` and a SET made after, and none of
+        the refused keys."""
         with self.assertRaises(redis.ResponseError) as refused:
-            c.set("refused again", value("refused again"))
+            c.set("refused", value("refused"))
         self.assertIn("until the disk takes them again", str(refused.exception))
-        self.assertEqual(c.get("before"), value("before"))  # reads go on
-        time.sleep(0.5)  # maintenance passes while it fails: still stopped
+        for key in kept:
+            self.assertEqual(c.get(key), value(key), key)  # reads go on
+        time.sleep(0.5)  # maintenance passes (every 200 ms) while it fails: still stopped
         self.assertEqual(info_stat(srv, "index_writes_stopped"), 1)
         self.fail_syncs(False)
         wait_for(lambda: info_stat(srv, "index_writes_stopped") == 0, timeout=30)
         self.assertTrue(c.set("after", value("after")))
+        c.save()
         c.close()
         srv.stop()
         srv.start()
         c = srv.client()
         self.addCleanup(c.close)
-        for key in ("before", "after"):
+        for key in [*kept, "after"]:
             self.assertEqual(c.get(key), value(key), key)
-        for key in ("refused", "refused again"):
+        for key in ["refused", *also_refused]:
             self.assertIsNone(c.get(key), key)
 
     @staticmethod
