@@ -334,8 +334,8 @@ namespace {
 // memtable to flush: it switches memtables, and the WAL with them. With nothing to flush the
 // index would go on with the failed file, whose writer RocksDB 7.8 refuses for good once it saw
 // an error (an assertion in Debian's build aborts the process at the next write); RocksWrite's
-// anchor keeps one there in all but one case. Whether some column family's active memtable
-// holds an entry.
+// anchor keeps one there but in rare cases. Whether some column family's active memtable holds
+// an entry.
 bool ResumeSwitchesWal(rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& cfs) {
   for (rocksdb::ColumnFamilyHandle* cf : cfs) {
     uint64_t entries = 0;
@@ -350,20 +350,44 @@ bool ResumeSwitchesWal(rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyH
 
 Status StoreImpl::ResumeIndex() {
   if (!index_stopped_.load()) return Status::OK();
+  if (index_failed_.load())
+    return Status::IOError("the index's writes stay stopped until a restart");
   if (index_disk_error_.wal_failed(memtable_seals_.load())) {
+    if (index_disk_error_.flush_only_resume()) {
+      return StopUntilRestart("the index's WAL failed after a flush RocksDB retries alone");
+    }
     std::vector<GenerationPtr> held;
     if (!ResumeSwitchesWal(db_.get(), IndexColumnFamilies(&held))) {
-      index_failed_ = true;  // WriteIndex's refusals say a restart brings writes back
-      return Status::IOError("the index's WAL failed with nothing to flush: a restart resumes it");
+      return StopUntilRestart("the index's WAL failed with nothing to flush");
     }
   }
+  const uint64_t errors_before = index_errors_.load();
+  const bool flush_only = index_disk_error_.flush_only_resume();
   rocksdb::Status s = db_->Resume();
-  if (!s.ok()) return FromRocks(s, "resuming the index after a disk error");
+  if (!s.ok()) {
+    // RocksDB's own mark is back as it was before (ErrorHandler::RecoverFromBGError), whatever
+    // its failed flush reported meanwhile.
+    index_disk_error_.SetFlushOnlyResume(flush_only);
+    return FromRocks(s, "resuming the index after a disk error");
+  }
+  // Writes went through from the moment RocksDB cleared its error: one that failed since must
+  // not be forgotten. The next call looks again (a resume with nothing to do is OK at once).
+  if (index_errors_.load() != errors_before) {
+    return Status::IOError("the index met another error while it resumed");
+  }
   index_disk_error_.Clear();
   index_stopped_ = false;
   index_resumed_ = true;
   rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, info_log_, "the index resumed its writes");
   return Status::OK();
+}
+
+Status StoreImpl::StopUntilRestart(const std::string& why) {
+  if (!index_failed_.exchange(true)) {  // RocksWrite's refusals now say a restart ends them
+    rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, info_log_,
+                 "%s: the index cannot resume its writes; a restart does", why.c_str());
+  }
+  return Status::IOError(why + ": a restart resumes the index's writes");
 }
 
 std::vector<rocksdb::ColumnFamilyHandle*> StoreImpl::IndexColumnFamilies(

@@ -10,8 +10,8 @@
 // (max_bgerror_resume_count 0): the store resumes it at each maintenance pass
 // (StoreImpl::ResumeIndex), as after a full disk.
 //
-// A resume after a failed WAL append must leave that WAL file, whose writer RocksDB refuses for
-// good once it saw an error: StoreImpl::RocksWrite and ResumeIndex see to it.
+// A resume after a failed WAL append or sync must leave that WAL file, whose writer RocksDB
+// refuses for good once it saw an error: StoreImpl::RocksWrite and ResumeIndex see to it.
 //
 // Not marked: a full disk (NoSpace: its own recovery), a fenced file (IOFenced: another writer
 // owns the files, fatal by design), an error RocksDB already knows to be a data loss, and every
@@ -51,9 +51,15 @@ class IndexDiskError {
     wal_failed_seals_ = seals;
     wal_failed_ = true;
   }
+  // RocksDB took a flush's retryable error as a soft one (writes went on). Until a resume
+  // succeeds, its manual resume then retries the failed flush alone, with no memtable switch,
+  // so it cannot leave a WAL file that failed meanwhile (StoreImpl::ResumeIndex).
+  void SetFlushOnlyResume(bool on) { flush_only_resume_ = on; }
+  bool flush_only_resume() const { return flush_only_resume_; }
   void Clear() {
     active_ = false;
     wal_failed_ = false;
+    flush_only_resume_ = false;
   }
   bool active() const { return active_.load(); }
   // Whether the WAL file a failed append left is still the current one, `seals` now.
@@ -67,6 +73,7 @@ class IndexDiskError {
   mutable std::mutex mu_;
   std::atomic<bool> active_{false};
   std::atomic<bool> wal_failed_{false};
+  std::atomic<bool> flush_only_resume_{false};
   std::atomic<uint64_t> wal_failed_seals_{0};
   std::string text_;  // the error as RocksDB gave it (mu_)
 };

@@ -219,13 +219,16 @@ class StoreImpl final : public Store {
   }
   std::mutex& Stripe(uint64_t hash) { return stripes_[hash % kStripes]; }
   rocksdb::WriteOptions WriteOpts() const;
-  // Every write of the index goes through here: db_->Write(wo, batch), with the WAL anchored
-  // first. With the WAL on, after each memtable seal (and at open) the first write puts
-  // kWalAnchorKey into the default column family without the WAL, so that the active memtables
-  // are never empty when a WAL append fails: DB::Resume then switches to a new WAL file
-  // (ResumeSwitchesWal) rather than going on with the failed one. Left unprotected: a failed
-  // append by the very write whose memtable switch began a new WAL file (ResumeIndex then
-  // stops writes until a restart).
+  // Every write of the index goes through here: db_->Write(wo, batch), refused while the index
+  // waits out a disk error (index_disk_error_: RocksDB would take some, its soft error after a
+  // flush, and a WAL error among them could not be resumed), with the WAL anchored first. With
+  // the WAL on, after each memtable seal (and at open) the first write puts kWalAnchorKey into
+  // the default column family without the WAL, so that an active memtable holds something when
+  // a WAL append or sync fails: DB::Resume then switches to a new WAL file (ResumeSwitchesWal)
+  // rather than going on with the failed one. Left unprotected: the first write group after a
+  // switch that no anchor preceded (the group whose own write switched memtables, or writes
+  // racing a flush that switched them just after their check); ResumeIndex then stops writes
+  // until a restart.
   rocksdb::Status RocksWrite(const rocksdb::WriteOptions& wo, rocksdb::WriteBatch* batch);
   uint16_t HeadGen() const;
 
@@ -471,6 +474,9 @@ class StoreImpl final : public Store {
   // tries again. OK if they were not stopped. Caller holds evict_mu_, so that no flush of the
   // store's runs beside the recovery's.
   Status ResumeIndex();
+  // Where ResumeIndex cannot resume (a WAL file RocksDB would go on with after its error):
+  // index_failed_, logged once; the error says why.
+  Status StopUntilRestart(const std::string& why);
   // Waits until no memtable is left to flush, or a background error came after
   // `errors_before`: RocksDB 7.8 keeps its "stopped" mark after a resume (cleared upstream in
   // 8.9.1, PR 11991), and its Flush then returns without waiting. Memtables sealed meanwhile

@@ -131,6 +131,11 @@ class ResumeIndexItself : public rocksdb::EventListener {
     if (reason == rocksdb::BackgroundErrorReason::kWriteCallback) {
       disk_error_->SetWalFailed(seals_->load());
     }
+    if ((reason == rocksdb::BackgroundErrorReason::kFlushNoWAL ||
+         reason == rocksdb::BackgroundErrorReason::kManifestWriteNoWAL) &&
+        error->IsIOError() && !error->IsNoSpace()) {
+      disk_error_->SetFlushOnlyResume(true);  // a soft error (atomic flush, the WAL synced)
+    }
     if (error->IsNoSpace()) {
       stopped_->store(true);
     } else if (error->severity() >= rocksdb::Status::Severity::kFatalError) {

@@ -290,17 +290,22 @@ void StoreImpl::RotateIfFull(const Generation& gen) {
 }
 
 rocksdb::Status StoreImpl::RocksWrite(const rocksdb::WriteOptions& wo, rocksdb::WriteBatch* batch) {
-  if (!wo.disableWAL) {
-    // The count read before the anchor: a seal in between makes the next write anchor again.
-    const uint64_t anchor = memtable_seals_.load() + 1;
-    bool wanted = wal_anchored_.load(std::memory_order_relaxed) != anchor;
-    testing::SyncPoint("StoreImpl::RocksWrite:Anchor", &wanted);
-    if (wanted) {
-      rocksdb::WriteOptions memtable_only;
-      memtable_only.disableWAL = true;
-      if (db_->Put(memtable_only, default_cf_, format::kWalAnchorKey, "").ok()) {
-        wal_anchored_.store(anchor, std::memory_order_relaxed);
-      }
+  testing::RocksWriteSteps steps;
+  steps.refuse = index_disk_error_.active() && !index_failed_.load();
+  // The count read before the anchor: a seal in between makes the next write anchor again.
+  const uint64_t anchor = memtable_seals_.load() + 1;
+  steps.anchor = !wo.disableWAL && wal_anchored_.load(std::memory_order_relaxed) != anchor;
+  testing::SyncPoint("StoreImpl::RocksWrite", &steps);
+  if (steps.refuse) {
+    return rocksdb::Status::IOError(
+        "the index refuses writes since a disk error, until the disk takes them again",
+        index_disk_error_.text());
+  }
+  if (steps.anchor) {
+    rocksdb::WriteOptions memtable_only;
+    memtable_only.disableWAL = true;
+    if (db_->Put(memtable_only, default_cf_, format::kWalAnchorKey, "").ok()) {
+      wal_anchored_.store(anchor, std::memory_order_relaxed);
     }
   }
   return db_->Write(wo, batch);
@@ -308,10 +313,6 @@ rocksdb::Status StoreImpl::RocksWrite(const rocksdb::WriteOptions& wo, rocksdb::
 
 Status StoreImpl::WriteIndex(rocksdb::WriteBatch* batch, const char* what) {
   if (batch->Count() == 0) return Status::OK();
-  if (index_disk_error_.active() && !index_failed_.load()) {
-    return Status::IOError(std::string(what) + " (the index refuses writes since a disk error, " +
-                           "until the disk takes them again): " + index_disk_error_.text());
-  }
   if (rocksdb::Status s = RocksWrite(WriteOpts(), batch); !s.ok()) {
     // After a fatal error every write is refused with that error's text: say what ends it.
     std::string context = what;

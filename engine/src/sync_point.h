@@ -30,8 +30,8 @@ namespace larder::testing {
 //                                    the removal with instead (OK: remove)
 //   "StoreImpl::RemoveFailedWrites:Done"  ... and has removed what it could
 //   "StoreImpl::PutImpl:BeforeCommit"     a Put's value is staged, its index entry not written
-//   "StoreImpl::RocksWrite:Anchor"   an index write is about to anchor the WAL (RocksWrite);
-//                                    bool* whether it does (false: it does not)
+//   "StoreImpl::RocksWrite"          an index write is about to be refused, or written after
+//                                    anchoring the WAL, or written: RocksWriteSteps* (below)
 //   "StoreImpl::PersistDirty:Walked"  a generation's dirty records were found, none rewritten
 //   "StoreImpl::PunchAroundKept"     a whole drop of a generation is durable; the ranges of its
 //                                    files around the entries kept in place are not freed yet
@@ -47,6 +47,12 @@ void SetSyncPoint(const std::string& name, std::function<void()> fn);
 void SetSyncPoint(const std::string& name, std::nullptr_t);
 // Runs the function set for `name`, if any (one relaxed load when none is set).
 void SyncPoint(const char* name, void* arg = nullptr);
+
+// What StoreImpl::RocksWrite is about to do, which its sync point may change.
+struct RocksWriteSteps {
+  bool refuse = false;  // refuse the write: the index waits out a disk error
+  bool anchor = false;  // anchor the WAL first
+};
 
 // Sets a point (either kind of function) for the object's life, a test's scope: the point is
 // removed however the scope ends.

@@ -33,8 +33,8 @@ using test::MakeValue;
 
 // Every write to a RocksDB file (WAL, MANIFEST, SST) fails while `failing` is set, as on a
 // disk that went read-only (or full, with `no_space`), the WAL's files too unless `spare_wal`;
-// with `appends_left` >= 0, `failing` is
-// set once that many more appends went through.
+// with `syncs_only`, only their syncs fail (the bytes reach the page cache, not the disk); with
+// `appends_left` >= 0, `failing` is set once that many more appends went through.
 class FailingFs : public rocksdb::FileSystemWrapper {
  public:
   explicit FailingFs(std::shared_ptr<rocksdb::FileSystem> base)
@@ -44,6 +44,7 @@ class FailingFs : public rocksdb::FileSystemWrapper {
   std::atomic<int> appends_left{-1};
   std::atomic<bool> no_space{false};
   std::atomic<bool> spare_wal{false};   // `failing` fails the index's other files only
+  std::atomic<bool> syncs_only{false};  // `failing` fails syncs only
   std::atomic<int> append_delay_ms{0};  // each append waits that long first (a slow disk)
 
   rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
@@ -51,7 +52,9 @@ class FailingFs : public rocksdb::FileSystemWrapper {
                                     rocksdb::IODebugContext* dbg) override {
     const bool wal = f.ends_with(".log");
     // A full disk still creates files (its inodes are not full); their writes fail.
-    if (Fails(wal) && !no_space) return rocksdb::IOStatus::IOError("injected: cannot create " + f);
+    if (Fails(wal) && !no_space && !syncs_only) {
+      return rocksdb::IOStatus::IOError("injected: cannot create " + f);
+    }
     rocksdb::IOStatus s = target()->NewWritableFile(f, o, r, dbg);
     if (s.ok()) *r = std::make_unique<File>(std::move(*r), this, wal);
     return s;
@@ -64,7 +67,7 @@ class FailingFs : public rocksdb::FileSystemWrapper {
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     }
     if (!failing && appends_left.load() >= 0 && appends_left.fetch_sub(1) <= 0) failing = true;
-    return Fails(wal);
+    return Fails(wal) && !syncs_only;
   }
   rocksdb::IOStatus Refused() const {
     return no_space ? rocksdb::IOStatus::NoSpace("injected: disk full")
@@ -311,17 +314,31 @@ TEST_F(FullDiskFaults, IndexWritesResumeOnceTheDiskHasRoom) {
   ExpectAfterReopen({"before", "after maintenance", "after flush"}, {"refused"});
 }
 
-// A failed WAL append, on a full disk (NoSpace) or a device failing for a while (EIO), refuses
-// writes until the disk takes them again: the first maintenance pass after it does resumes them
-// on a new WAL file, whether the memtables held writes or a flush had just emptied them (a
-// resume on the failed WAL file would abort the process at the next write: RocksWrite's anchor),
-// with every acknowledged write kept and none of the refused. Parameters: NoSpace, and whether
-// a flush came just before.
+// How the WAL fails in WalErrorFaults.
+enum class WalFault { kFullDisk, kAppendEio, kSyncEio };
+
+// A failed WAL append or sync, on a full disk (NoSpace) or a device failing for a while (EIO),
+// refuses writes until the disk takes them again: the first maintenance pass after it does
+// resumes them on a new WAL file, whether the memtables held writes or a flush had just emptied
+// them (a resume on the failed WAL file would abort the process at the next write: RocksWrite's
+// anchor), with every acknowledged write kept and none of the refused. Parameters: the fault,
+// and whether a flush came just before.
 class WalErrorFaults : public FullDiskFaults,
-                       public ::testing::WithParamInterface<std::tuple<bool, bool>> {};
+                       public ::testing::WithParamInterface<std::tuple<WalFault, bool>> {};
+
+std::string WalErrorCaseName(const ::testing::TestParamInfo<std::tuple<WalFault, bool>>& info) {
+  const WalFault fault = std::get<0>(info.param);
+  return std::string(fault == WalFault::kFullDisk    ? "FullDisk"
+                     : fault == WalFault::kAppendEio ? "AppendEio"
+                                                     : "SyncEio") +
+         (std::get<1>(info.param) ? "AfterAFlush" : "AfterWrites");
+}
 
 TEST_P(WalErrorFaults, WritesResumeOnceTheDiskTakesThemAgain) {
-  const auto [no_space, flushed] = GetParam();
+  const auto [fault, flushed] = GetParam();
+  const bool no_space = fault == WalFault::kFullDisk;
+  o_.sync_writes = fault == WalFault::kSyncEio;  // each write syncs the WAL
+  fs_->syncs_only = fault == WalFault::kSyncEio;
   auto r = Open();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   store_ = std::move(r).value();
@@ -356,17 +373,17 @@ TEST_P(WalErrorFaults, WritesResumeOnceTheDiskTakesThemAgain) {
   ExpectAfterReopen({"before", "after"}, {"refused", "refused again"});
 }
 
-INSTANTIATE_TEST_SUITE_P(NoSpaceOrEioAfterWritesOrAFlush, WalErrorFaults,
-                         ::testing::Combine(::testing::Bool(), ::testing::Bool()),
-                         [](const auto& info) {
-                           return std::string(std::get<0>(info.param) ? "NoSpace" : "Eio") +
-                                  (std::get<1>(info.param) ? "AfterAFlush" : "AfterWrites");
-                         });
+INSTANTIATE_TEST_SUITE_P(FaultAfterWritesOrAFlush, WalErrorFaults,
+                         ::testing::Combine(::testing::Values(WalFault::kFullDisk,
+                                                              WalFault::kAppendEio,
+                                                              WalFault::kSyncEio),
+                                            ::testing::Bool()),
+                         WalErrorCaseName);
 
-// The one case the anchor leaves: a failed append by the write whose memtable switch began the
-// WAL file (here: the anchor skipped after a flush). The store does not resume on the failed
-// file: writes stay refused, saying a restart brings them back, reads go on, and a reopen
-// brings writes back with what was acknowledged before.
+// The case the anchor leaves: a failed append by the first write group after a memtable switch
+// (here: the anchor skipped after a flush). The store does not resume on the failed file:
+// writes stay refused, saying a restart brings them back, reads go on, and a reopen brings
+// writes back with what was acknowledged before.
 TEST_F(FullDiskFaults, AFailedWalWithNothingToFlushStopsWritesUntilARestart) {
   auto r = Open();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -374,10 +391,13 @@ TEST_F(FullDiskFaults, AFailedWalWithNothingToFlushStopsWritesUntilARestart) {
   Store& s = *store_;
   ASSERT_TRUE(s.Put("before", MakeValue("before", 1 << 20)).ok());
   ASSERT_TRUE(s.Flush().ok());
-  testing::ScopedSyncPoint no_anchor("StoreImpl::RocksWrite:Anchor",
-                                     [](void* anchor) { *static_cast<bool*>(anchor) = false; });
-  fs_->failing = true;
-  EXPECT_FALSE(s.Put("refused", MakeValue("refused", 1 << 20)).ok());
+  {
+    testing::ScopedSyncPoint no_anchor("StoreImpl::RocksWrite", [](void* steps) {
+      static_cast<testing::RocksWriteSteps*>(steps)->anchor = false;
+    });
+    fs_->failing = true;
+    EXPECT_FALSE(s.Put("refused", MakeValue("refused", 1 << 20)).ok());
+  }
   fs_->failing = false;
   s.Maintain();
   EXPECT_EQ(s.GetStats().index_writes_stopped, 1u);
@@ -390,11 +410,46 @@ TEST_F(FullDiskFaults, AFailedWalWithNothingToFlushStopsWritesUntilARestart) {
   EXPECT_TRUE((*reopened)->Put("after", MakeValue("after", 1 << 20)).ok());
 }
 
+// A flush's error is a soft one in RocksDB 7.8 (writes go on), whose resume then retries that
+// flush alone, with no memtable switch: after a WAL error too (a write already past the store's
+// check when the flush failed) it would go on with the failed WAL file and abort at the next
+// write. The store does not resume then: writes stay refused until a restart, which keeps
+// every acknowledged write.
+TEST_F(FullDiskFaults, AWalErrorAfterAFailedFlushStopsWritesUntilARestart) {
+  fs_->spare_wal = true;
+  auto r = Open();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  store_ = std::move(r).value();
+  Store& s = *store_;
+  ASSERT_TRUE(s.Put("before", MakeValue("before", 1 << 20)).ok());
+  ASSERT_TRUE(s.Flush().ok());
+  fs_->failing = true;  // the index's SST files fail, its WAL not yet
+  ASSERT_TRUE(s.Put("in memory", MakeValue("in memory", 1 << 20)).ok());
+  EXPECT_FALSE(s.Flush().ok());
+  Status refused = s.Put("refused", MakeValue("refused", 1 << 20));
+  EXPECT_NE(refused.ToString().find("until the disk takes them again"), std::string::npos)
+      << refused.ToString();
+  {
+    testing::ScopedSyncPoint past_the_check("StoreImpl::RocksWrite", [](void* steps) {
+      static_cast<testing::RocksWriteSteps*>(steps)->refuse = false;
+    });
+    fs_->spare_wal = false;  // the WAL fails too
+    EXPECT_FALSE(s.Put("raced", MakeValue("raced", 1 << 20)).ok());
+  }
+  fs_->failing = false;
+  s.Maintain();
+  EXPECT_EQ(s.GetStats().index_writes_stopped, 1u);
+  Status put = s.Put("still refused", MakeValue("s", 1 << 20));
+  EXPECT_NE(put.ToString().find("a restart brings them back"), std::string::npos) << put.ToString();
+  EXPECT_TRUE(s.Get("in memory").ok());
+  ExpectAfterReopen({"before", "in memory"}, {"refused", "raced", "still refused"});
+}
+
 // An I/O error that is not a full disk (a device failing for a while) in a flush or a MANIFEST
 // write stops the index's writes until the disk takes them again: refused meanwhile with a
 // message that says so, reads go on, the stats say so, and the first maintenance pass after the
-// device answers resumes them, with every acknowledged write kept. With the WAL on, RocksDB
-// refuses them; with it off, it would still take them into memory: the store refuses them.
+// device answers resumes them, with every acknowledged write kept. RocksDB would still take
+// them (a flush's error is a soft one with atomic flush): the store refuses them.
 class DiskErrorFaults : public Faults, public ::testing::WithParamInterface<bool> {};
 
 TEST_P(DiskErrorFaults, FlushErrorsStopWritesUntilTheDiskTakesThemAgain) {

@@ -26,7 +26,7 @@
   X(index_writes_stopped,                                                                 \
     "1 while the index refuses writes after an error: a full disk or a failed write "     \
     "until the disk takes writes again (the next maintenance pass or Flush, SAVE, "       \
-    "resumes it), a corruption until a restart; else 0")                                  \
+    "resumes it), a corruption or a rare WAL failure until a restart; else 0")            \
   X(first_write_demotion_percent,                                                         \
     "how far below the newest lru-reuse enters a first write, % of the store's lifetime " \
     "(learned from shadow caches; 0: as LRU)")
