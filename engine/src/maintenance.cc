@@ -350,8 +350,11 @@ bool ResumeSwitchesWal(rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyH
 
 Status StoreImpl::ResumeIndex() {
   if (!index_stopped_.load()) return Status::OK();
-  if (index_failed_.load())
+  if (index_failed_.load()) {
     return Status::IOError("the index's writes stay stopped until a restart");
+  }
+  // Read before the marks below (the listener counts after marking).
+  const uint64_t errors_before = index_errors_.load();
   if (index_disk_error_.wal_failed(memtable_seals_.load())) {
     if (index_disk_error_.flush_only_resume()) {
       return StopUntilRestart("the index's WAL failed after a flush RocksDB retries alone");
@@ -361,17 +364,12 @@ Status StoreImpl::ResumeIndex() {
       return StopUntilRestart("the index's WAL failed with nothing to flush");
     }
   }
-  const uint64_t errors_before = index_errors_.load();
-  const bool flush_only = index_disk_error_.flush_only_resume();
+  // A failed resume leaves the flush-only mark as it is, though RocksDB may have lowered its own:
+  // a needless restart at worst, where lowering it could resume on a failed WAL file.
   rocksdb::Status s = db_->Resume();
-  if (!s.ok()) {
-    // RocksDB's own mark is back as it was before (ErrorHandler::RecoverFromBGError), whatever
-    // its failed flush reported meanwhile.
-    index_disk_error_.SetFlushOnlyResume(flush_only);
-    return FromRocks(s, "resuming the index after a disk error");
-  }
+  if (!s.ok()) return FromRocks(s, "resuming the index after a disk error");
   // Writes went through from the moment RocksDB cleared its error: one that failed since must
-  // not be forgotten. The next call looks again (a resume with nothing to do is OK at once).
+  // not be forgotten. The next call resumes again.
   if (index_errors_.load() != errors_before) {
     return Status::IOError("the index met another error while it resumed");
   }

@@ -51,9 +51,10 @@ class IndexDiskError {
     wal_failed_seals_ = seals;
     wal_failed_ = true;
   }
-  // RocksDB took a flush's retryable error as a soft one (writes went on). Until a resume
-  // succeeds, its manual resume then retries the failed flush alone, with no memtable switch,
-  // so it cannot leave a WAL file that failed meanwhile (StoreImpl::ResumeIndex).
+  // RocksDB took a flush's retryable error as a soft one (which lets writes go on unless a
+  // harder error came too). Until a resume succeeds, its manual resume then retries the failed
+  // flush alone, with no memtable switch, so it cannot leave a WAL file that failed meanwhile
+  // (StoreImpl::ResumeIndex).
   void SetFlushOnlyResume(bool on) { flush_only_resume_ = on; }
   bool flush_only_resume() const { return flush_only_resume_; }
   void Clear() {

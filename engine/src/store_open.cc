@@ -114,8 +114,8 @@ class SyncValuesBeforeFlush : public rocksdb::EventListener {
 // compaction's (RocksDB stops nothing for it: the compaction runs again); a failed WAL append is
 // noted there too, whatever its error (ResumeIndex checks the resume can leave that WAL file).
 // An error RocksDB takes as fatal (a corruption, a fenced file) stops the index's writes until
-// a restart: `failed` says so (Stats::index_writes_stopped). Counts every background error,
-// which a flush waiting for its memtables watches.
+// a restart: `failed` says so (Stats::index_writes_stopped). Counts every background error but a
+// compaction's, which a flush waiting for its memtables and a resume watch.
 class ResumeIndexItself : public rocksdb::EventListener {
  public:
   ResumeIndexItself(std::atomic<bool>* stopped, std::atomic<bool>* failed,
@@ -126,25 +126,25 @@ class ResumeIndexItself : public rocksdb::EventListener {
         errors_(errors),
         disk_error_(disk_error),
         seals_(seals) {}
+  // The marks first, the count last: whoever sees the count move sees them (ResumeIndex).
   void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) override {
-    errors_->fetch_add(1);
-    if (reason == rocksdb::BackgroundErrorReason::kWriteCallback) {
-      disk_error_->SetWalFailed(seals_->load());
-    }
-    if ((reason == rocksdb::BackgroundErrorReason::kFlushNoWAL ||
-         reason == rocksdb::BackgroundErrorReason::kManifestWriteNoWAL) &&
+    using Reason = rocksdb::BackgroundErrorReason;
+    if (reason == Reason::kWriteCallback) disk_error_->SetWalFailed(seals_->load());
+    if ((reason == Reason::kFlushNoWAL || reason == Reason::kManifestWriteNoWAL) &&
         error->IsIOError() && !error->IsNoSpace()) {
       disk_error_->SetFlushOnlyResume(true);  // a soft error (atomic flush, the WAL synced)
     }
-    if (error->IsNoSpace()) {
+    if (error->severity() >= rocksdb::Status::Severity::kFatalError) {
+      failed_->store(true);  // a full disk met by a new WAL file's creation too
+    } else if (error->IsNoSpace()) {
       stopped_->store(true);
-    } else if (error->severity() >= rocksdb::Status::Severity::kFatalError) {
-      failed_->store(true);
-    } else if (error->IsIOError() && reason != rocksdb::BackgroundErrorReason::kCompaction) {
+    } else if (error->IsIOError() && reason != Reason::kCompaction) {
       // retryable: RocksDB sets its severity after telling us
       disk_error_->Set(error->ToString());
       stopped_->store(true);
     }
+    // A compaction's error stops nothing (the compaction runs again): not counted.
+    if (reason != Reason::kCompaction) errors_->fetch_add(1);
   }
   void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status error,
                             bool* auto_recovery) override {
@@ -257,7 +257,11 @@ rocksdb::DBOptions StoreImpl::DbOptions() {
   db.create_if_missing = options_.create_if_missing;
   db.create_missing_column_families = true;
   db.atomic_flush = true;  // a batch spanning two generations reaches disk whole (WAL off)
-  db.max_background_jobs = std::max(2, options_.background_threads);
+  // One flush at a time: after a flush's sync of a closed WAL file failed, a second flush job
+  // admitted beside it would sync that file again, which RocksDB 7.8's writer asserts on. The
+  // other threads compact (setting one limit, RocksDB takes both from the two options).
+  db.max_background_flushes = 1;
+  db.max_background_compactions = std::max(1, options_.background_threads - 1);
   db.max_open_files = -1;
   db.max_manifest_file_size = 64 << 20;
   db.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;

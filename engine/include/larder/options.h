@@ -182,8 +182,8 @@ struct Options {
   // Default: true.
   bool tune_allocator = true;
 
-  // RocksDB background threads (index flushes and compactions); fewer than 2 is taken as 2.
-  // Default: 2.
+  // RocksDB background threads: one flushes the index, the others compact it; fewer than 2 is
+  // taken as 2. Default: 2.
   int background_threads = 2;
 
   // Time source for expiry and reuse times. nullptr = the system clock. Tests inject one.
