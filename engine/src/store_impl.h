@@ -166,7 +166,8 @@ class StoreImpl final : public Store {
   rocksdb::WriteOptions WriteOpts() const;
   // Every write of the index goes through here: db_->Write(wo, batch), refused while the index
   // waits out a disk error (index_disk_error_: RocksDB would take some, its soft error after a
-  // flush, and a WAL error among them could not be resumed), with the WAL anchored first. With
+  // flush, and a WAL error among them could not be resumed) or stopped until a restart
+  // (index_failed_), with the WAL anchored first. With
   // the WAL on, after each memtable seal (and at open) the first write puts kWalAnchorKey into
   // the default column family without the WAL, so that an active memtable holds something when
   // a WAL append or sync fails: DB::Resume then switches to a new WAL file (ResumeSwitchesWal)

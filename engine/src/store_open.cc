@@ -135,7 +135,8 @@ class ResumeIndexItself : public rocksdb::EventListener {
       disk_error_->SetFlushOnlyResume(true);  // a soft error (atomic flush, the WAL synced)
     }
     if (error->severity() >= rocksdb::Status::Severity::kFatalError) {
-      failed_->store(true);  // a full disk met by a new WAL file's creation too
+      disk_error_->Set(error->ToString());  // the text RocksWrite's refusals give
+      failed_->store(true);                 // a full disk met by a new WAL file's creation too
     } else if (error->IsNoSpace()) {
       stopped_->store(true);
     } else if (error->IsIOError() && reason != Reason::kCompaction) {

@@ -291,15 +291,19 @@ void StoreImpl::RotateIfFull(const Generation& gen) {
 
 rocksdb::Status StoreImpl::RocksWrite(const rocksdb::WriteOptions& wo, rocksdb::WriteBatch* batch) {
   testing::RocksWriteSteps steps;
-  steps.refuse = index_disk_error_.active() && !index_failed_.load();
+  const bool failed = index_failed_.load();
+  steps.refuse = failed || index_disk_error_.active();
   // The count read before the anchor: a seal in between makes the next write anchor again.
   const uint64_t anchor = memtable_seals_.load() + 1;
   steps.anchor = !wo.disableWAL && wal_anchored_.load(std::memory_order_relaxed) != anchor;
   testing::SyncPoint("StoreImpl::RocksWrite", &steps);
   if (steps.refuse) {
-    return rocksdb::Status::IOError(
-        "the index refuses writes since a disk error, until the disk takes them again",
-        index_disk_error_.text());
+    // Also after StopUntilRestart, where RocksDB may have resumed already (ResumeIndex).
+    return rocksdb::Status::IOError(failed ? "the index refuses writes since a disk error; a "
+                                             "restart brings them back"
+                                           : "the index refuses writes since a disk error, "
+                                             "until the disk takes them again",
+                                    index_disk_error_.text());
   }
   if (steps.anchor) {
     rocksdb::WriteOptions memtable_only;
@@ -313,14 +317,7 @@ rocksdb::Status StoreImpl::RocksWrite(const rocksdb::WriteOptions& wo, rocksdb::
 
 Status StoreImpl::WriteIndex(rocksdb::WriteBatch* batch, const char* what) {
   if (batch->Count() == 0) return Status::OK();
-  if (rocksdb::Status s = RocksWrite(WriteOpts(), batch); !s.ok()) {
-    // After a fatal error every write is refused with that error's text: say what ends it.
-    std::string context = what;
-    if (index_failed_.load()) {
-      context += " (the index refuses writes since a disk error; a restart brings them back)";
-    }
-    return FromRocks(s, context);
-  }
+  if (rocksdb::Status s = RocksWrite(WriteOpts(), batch); !s.ok()) return FromRocks(s, what);
   index_writes_++;
   return Status::OK();
 }
