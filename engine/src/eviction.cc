@@ -344,12 +344,14 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, uint64_t goal, int64_t n
   // index: a Put of the key that kept a ticket on the member's generation (a demoted first
   // write's, which is not retired) may commit its new record under the same index key once
   // the stripe is released, and a deletion written later would remove that one instead; a
-  // deletion that fails leaves the entry, and the round ends there. Synced as every index
-  // write (wal-sync): a record a crash brought back would be harmless (it points into a hole
-  // where ranges are freed, which the open drops, or brings back the evicted value, its key's
-  // own bytes, as a cache may), but unsynced records left in a WAL file that a memtable switch
-  // closes make RocksDB 7.8 sync that file from two threads in turn, and after a failed sync
-  // the second one's writer asserts.
+  // deletion that fails leaves the entry, and the round ends there. Not synced: a record that
+  // a crash brings back points into a hole where ranges are freed (the open drops it), and
+  // elsewhere brings back the evicted value, its key's own bytes, as a cache may. (With
+  // wal-sync, a closed WAL file holding such records is synced by the next flush or synced
+  // write; should that sync fail, RocksDB 7.8 asserts when the other syncs the file again: a
+  // rare race on a failing disk, left rather than pay a sync per evicted value.)
+  rocksdb::WriteOptions delete_opts = WriteOpts();
+  delete_opts.sync = false;
   rocksdb::Status rs;
   for (; evicting_.next < list.size() && bytes < goal; ++evicting_.next) {
     RecordMember& m = list[evicting_.next];
@@ -368,7 +370,7 @@ Status StoreImpl::DropPart(const GenerationPtr& victim, uint64_t goal, int64_t n
     if (!index_.Update(m.at.entry, check) || used) continue;
     rocksdb::WriteBatch batch;
     batch.Delete(m.at.seg.gen->cf, format::IndexKey(m.hash, m.key));
-    if (rs = RocksWrite(WriteOpts(), &batch); !rs.ok()) {
+    if (rs = RocksWrite(delete_opts, &batch); !rs.ok()) {
       evicting_.droppable_bytes += m.at.entry.size;  // the next round tries it again
       break;
     }
