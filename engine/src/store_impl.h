@@ -167,14 +167,13 @@ class StoreImpl final : public Store {
   // Every write of the index goes through here: db_->Write(wo, batch), refused while the index
   // waits out a disk error (index_disk_error_: RocksDB would take some, its soft error after a
   // flush, and a WAL error among them could not be resumed) or stopped until a restart
-  // (index_failed_), with the WAL anchored first. With
-  // the WAL on, after each memtable seal (and at open) the first write puts kWalAnchorKey into
-  // the default column family without the WAL, so that an active memtable holds something when
-  // a WAL append or sync fails: DB::Resume then switches to a new WAL file (ResumeSwitchesWal)
-  // rather than going on with the failed one. Left unprotected: the first write group after a
-  // switch that no anchor preceded (the group whose own write switched memtables, or writes
-  // racing a flush that switched them just after their check); ResumeIndex then stops writes
-  // until a restart.
+  // (index_failed_), with the WAL anchored first. With the WAL on, after each memtable seal (and
+  // at open) the first write puts kWalAnchorKey into the default column family without the WAL,
+  // so that an active memtable holds something when a WAL append or sync fails: DB::Resume then
+  // switches to a new WAL file (ResumeSwitchesWal) rather than going on with the failed one.
+  // Left unprotected: the first write group after a switch that no anchor preceded (the group
+  // whose own write switched memtables, or writes racing a flush that switched them just after
+  // their check); ResumeIndex then stops writes until a restart.
   rocksdb::Status RocksWrite(const rocksdb::WriteOptions& wo, rocksdb::WriteBatch* batch);
   uint16_t HeadGen() const;
 
@@ -552,7 +551,8 @@ class StoreImpl final : public Store {
   std::atomic<uint64_t> wal_anchored_{0};
   std::atomic<uint64_t> index_writes_{0};   // index batches written (puts, deletes, expiries)
   std::atomic<bool> index_stopped_{false};  // stopped by a full disk or index_disk_error_
-  std::atomic<uint64_t> index_errors_{0};   // RocksDB background errors so far
+  std::atomic<uint64_t> index_errors_{0};   // RocksDB background errors so far, but compactions'
+
   std::atomic<bool> index_failed_{false};   // stopped by another error, until a restart
   IndexDiskError index_disk_error_;         // a retryable write error (ResumeIndex)
   std::atomic<bool> index_resumed_{false};  // a ResumeIndex succeeded (WaitForMemtablesFlushed)

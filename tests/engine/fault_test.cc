@@ -258,12 +258,31 @@ TEST_F(StagedCommitFaults, ACommitIsOneIndexWrite) {
 class FullDiskFaults : public Faults {
  protected:
   void OpenThenFillTheDisk() {
+    ASSERT_NO_FATAL_FAILURE(OpenHoldingBefore(/*flush=*/false));
+    fs_->no_space = true;
+    fs_->failing = true;
+  }
+
+  // Opens the store (store_) and writes "before" into it, flushed if `flush`.
+  void OpenHoldingBefore(bool flush) {
     auto r = Open();
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     store_ = std::move(r).value();
     ASSERT_TRUE(store_->Put("before", MakeValue("before", 1 << 20)).ok());
-    fs_->no_space = true;
-    fs_->failing = true;
+    if (flush) {
+      ASSERT_TRUE(store_->Flush().ok());
+    }
+  }
+
+  // With the disk taking writes again, a maintenance pass leaves writes stopped, refused with a
+  // message that says a restart brings them back; reads go on.
+  void ExpectStoppedUntilARestart() {
+    store_->Maintain();
+    EXPECT_EQ(store_->GetStats().index_writes_stopped, 1u);
+    Status put = store_->Put("still refused", MakeValue("s", 1 << 20));
+    EXPECT_NE(put.ToString().find("a restart brings them back"), std::string::npos)
+        << put.ToString();
+    EXPECT_TRUE(store_->Get("before").ok());
   }
 
   // Closes the store and opens it again (on the plain filesystem): `present` are there, `absent`
@@ -339,14 +358,8 @@ TEST_P(WalErrorFaults, WritesResumeOnceTheDiskTakesThemAgain) {
   const bool no_space = fault == WalFault::kFullDisk;
   o_.sync_writes = fault == WalFault::kSyncEio;  // each write syncs the WAL
   fs_->syncs_only = fault == WalFault::kSyncEio;
-  auto r = Open();
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  store_ = std::move(r).value();
+  ASSERT_NO_FATAL_FAILURE(OpenHoldingBefore(flushed));
   Store& s = *store_;
-  ASSERT_TRUE(s.Put("before", MakeValue("before", 1 << 20)).ok());
-  if (flushed) {
-    ASSERT_TRUE(s.Flush().ok());
-  }
   fs_->no_space = no_space;
   fs_->failing = true;
   EXPECT_FALSE(s.Put("refused", MakeValue("refused", 1 << 20)).ok());
@@ -385,12 +398,8 @@ INSTANTIATE_TEST_SUITE_P(FaultAfterWritesOrAFlush, WalErrorFaults,
 // writes stay refused, saying a restart brings them back, reads go on, and a reopen brings
 // writes back with what was acknowledged before.
 TEST_F(FullDiskFaults, AFailedWalWithNothingToFlushStopsWritesUntilARestart) {
-  auto r = Open();
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  store_ = std::move(r).value();
+  ASSERT_NO_FATAL_FAILURE(OpenHoldingBefore(/*flush=*/true));
   Store& s = *store_;
-  ASSERT_TRUE(s.Put("before", MakeValue("before", 1 << 20)).ok());
-  ASSERT_TRUE(s.Flush().ok());
   {
     testing::ScopedSyncPoint no_anchor("StoreImpl::RocksWrite", [](void* steps) {
       static_cast<testing::RocksWriteSteps*>(steps)->anchor = false;
@@ -399,11 +408,7 @@ TEST_F(FullDiskFaults, AFailedWalWithNothingToFlushStopsWritesUntilARestart) {
     EXPECT_FALSE(s.Put("refused", MakeValue("refused", 1 << 20)).ok());
   }
   fs_->failing = false;
-  s.Maintain();
-  EXPECT_EQ(s.GetStats().index_writes_stopped, 1u);
-  Status put = s.Put("still refused", MakeValue("s", 1 << 20));
-  EXPECT_NE(put.ToString().find("a restart brings them back"), std::string::npos) << put.ToString();
-  EXPECT_TRUE(s.Get("before").ok());
+  ExpectStoppedUntilARestart();
   ExpectAfterReopen({"before"}, {"refused", "still refused"});
   auto reopened = Store::Open(o_, dir_.path());
   ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
@@ -417,12 +422,8 @@ TEST_F(FullDiskFaults, AFailedWalWithNothingToFlushStopsWritesUntilARestart) {
 // every acknowledged write.
 TEST_F(FullDiskFaults, AWalErrorAfterAFailedFlushStopsWritesUntilARestart) {
   fs_->spare_wal = true;
-  auto r = Open();
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  store_ = std::move(r).value();
+  ASSERT_NO_FATAL_FAILURE(OpenHoldingBefore(/*flush=*/true));
   Store& s = *store_;
-  ASSERT_TRUE(s.Put("before", MakeValue("before", 1 << 20)).ok());
-  ASSERT_TRUE(s.Flush().ok());
   fs_->failing = true;  // the index's SST files fail, its WAL not yet
   ASSERT_TRUE(s.Put("in memory", MakeValue("in memory", 1 << 20)).ok());
   EXPECT_FALSE(s.Flush().ok());
@@ -437,10 +438,7 @@ TEST_F(FullDiskFaults, AWalErrorAfterAFailedFlushStopsWritesUntilARestart) {
     EXPECT_FALSE(s.Put("raced", MakeValue("raced", 1 << 20)).ok());
   }
   fs_->failing = false;
-  s.Maintain();
-  EXPECT_EQ(s.GetStats().index_writes_stopped, 1u);
-  Status put = s.Put("still refused", MakeValue("s", 1 << 20));
-  EXPECT_NE(put.ToString().find("a restart brings them back"), std::string::npos) << put.ToString();
+  ExpectStoppedUntilARestart();
   EXPECT_TRUE(s.Get("in memory").ok());
   ExpectAfterReopen({"before", "in memory"}, {"refused", "raced", "still refused"});
 }
