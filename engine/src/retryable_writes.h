@@ -55,7 +55,7 @@ class IndexDiskError {
   // harder error came too). Until a resume succeeds, its manual resume then retries the failed
   // flush alone, with no memtable switch, so it cannot leave a WAL file that failed meanwhile
   // (StoreImpl::ResumeIndex).
-  void SetFlushOnlyResume(bool on) { flush_only_resume_ = on; }
+  void SetFlushOnlyResume() { flush_only_resume_ = true; }
   bool flush_only_resume() const { return flush_only_resume_; }
   void Clear() {
     active_ = false;

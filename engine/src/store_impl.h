@@ -414,10 +414,11 @@ class StoreImpl final : public Store {
   // `values_must_sync` false, a failed sync of the blob files (already reported, or to be by
   // the next Flush) does not stop the index's flush.
   Status FlushIndex(bool values_must_sync = true);
-  // After RocksDB stopped writes on a full disk (index_stopped_), resumes them (DB::Resume:
-  // the memtables are flushed first); an error while the disk is still full, the next call
-  // tries again. OK if they were not stopped. Caller holds evict_mu_, so that no flush of the
-  // store's runs beside the recovery's.
+  // After RocksDB stopped writes on a full disk or a retryable write error (index_stopped_),
+  // resumes them (DB::Resume: the memtables are flushed first); an error while the disk still
+  // fails, or another error during the resume, and the next call tries again. Where the resume
+  // would go on with a failed WAL file it does not resume: StopUntilRestart. OK if they were not
+  // stopped. Caller holds evict_mu_, so that no flush of the store's runs beside the recovery's.
   Status ResumeIndex();
   // Where ResumeIndex cannot resume (a WAL file RocksDB would go on with after its error):
   // index_failed_, logged once; the error says why.

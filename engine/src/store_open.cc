@@ -132,7 +132,7 @@ class ResumeIndexItself : public rocksdb::EventListener {
     if (reason == Reason::kWriteCallback) disk_error_->SetWalFailed(seals_->load());
     if ((reason == Reason::kFlushNoWAL || reason == Reason::kManifestWriteNoWAL) &&
         error->IsIOError() && !error->IsNoSpace()) {
-      disk_error_->SetFlushOnlyResume(true);  // a soft error (atomic flush, the WAL synced)
+      disk_error_->SetFlushOnlyResume();  // a soft error (atomic flush, the WAL synced)
     }
     if (error->severity() >= rocksdb::Status::Severity::kFatalError) {
       disk_error_->Set(error->ToString());  // the text RocksWrite's refusals give
