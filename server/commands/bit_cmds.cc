@@ -246,8 +246,7 @@ void BitOp(Ctx& ctx) {
   const std::string result = Combine(*op, sources);
   const std::string& dest = ctx.argv[2];
   if (result.empty()) {
-    bool deleted;
-    if (DeleteKey(ctx, dest, &deleted)) ctx.w.Integer(0);
+    if (DeleteKey(ctx, dest)) ctx.w.Integer(0);
     return;
   }
   Status s = ctx.store().Put(dest, result, ctx.WriteOptions());

@@ -104,8 +104,7 @@ void Restore(Ctx& ctx) {
                      : o.absttl ? ttl
                                 : (ttl > INT64_MAX - now ? INT64_MAX : now + ttl);
   if (at != 0 && at <= now) {
-    bool deleted;
-    if (o.replace && !DeleteKey(ctx, key, &deleted)) return;
+    if (o.replace && !DeleteKey(ctx, key)) return;
     return ctx.w.SimpleString("OK");
   }
   PutOptions po = ctx.WriteOptions();

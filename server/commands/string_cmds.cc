@@ -115,8 +115,7 @@ void GetEx(Ctx& ctx) {
   if (opts.time && !ExpireAtOfSetTime(ctx, opts.time_arg, *opts.time, &at)) return;
   if (opts.time && at <= ctx.NowMs()) {
     // An EXAT/PXAT in the past deletes the key, as in Redis.
-    bool deleted;
-    if (!DeleteKey(ctx, ctx.argv[1], &deleted)) return;
+    if (!DeleteKey(ctx, ctx.argv[1])) return;
   } else if (opts.time || (opts.Has(kPersist) && ctx.store().Ttl(ctx.argv[1]) >= 0)) {
     Status s = ctx.store().SetExpiry(ctx.argv[1], at);
     if (!s.ok() && !s.IsNotFound()) return ReplyStatus(ctx, s);
@@ -130,8 +129,7 @@ void GetDel(Ctx& ctx) {
   std::optional<Value> r;
   if (!ReadValue(ctx, ctx.argv[1], &r)) return;
   if (!r) return ctx.w.Null();
-  bool deleted;
-  if (DeleteKey(ctx, ctx.argv[1], &deleted)) ReplyValue(ctx, std::move(r.value()));
+  if (DeleteKey(ctx, ctx.argv[1])) ReplyValue(ctx, std::move(r.value()));
 }
 
 void MGet(Ctx& ctx) {

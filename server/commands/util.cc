@@ -55,7 +55,7 @@ void LogStoreError(const Status& s, int64_t now_ms) {
 
 bool DeleteKey(Ctx& ctx, std::string_view key, bool* deleted) {
   const Status s = ctx.store().Delete(key);
-  *deleted = s.ok();
+  if (deleted) *deleted = s.ok();
   if (s.ok()) ctx.core.events.Notify(config::kNotifyGeneric, "del", key);
   if (s.ok() || s.IsNotFound()) return true;
   ReplyStatus(ctx, s);

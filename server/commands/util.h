@@ -47,9 +47,9 @@ bool ArgDbZero(Ctx& ctx, std::string_view s);
 
 // Replies the error for a failed engine call (NoSpace → OOM, others → ERR <message>).
 void ReplyStatus(Ctx& ctx, const Status& s);
-// Deletes `key`, announcing the `del` event if it was there (*deleted says whether); a missing
-// key is no error. False after replying an engine error.
-bool DeleteKey(Ctx& ctx, std::string_view key, bool* deleted);
+// Deletes `key`, announcing the `del` event if it was there (*deleted, if given, says whether);
+// a missing key is no error. False after replying an engine error.
+bool DeleteKey(Ctx& ctx, std::string_view key, bool* deleted = nullptr);
 // "ERR wrong number of arguments for '<name>' command" (`name` lowercased).
 void ReplyArity(Ctx& ctx, std::string_view name);
 std::string ArityError(std::string_view name);  // its text
