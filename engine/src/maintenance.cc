@@ -273,7 +273,7 @@ Stats StoreImpl::GetStats() {
   // Values under format::kMinBlobBytes live in index records, not blob files: a small share.
   st.unused_value_bytes = st.value_file_bytes - std::min(st.value_file_bytes, st.live_bytes);
   st.generations = gens_->size();
-  st.index_writes_stopped = index_stopped_.load() || index_failed_.load() ? 1 : 0;
+  st.index_writes_stopped = index_errors_.stopped() ? 1 : 0;
   st.first_write_demotion_percent =
       demote_first_writes_ ? static_cast<uint64_t>(demotion_.Depth() * 100) : 0;
 #define LARDER_COPY_COUNTER(name, doc) st.name = counters_.name.load();
@@ -322,7 +322,7 @@ Status StoreImpl::FlushIndex(bool values_must_sync) {
   }
   std::vector<GenerationPtr> held;
   const std::vector<rocksdb::ColumnFamilyHandle*> cfs = IndexColumnFamilies(&held);
-  const uint64_t errors_before = index_errors_.load();
+  const uint64_t errors_before = index_errors_.count();
   rocksdb::Status s = db_->Flush(rocksdb::FlushOptions(), cfs);
   if (!s.ok()) return FromRocks(s, "flushing the index");
   return index_resumed_.load() ? WaitForMemtablesFlushed(errors_before) : Status::OK();
@@ -346,17 +346,36 @@ bool ResumeSwitchesWal(rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyH
   return false;
 }
 
+// RocksDB 7.8 lets flush requests queued before the error run as part of a manual resume. One
+// that starts before the resume queued its own request keeps its old flush reason, and after a
+// soft error (a flush's, the WAL synced) it fails when it installs its result, without giving
+// its memtables back (fixed upstream in 8.7.3, PR 11872): no flush picks them again, and every
+// later resume waits for them forever. Such a request starts only when a flush thread ends
+// during the resume, and a flush that failed holds its thread a second longer (RocksDB's
+// backoff); while the error stands none starts. So a resume begins once no flush runs: whether
+// none does within `limit`.
+bool NoFlushRunsWithin(rocksdb::DB* db, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    uint64_t running = 0;
+    if (!db->GetIntProperty("rocksdb.num-running-flushes", &running) || running == 0) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 }  // namespace
 
 Status StoreImpl::ResumeIndex() {
-  if (!index_stopped_.load()) return Status::OK();
-  if (index_failed_.load()) {
-    return Status::IOError("the index's writes stay stopped until a restart");
+  if (!index_errors_.stopped()) return Status::OK();
+  if (index_errors_.failed()) {
+    return Status::IOError("the index's writes stay stopped until a restart: " +
+                           index_errors_.text());
   }
-  // Read before the marks below (the listener counts after marking).
-  const uint64_t errors_before = index_errors_.load();
-  if (index_disk_error_.wal_failed(memtable_seals_.load())) {
-    if (index_disk_error_.flush_only_resume()) {
+  // Read before the marks below: an error recorded since keeps them (ClearIfNoneSince).
+  const uint64_t errors_before = index_errors_.count();
+  if (index_errors_.wal_failed(memtable_seals_.load())) {
+    if (index_errors_.flush_only_resume()) {
       return StopUntilRestart("the index's WAL failed after a flush RocksDB retries alone");
     }
     std::vector<GenerationPtr> held;
@@ -364,24 +383,25 @@ Status StoreImpl::ResumeIndex() {
       return StopUntilRestart("the index's WAL failed with nothing to flush");
     }
   }
+  if (!NoFlushRunsWithin(db_.get(), std::chrono::seconds(3))) {
+    return Status::IOError("a failed flush of the index is still running; the next pass resumes");
+  }
   // A failed resume leaves the flush-only mark as it is, though RocksDB may have lowered its own:
   // a needless restart at worst, where lowering it could resume on a failed WAL file.
   rocksdb::Status s = db_->Resume();
   if (!s.ok()) return FromRocks(s, "resuming the index after a disk error");
   // Writes went through from the moment RocksDB cleared its error: one that failed since must
   // not be forgotten. The next call resumes again.
-  if (index_errors_.load() != errors_before) {
+  if (!index_errors_.ClearIfNoneSince(errors_before)) {
     return Status::IOError("the index met another error while it resumed");
   }
-  index_disk_error_.Clear();
-  index_stopped_ = false;
   index_resumed_ = true;
   rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, info_log_, "the index resumed its writes");
   return Status::OK();
 }
 
 Status StoreImpl::StopUntilRestart(const std::string& why) {
-  if (!index_failed_.exchange(true)) {  // RocksWrite's refusals now say a restart ends them
+  if (index_errors_.StopUntilRestart()) {  // RocksWrite's refusals now say a restart ends them
     rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, info_log_,
                  "%s: the index cannot resume its writes; a restart does", why.c_str());
   }
@@ -408,7 +428,7 @@ uint64_t StoreImpl::UnflushedMemtables() {
 
 Status StoreImpl::WaitForMemtablesFlushed(uint64_t errors_before) {
   while (UnflushedMemtables() > 0) {
-    if (index_errors_.load() != errors_before) {
+    if (index_errors_.count() != errors_before) {
       return Status::IOError("flushing the index: a background flush failed (see LOG)");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

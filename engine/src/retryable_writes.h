@@ -20,10 +20,7 @@
 
 #include <rocksdb/file_system.h>
 
-#include <atomic>
 #include <memory>
-#include <mutex>
-#include <string>
 
 namespace larder {
 
@@ -32,51 +29,5 @@ std::shared_ptr<rocksdb::FileSystem> RetryableWriteErrors(
 
 // `s`, marked retryable when it is an I/O error of the kind above.
 rocksdb::IOStatus MarkRetryable(rocksdb::IOStatus s);
-
-// A retryable write error the index is waiting out: set by the listener that hears it, cleared
-// once DB::Resume() succeeds, read by writers (with the WAL off RocksDB still takes writes into
-// its memtables after such an error in a flush; the store refuses them instead, so that they
-// neither pile up in memory nor wait for it). Also whether a WAL append failed since the last
-// resume, full disk included, and no memtable was sealed since (a seal begins a new WAL file):
-// StoreImpl::ResumeIndex. Thread-safe.
-class IndexDiskError {
- public:
-  void Set(std::string text) {
-    std::lock_guard lock(mu_);
-    text_ = std::move(text);
-    active_ = true;
-  }
-  // A WAL append failed when `seals` memtables had been sealed.
-  void SetWalFailed(uint64_t seals) {
-    wal_failed_seals_ = seals;
-    wal_failed_ = true;
-  }
-  // RocksDB took a flush's retryable error as a soft one (which lets writes go on unless a
-  // harder error came too). Until a resume succeeds, its manual resume then retries the failed
-  // flush alone, with no memtable switch, so it cannot leave a WAL file that failed meanwhile
-  // (StoreImpl::ResumeIndex).
-  void SetFlushOnlyResume() { flush_only_resume_ = true; }
-  bool flush_only_resume() const { return flush_only_resume_; }
-  void Clear() {
-    active_ = false;
-    wal_failed_ = false;
-    flush_only_resume_ = false;
-  }
-  bool active() const { return active_.load(); }
-  // Whether the WAL file a failed append left is still the current one, `seals` now.
-  bool wal_failed(uint64_t seals) const { return wal_failed_ && seals == wal_failed_seals_; }
-  std::string text() const {
-    std::lock_guard lock(mu_);
-    return text_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::atomic<bool> active_{false};
-  std::atomic<bool> wal_failed_{false};
-  std::atomic<bool> flush_only_resume_{false};
-  std::atomic<uint64_t> wal_failed_seals_{0};
-  std::string text_;  // the error as RocksDB gave it (mu_)
-};
 
 }  // namespace larder

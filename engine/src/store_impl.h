@@ -23,6 +23,7 @@
 #include "demotion.h"
 #include "format.h"
 #include "generations.h"
+#include "index_errors.h"
 #include "key_index.h"
 #include "larder/store.h"
 #include "read_pool.h"
@@ -165,12 +166,12 @@ class StoreImpl final : public Store {
   std::mutex& Stripe(uint64_t hash) { return stripes_[hash % kStripes]; }
   rocksdb::WriteOptions WriteOpts() const;
   // Every write of the index goes through here: db_->Write(wo, batch), refused while the index
-  // waits out a disk error (index_disk_error_: RocksDB would take some, its soft error after a
-  // flush, and a WAL error among them could not be resumed) or stopped until a restart
-  // (index_failed_), with the WAL anchored first. With the WAL on, after each memtable seal (and
-  // at open) the first write puts kWalAnchorKey into the default column family without the WAL,
-  // so that an active memtable holds something when a WAL append or sync fails: DB::Resume then
-  // switches to a new WAL file (ResumeSwitchesWal) rather than going on with the failed one.
+  // waits out a disk error (IndexErrors::refusing: RocksDB would take some, its soft error after
+  // a flush, and a WAL error among them could not be resumed) or stopped until a restart
+  // (IndexErrors::failed), with the WAL anchored first. With the WAL on, after each memtable seal
+  // (and at open) the first write puts kWalAnchorKey into the default column family without the
+  // WAL, so that an active memtable holds something when a WAL append or sync fails: DB::Resume
+  // then switches to a new WAL file (ResumeSwitchesWal) rather than going on with the failed one.
   // Left unprotected: the first write group after a switch that no anchor preceded (the group
   // whose own write switched memtables, or writes racing a flush that switched them just after
   // their check); ResumeIndex then stops writes until a restart.
@@ -414,14 +415,14 @@ class StoreImpl final : public Store {
   // `values_must_sync` false, a failed sync of the blob files (already reported, or to be by
   // the next Flush) does not stop the index's flush.
   Status FlushIndex(bool values_must_sync = true);
-  // After RocksDB stopped writes on a full disk or a retryable write error (index_stopped_),
+  // After RocksDB stopped writes on a full disk or a retryable write error (index_errors_),
   // resumes them (DB::Resume: the memtables are flushed first); an error while the disk still
   // fails, or another error during the resume, and the next call tries again. Where the resume
   // would go on with a failed WAL file it does not resume: StopUntilRestart. OK if they were not
   // stopped. Caller holds evict_mu_, so that no flush of the store's runs beside the recovery's.
   Status ResumeIndex();
   // Where ResumeIndex cannot resume (a WAL file RocksDB would go on with after its error):
-  // index_failed_, logged once; the error says why.
+  // IndexErrors::StopUntilRestart, logged once; the error says why.
   Status StopUntilRestart(const std::string& why);
   // Waits until no memtable is left to flush, or a background error came after
   // `errors_before`: RocksDB 7.8 keeps its "stopped" mark after a resume (cleared upstream in
@@ -550,12 +551,8 @@ class StoreImpl final : public Store {
   std::atomic<uint64_t> memtable_seals_{0};  // memtables sealed (see PendingWrite)
   // 1 + memtable_seals_ when RocksWrite last anchored the WAL (0: not since the open).
   std::atomic<uint64_t> wal_anchored_{0};
-  std::atomic<uint64_t> index_writes_{0};   // index batches written (puts, deletes, expiries)
-  std::atomic<bool> index_stopped_{false};  // stopped by a full disk or index_disk_error_
-  std::atomic<uint64_t> index_errors_{0};   // RocksDB background errors so far, but compactions'
-
-  std::atomic<bool> index_failed_{false};   // stopped by another error, until a restart
-  IndexDiskError index_disk_error_;         // a retryable write error (ResumeIndex)
+  std::atomic<uint64_t> index_writes_{0};  // index batches written (puts, deletes, expiries)
+  IndexErrors index_errors_;               // what RocksDB's background errors stopped (ResumeIndex)
   std::atomic<bool> index_resumed_{false};  // a ResumeIndex succeeded (WaitForMemtablesFlushed)
   std::thread maintenance_;
   std::mutex maint_mu_;

@@ -109,43 +109,14 @@ class SyncValuesBeforeFlush : public rocksdb::EventListener {
 // returned is dropped without giving back its memtables, and the recovery waits for them
 // forever, every write refused (fixed upstream in 8.7.3, PR 11872). So it is off for NoSpace,
 // and so is its resume of retryable errors (DbOptions): the store resumes the index itself
-// (StoreImpl::ResumeIndex), with no flush of its own beside it. A write error that is not a full
-// disk arrives marked retryable (retryable_writes.h) and is noted in `disk_error`, unless a
-// compaction's (RocksDB stops nothing for it: the compaction runs again); a failed WAL append is
-// noted there too, whatever its error (ResumeIndex checks the resume can leave that WAL file).
-// An error RocksDB takes as fatal (a corruption, a fenced file) stops the index's writes until
-// a restart: `failed` says so (Stats::index_writes_stopped). Counts every background error but a
-// compaction's, which a flush waiting for its memtables and a resume watch.
+// (StoreImpl::ResumeIndex), with no flush of its own beside it. Each error is recorded in
+// `errors` (IndexErrors::Record says what each kind stops), with the WAL file then current.
 class ResumeIndexItself : public rocksdb::EventListener {
  public:
-  ResumeIndexItself(std::atomic<bool>* stopped, std::atomic<bool>* failed,
-                    std::atomic<uint64_t>* errors, IndexDiskError* disk_error,
-                    const std::atomic<uint64_t>* seals)
-      : stopped_(stopped),
-        failed_(failed),
-        errors_(errors),
-        disk_error_(disk_error),
-        seals_(seals) {}
-  // The marks first, the count last: whoever sees the count move sees them (ResumeIndex).
+  ResumeIndexItself(IndexErrors* errors, const std::atomic<uint64_t>* seals)
+      : errors_(errors), seals_(seals) {}
   void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) override {
-    using Reason = rocksdb::BackgroundErrorReason;
-    if (reason == Reason::kWriteCallback) disk_error_->SetWalFailed(seals_->load());
-    if ((reason == Reason::kFlushNoWAL || reason == Reason::kManifestWriteNoWAL) &&
-        error->IsIOError() && !error->IsNoSpace()) {
-      disk_error_->SetFlushOnlyResume();  // a soft error (atomic flush, the WAL synced)
-    }
-    if (error->severity() >= rocksdb::Status::Severity::kFatalError) {
-      disk_error_->Set(error->ToString());  // the text RocksWrite's refusals give
-      failed_->store(true);                 // a full disk met by a new WAL file's creation too
-    } else if (error->IsNoSpace()) {
-      stopped_->store(true);
-    } else if (error->IsIOError() && reason != Reason::kCompaction) {
-      // retryable: RocksDB sets its severity after telling us
-      disk_error_->Set(error->ToString());
-      stopped_->store(true);
-    }
-    // A compaction's error stops nothing (the compaction runs again): not counted.
-    if (reason != Reason::kCompaction) errors_->fetch_add(1);
+    errors_->Record(reason, *error, seals_->load());
   }
   void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status error,
                             bool* auto_recovery) override {
@@ -153,10 +124,7 @@ class ResumeIndexItself : public rocksdb::EventListener {
   }
 
  private:
-  std::atomic<bool>* stopped_;
-  std::atomic<bool>* failed_;
-  std::atomic<uint64_t>* errors_;
-  IndexDiskError* disk_error_;
+  IndexErrors* errors_;
   const std::atomic<uint64_t>* seals_;
 };
 
@@ -278,13 +246,13 @@ rocksdb::DBOptions StoreImpl::DbOptions() {
   wbm_ = std::make_shared<rocksdb::WriteBufferManager>(memtable_bytes_, nullptr,
                                                        /*allow_stall=*/true);
   db.write_buffer_manager = wbm_;
+  index_errors_.WatchMemory(wbm_, memtable_bytes_);
   db.listeners.push_back(std::make_shared<SyncValuesBeforeFlush>(
       [this] {
         if (gens_) SyncValues().PermitUncheckedError();  // a failed sync fails the next Flush
       },
       &memtable_seals_));
-  db.listeners.push_back(std::make_shared<ResumeIndexItself>(
-      &index_stopped_, &index_failed_, &index_errors_, &index_disk_error_, &memtable_seals_));
+  db.listeners.push_back(std::make_shared<ResumeIndexItself>(&index_errors_, &memtable_seals_));
   return db;
 }
 

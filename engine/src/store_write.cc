@@ -291,8 +291,8 @@ void StoreImpl::RotateIfFull(const Generation& gen) {
 
 rocksdb::Status StoreImpl::RocksWrite(const rocksdb::WriteOptions& wo, rocksdb::WriteBatch* batch) {
   testing::RocksWriteSteps steps;
-  const bool failed = index_failed_.load();
-  steps.refuse = failed || index_disk_error_.active();
+  const bool failed = index_errors_.failed();
+  steps.refuse = failed || index_errors_.refusing();
   // The count read before the anchor: a seal in between makes the next write anchor again.
   const uint64_t anchor = memtable_seals_.load() + 1;
   steps.anchor = !wo.disableWAL && wal_anchored_.load(std::memory_order_relaxed) != anchor;
@@ -303,7 +303,7 @@ rocksdb::Status StoreImpl::RocksWrite(const rocksdb::WriteOptions& wo, rocksdb::
                                              "restart brings them back"
                                            : "the index refuses writes since a disk error, "
                                              "until the disk takes them again",
-                                    index_disk_error_.text());
+                                    index_errors_.text());
   }
   if (steps.anchor) {
     rocksdb::WriteOptions memtable_only;

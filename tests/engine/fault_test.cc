@@ -12,6 +12,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <initializer_list>
 #include <memory>
 #include <sstream>
@@ -45,7 +47,7 @@ class FailingFs : public rocksdb::FileSystemWrapper {
   std::atomic<bool> no_space{false};
   std::atomic<bool> spare_wal{false};   // `failing` fails the index's other files only
   std::atomic<bool> syncs_only{false};  // `failing` fails syncs only
-  std::atomic<int> append_delay_ms{0};  // each append waits that long first (a slow disk)
+  std::atomic<int> append_delay_ms{0};  // each append (but a spared WAL's) waits that long first
 
   rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
                                     std::unique_ptr<rocksdb::FSWritableFile>* r,
@@ -63,7 +65,7 @@ class FailingFs : public rocksdb::FileSystemWrapper {
  private:
   bool Fails(bool wal) const { return failing && !(wal && spare_wal); }
   bool AppendFails(bool wal) {
-    if (const int ms = append_delay_ms.load(); ms > 0) {
+    if (const int ms = append_delay_ms.load(); ms > 0 && !(wal && spare_wal)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     }
     if (!failing && appends_left.load() >= 0 && appends_left.fetch_sub(1) <= 0) failing = true;
@@ -443,6 +445,16 @@ TEST_F(FullDiskFaults, AWalErrorAfterAFailedFlushStopsWritesUntilARestart) {
   ExpectAfterReopen({"before", "in memory"}, {"refused", "raced", "still refused"});
 }
 
+// Runs `step` on a thread of its own; a failure if it has not returned within a minute, and the
+// process ends there (the thread cannot be stopped), rather than the test hanging.
+void ExpectReturns(const char* what, const std::function<void()>& step) {
+  auto done = std::async(std::launch::async, step);
+  if (done.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    ADD_FAILURE() << what << " never returned";
+    std::_Exit(1);
+  }
+}
+
 // An I/O error that is not a full disk (a device failing for a while) in a flush or a MANIFEST
 // write stops the index's writes until the disk takes them again: refused meanwhile with a
 // message that says so, reads go on, the stats say so, and the first maintenance pass after the
@@ -484,6 +496,49 @@ TEST_P(DiskErrorFaults, FlushErrorsStopWritesUntilTheDiskTakesThemAgain) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   for (const char* k : {"before", "in memory", "after"}) EXPECT_TRUE((*r)->Contains(k)) << k;
   EXPECT_FALSE((*r)->Contains("still refused"));
+}
+
+// Writers that filled the index's memory while a flush was failing wait in RocksDB (its write
+// buffer manager's stall) for memory only a flush gives back: the error ends their wait, and
+// the resume's own flush does not queue behind them.
+TEST_P(DiskErrorFaults, WritersStalledOnMemoryGoOnWhenAFlushFails) {
+  o_.wal = GetParam();
+  o_.memtable_bytes = kMinMemtableBytes;
+  fs_->spare_wal = true;
+  auto r = Open();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Store& s = **r;
+  fs_->append_delay_ms = 300;  // a slow disk: the memtables fill before the flush fails
+  fs_->failing = true;
+  std::atomic<int> refused{0};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < 4000; ++i) {
+        const std::string k = "w" + std::to_string(t) + "-" + std::to_string(i);
+        if (!s.Put(k, MakeValue(k, 8 << 10)).ok()) {
+          refused++;
+          return;
+        }
+      }
+    });
+  }
+  ExpectReturns("a writer", [&] {
+    for (std::thread& w : writers) w.join();
+  });
+  EXPECT_EQ(refused.load(), 4) << "each writer meets the disk error";
+  EXPECT_EQ(s.GetStats().index_writes_stopped, 1u);
+  fs_->failing = false;
+  fs_->append_delay_ms = 0;
+  Status resumed;  // a flush resumes first
+  ExpectReturns("the resume", [&] { resumed = s.Flush(); });
+  EXPECT_TRUE(resumed.ok()) << resumed.ToString();
+  EXPECT_EQ(s.GetStats().index_writes_stopped, 0u);
+  for (int i = 0; i < 1000; ++i) {  // past the memory limit again: flushes free it
+    const std::string k = "after-" + std::to_string(i);
+    ASSERT_TRUE(s.Put(k, MakeValue(k, 8 << 10)).ok()) << k;
+  }
+  ExpectReturns("a flush", [&] { ASSERT_TRUE(s.Flush().ok()); });
 }
 
 INSTANTIATE_TEST_SUITE_P(WalOnAndOff, DiskErrorFaults, ::testing::Bool(),
