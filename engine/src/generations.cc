@@ -40,9 +40,11 @@ Generations::Lease::~Lease() {
   gen_->idle_cv.notify_all();
 }
 
-Generations::Generations(rocksdb::DB* db, rocksdb::ColumnFamilyOptions cf_options,
-                         std::string values_dir, bool durable_files, uint16_t spread_partitions)
+Generations::Generations(rocksdb::DB* db, IndexErrors* errors,
+                         rocksdb::ColumnFamilyOptions cf_options, std::string values_dir,
+                         bool durable_files, uint16_t spread_partitions)
     : db_(db),
+      errors_(errors),
       cf_options_(std::move(cf_options)),
       values_dir_(std::move(values_dir)),
       durable_files_(durable_files),
@@ -287,7 +289,9 @@ Result<std::pair<uint64_t, rocksdb::ColumnFamilyHandle*>> Generations::CreateNex
   // and a flush first syncs the blob files (SyncAll takes mu_); reads take it too.
   testing::SyncPoint("Generations::CreateNextLocked");
   rocksdb::ColumnFamilyHandle* cf = nullptr;
-  rocksdb::Status s = db_->CreateColumnFamily(cf_options_, format::IndexCfName(id), &cf);
+  const IndexErrors::Admitted admitted(errors_);  // a creation may start a flush
+  rocksdb::Status s = admitted.refusal();
+  if (s.ok()) s = db_->CreateColumnFamily(cf_options_, format::IndexCfName(id), &cf);
   if (!s.ok()) return FromRocks(s, "creating generation " + std::to_string(id));
   return std::make_pair(id, cf);
 }

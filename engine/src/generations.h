@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "blob_file.h"
+#include "index_errors.h"
 #include "larder/status.h"
 
 namespace larder {
@@ -152,8 +153,9 @@ class Generations {
   // from its first writes on, and writers take them in turn, so that background writers (which
   // write each file's values in order) work on different files at once; 1 gives a writer the
   // partition it had, new ones only when all are held.
-  Generations(rocksdb::DB* db, rocksdb::ColumnFamilyOptions cf_options, std::string values_dir,
-              bool durable_files, uint16_t spread_partitions = 1);
+  // `errors` admits each column family's creation (IndexErrors::Admitted).
+  Generations(rocksdb::DB* db, IndexErrors* errors, rocksdb::ColumnFamilyOptions cf_options,
+              std::string values_dir, bool durable_files, uint16_t spread_partitions = 1);
 
   // At open: adopts a generation opened with the DB, then its blob files.
   GenerationPtr Adopt(uint64_t id, rocksdb::ColumnFamilyHandle* cf);
@@ -244,6 +246,7 @@ class Generations {
   void SubFileBytes(uint64_t n);
 
   rocksdb::DB* db_;
+  IndexErrors* errors_;
   rocksdb::ColumnFamilyOptions cf_options_;
   const std::string values_dir_;
   const bool durable_files_;

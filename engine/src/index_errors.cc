@@ -11,6 +11,9 @@ void IndexErrors::WatchMemory(std::shared_ptr<rocksdb::WriteBufferManager> wbm, 
 void IndexErrors::Record(rocksdb::BackgroundErrorReason reason, const rocksdb::Status& error,
                          uint64_t seals) {
   using Reason = rocksdb::BackgroundErrorReason;
+  const bool fatal = error.severity() >= rocksdb::Status::Severity::kFatalError;
+  // A compaction's retryable error: RocksDB schedules the compaction again and stops nothing.
+  if (reason == Reason::kCompaction && !fatal && !error.IsNoSpace()) return;
   std::lock_guard lock(mu_);
   if (reason == Reason::kWriteCallback) {
     wal_failed_seals_ = seals;
@@ -20,26 +23,27 @@ void IndexErrors::Record(rocksdb::BackgroundErrorReason reason, const rocksdb::S
       error.IsIOError() && !error.IsNoSpace()) {
     flush_only_resume_ = true;  // a soft error (atomic flush, the WAL synced)
   }
-  // Fatal first: a full disk met by the creation of a WAL file is fatal in RocksDB 7.8.
-  if (error.severity() >= rocksdb::Status::Severity::kFatalError) {
-    text_ = error.ToString();  // the text RocksWrite's refusals give
-    refusing_ = true;
-    failed_ = true;
-  } else if (error.IsNoSpace()) {
-    stopped_ = true;
-  } else if (error.IsIOError() && reason != Reason::kCompaction) {
-    // Retryable (RocksDB sets its severity after telling its listeners).
-    text_ = error.ToString();
-    refusing_ = true;
-    stopped_ = true;
+  // Fatal (in RocksDB 7.8 a full disk met by the creation of a WAL file too): until a restart.
+  if (fatal || error.IsIOError()) {  // NoSpace is an I/O error
+    text_ = error.ToString();        // what refusal() quotes
+    no_space_ = error.IsNoSpace();
+    (fatal ? failed_ : stopped_) = true;
+    LiftMemoryLimit();
   }
-  if (stopped_ || failed_) LiftMemoryLimit();
-  if (reason != Reason::kCompaction) count_++;
+  count_++;
 }
 
-std::string IndexErrors::text() const {
+rocksdb::Status IndexErrors::refusal() const {
+  if (!stopped_.load() && !failed_.load()) return rocksdb::Status::OK();
   std::lock_guard lock(mu_);
-  return text_;
+  if (failed_) {
+    return rocksdb::Status::IOError(
+        "the index refuses writes since a disk error; a restart brings them back", text_);
+  }
+  constexpr const char* kUntil =
+      "the index refuses writes since a disk error, until the disk takes them again";
+  return no_space_ ? rocksdb::Status::NoSpace(kUntil, text_)
+                   : rocksdb::Status::IOError(kUntil, text_);
 }
 
 bool IndexErrors::StopUntilRestart() {
@@ -50,7 +54,6 @@ bool IndexErrors::StopUntilRestart() {
 bool IndexErrors::ClearIfNoneSince(uint64_t before) {
   std::lock_guard lock(mu_);
   if (count_ != before) return false;
-  refusing_ = false;
   wal_failed_ = false;
   flush_only_resume_ = false;
   stopped_ = false;

@@ -314,12 +314,13 @@ Status StoreImpl::Flush() {
 }
 
 Status StoreImpl::FlushIndex(bool values_must_sync) {
-  if (Status s = ResumeIndex(); !s.ok()) return s;
-  // Values first: a durable record must never point at bytes that are not.
+  // Values first: a durable record must never point at bytes that are not. Before the resume,
+  // so that they are synced even where the index cannot flush (a close after a fatal error).
   if (Status s = SyncValues(); !s.ok()) {
     if (values_must_sync) return s;
     s.PermitUncheckedError();
   }
+  if (Status s = ResumeIndex(); !s.ok()) return s;
   std::vector<GenerationPtr> held;
   const std::vector<rocksdb::ColumnFamilyHandle*> cfs = IndexColumnFamilies(&held);
   const uint64_t errors_before = index_errors_.count();
@@ -346,32 +347,35 @@ bool ResumeSwitchesWal(rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyH
   return false;
 }
 
-// RocksDB 7.8 lets flush requests queued before the error run as part of a manual resume. One
-// that starts before the resume queued its own request keeps its old flush reason, and after a
-// soft error (a flush's, the WAL synced) it fails when it installs its result, without giving
-// its memtables back (fixed upstream in 8.7.3, PR 11872): no flush picks them again, and every
-// later resume waits for them forever. Such a request starts only when a flush thread ends
-// during the resume, and a flush that failed holds its thread a second longer (RocksDB's
-// backoff); while the error stands none starts. So a resume begins once no flush runs: whether
-// none does within `limit`.
-bool NoFlushRunsWithin(rocksdb::DB* db, std::chrono::milliseconds limit) {
+}  // namespace
+
+// After a flush's soft error RocksDB 7.8 lets flush requests queued before it run within a
+// manual resume, and one that starts before the resume queued its own keeps its old flush reason:
+// it fails when it installs its result, without giving its memtables back (fixed upstream in
+// 8.7.3, PR 11872), and every later resume waits for them forever. While the error stands no
+// flush or compaction starts; once DB::Resume() began, anything that ends or calls into RocksDB
+// may start one, until the resume's own request relabels them: a background job ending (a
+// failed one holds its thread a second longer, RocksDB's backoff), an index write, a column
+// family created, a compaction. So the resume begins only once no background job runs and no
+// such call is inside RocksDB (IndexErrors::Admitted, which refuses new ones meanwhile): whether
+// that comes within `limit`.
+bool StoreImpl::IndexQuietWithin(std::chrono::milliseconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    uint64_t running = 0;
-    if (!db->GetIntProperty("rocksdb.num-running-flushes", &running) || running == 0) return true;
+  auto running = [&](const char* property) {
+    uint64_t n = 0;
+    return db_->GetIntProperty(property, &n) && n > 0;
+  };
+  while (index_errors_.admitted() > 0 || running("rocksdb.num-running-flushes") ||
+         running("rocksdb.num-running-compactions")) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  return true;
 }
-
-}  // namespace
 
 Status StoreImpl::ResumeIndex() {
   if (!index_errors_.stopped()) return Status::OK();
-  if (index_errors_.failed()) {
-    return Status::IOError("the index's writes stay stopped until a restart: " +
-                           index_errors_.text());
-  }
+  if (index_errors_.failed()) return FromRocks(index_errors_.refusal(), "resuming the index");
   // Read before the marks below: an error recorded since keeps them (ClearIfNoneSince).
   const uint64_t errors_before = index_errors_.count();
   if (index_errors_.wal_failed(memtable_seals_.load())) {
@@ -383,8 +387,8 @@ Status StoreImpl::ResumeIndex() {
       return StopUntilRestart("the index's WAL failed with nothing to flush");
     }
   }
-  if (!NoFlushRunsWithin(db_.get(), std::chrono::seconds(3))) {
-    return Status::IOError("a failed flush of the index is still running; the next pass resumes");
+  if (index_errors_.flush_only_resume() && !IndexQuietWithin(std::chrono::seconds(3))) {
+    return Status::IOError("the index's background work has not ended; the next pass resumes");
   }
   // A failed resume leaves the flush-only mark as it is, though RocksDB may have lowered its own:
   // a needless restart at worst, where lowering it could resume on a failed WAL file.
@@ -439,6 +443,10 @@ Status StoreImpl::WaitForMemtablesFlushed(uint64_t errors_before) {
 Status StoreImpl::Compact() {
   if (Status s = CheckWritable(); !s.ok()) return s;
   if (Status s = PersistDirty(); !s.ok()) return s;
+  // Its flush first would relabel the memtables' flush for a manual compaction: none begins
+  // while the index waits out a disk error, nor runs beside a resume (ResumeIndex).
+  const IndexErrors::Admitted admitted(&index_errors_);
+  if (!admitted.refusal().ok()) return FromRocks(admitted.refusal(), "compacting the index");
   std::vector<GenerationPtr> all = gens_->All();
   for (auto& g : all) {
     rocksdb::Status s = db_->CompactRange(rocksdb::CompactRangeOptions(), g->cf, nullptr, nullptr);

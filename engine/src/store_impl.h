@@ -12,6 +12,7 @@
 #include <rocksdb/write_buffer_manager.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -165,13 +166,13 @@ class StoreImpl final : public Store {
   }
   std::mutex& Stripe(uint64_t hash) { return stripes_[hash % kStripes]; }
   rocksdb::WriteOptions WriteOpts() const;
-  // Every write of the index goes through here: db_->Write(wo, batch), refused while the index
-  // waits out a disk error (IndexErrors::refusing: RocksDB would take some, its soft error after
-  // a flush, and a WAL error among them could not be resumed) or stopped until a restart
-  // (IndexErrors::failed), with the WAL anchored first. With the WAL on, after each memtable seal
-  // (and at open) the first write puts kWalAnchorKey into the default column family without the
-  // WAL, so that an active memtable holds something when a WAL append or sync fails: DB::Resume
-  // then switches to a new WAL file (ResumeSwitchesWal) rather than going on with the failed one.
+  // Every write of the index goes through here: db_->Write(wo, batch), admitted by index_errors_
+  // (refused while the index waits out a disk error or is stopped until a restart: RocksDB would
+  // take some, its soft error after a flush, and a WAL error among them could not be resumed),
+  // with the WAL anchored first. With the WAL on, after each memtable seal (and at open) the first
+  // write puts kWalAnchorKey into the default column family without the WAL, so that an active
+  // memtable holds something when a WAL append or sync fails: DB::Resume then switches to a new
+  // WAL file (ResumeSwitchesWal) rather than going on with the failed one.
   // Left unprotected: the first write group after a switch that no anchor preceded (the group
   // whose own write switched memtables, or writes racing a flush that switched them just after
   // their check); ResumeIndex then stops writes until a restart.
@@ -424,6 +425,9 @@ class StoreImpl final : public Store {
   // Where ResumeIndex cannot resume (a WAL file RocksDB would go on with after its error):
   // IndexErrors::StopUntilRestart, logged once; the error says why.
   Status StopUntilRestart(const std::string& why);
+  // Before a resume after a flush's soft error: whether, within `limit`, no flush or compaction
+  // of RocksDB's runs and no admitted call is inside it (maintenance.cc says why).
+  bool IndexQuietWithin(std::chrono::milliseconds limit);
   // Waits until no memtable is left to flush, or a background error came after
   // `errors_before`: RocksDB 7.8 keeps its "stopped" mark after a resume (cleared upstream in
   // 8.9.1, PR 11991), and its Flush then returns without waiting. Memtables sealed meanwhile

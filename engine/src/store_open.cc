@@ -304,7 +304,7 @@ Status StoreImpl::OpenRocks(LegacyHandles* legacy) {
   // starts with one file per 64 MiB of it, up to one per writer (more open when all are held).
   const auto spread = static_cast<uint16_t>(
       std::clamp<uint64_t>(generation_bytes_ / (64 * kMiB), 1, kValueWriterThreads));
-  gens_ = std::make_unique<Generations>(db_.get(), index_cf, ValuesDir(),
+  gens_ = std::make_unique<Generations>(db_.get(), &index_errors_, index_cf, ValuesDir(),
                                         options_.wal && options_.sync_writes,
                                         options_.wal ? 1 : spread);
   for (size_t i = 0; i < descs.size(); ++i) {

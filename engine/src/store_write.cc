@@ -290,21 +290,15 @@ void StoreImpl::RotateIfFull(const Generation& gen) {
 }
 
 rocksdb::Status StoreImpl::RocksWrite(const rocksdb::WriteOptions& wo, rocksdb::WriteBatch* batch) {
+  const IndexErrors::Admitted admitted(&index_errors_);
   testing::RocksWriteSteps steps;
-  const bool failed = index_errors_.failed();
-  steps.refuse = failed || index_errors_.refusing();
+  steps.refuse = !admitted.refusal().ok();
   // The count read before the anchor: a seal in between makes the next write anchor again.
   const uint64_t anchor = memtable_seals_.load() + 1;
   steps.anchor = !wo.disableWAL && wal_anchored_.load(std::memory_order_relaxed) != anchor;
   testing::SyncPoint("StoreImpl::RocksWrite", &steps);
-  if (steps.refuse) {
-    // Also after StopUntilRestart, where RocksDB may have resumed already (ResumeIndex).
-    return rocksdb::Status::IOError(failed ? "the index refuses writes since a disk error; a "
-                                             "restart brings them back"
-                                           : "the index refuses writes since a disk error, "
-                                             "until the disk takes them again",
-                                    index_errors_.text());
-  }
+  // Also after StopUntilRestart, where RocksDB may have resumed already (ResumeIndex).
+  if (steps.refuse) return admitted.refusal();
   if (steps.anchor) {
     rocksdb::WriteOptions memtable_only;
     memtable_only.disableWAL = true;

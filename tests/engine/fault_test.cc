@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -45,8 +46,9 @@ class FailingFs : public rocksdb::FileSystemWrapper {
   std::atomic<bool> failing{false};
   std::atomic<int> appends_left{-1};
   std::atomic<bool> no_space{false};
-  std::atomic<bool> spare_wal{false};   // `failing` fails the index's other files only
-  std::atomic<bool> syncs_only{false};  // `failing` fails syncs only
+  std::atomic<bool> spare_wal{false};          // `failing` fails the index's other files only
+  std::atomic<bool> syncs_only{false};         // `failing` fails syncs only
+  std::atomic<bool> creations_succeed{false};  // `failing` spares the creation of files
   std::atomic<int> append_delay_ms{0};  // each append (but a spared WAL's) waits that long first
 
   rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
@@ -54,7 +56,7 @@ class FailingFs : public rocksdb::FileSystemWrapper {
                                     rocksdb::IODebugContext* dbg) override {
     const bool wal = f.ends_with(".log");
     // A full disk still creates files (its inodes are not full); their writes fail.
-    if (Fails(wal) && !no_space && !syncs_only) {
+    if (Fails(wal) && !no_space && !syncs_only && !creations_succeed) {
       return rocksdb::IOStatus::IOError("injected: cannot create " + f);
     }
     rocksdb::IOStatus s = target()->NewWritableFile(f, o, r, dbg);
@@ -451,6 +453,7 @@ void ExpectReturns(const char* what, const std::function<void()>& step) {
   auto done = std::async(std::launch::async, step);
   if (done.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
     ADD_FAILURE() << what << " never returned";
+    std::fflush(stdout);
     std::_Exit(1);
   }
 }
@@ -500,11 +503,15 @@ TEST_P(DiskErrorFaults, FlushErrorsStopWritesUntilTheDiskTakesThemAgain) {
 
 // Writers that filled the index's memory while a flush was failing wait in RocksDB (its write
 // buffer manager's stall) for memory only a flush gives back: the error ends their wait, and
-// the resume's own flush does not queue behind them.
+// the resume's own flush does not queue behind them. The resume comes at once, while the failed
+// flush still holds its thread (RocksDB's backoff): it waits for that, or a flush request queued
+// before the error would run inside it and keep its memtables for good (every later resume,
+// and the close, would wait for them).
 TEST_P(DiskErrorFaults, WritersStalledOnMemoryGoOnWhenAFlushFails) {
   o_.wal = GetParam();
   o_.memtable_bytes = kMinMemtableBytes;
   fs_->spare_wal = true;
+  fs_->creations_succeed = true;
   auto r = Open();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   Store& s = **r;
@@ -539,6 +546,7 @@ TEST_P(DiskErrorFaults, WritersStalledOnMemoryGoOnWhenAFlushFails) {
     ASSERT_TRUE(s.Put(k, MakeValue(k, 8 << 10)).ok()) << k;
   }
   ExpectReturns("a flush", [&] { ASSERT_TRUE(s.Flush().ok()); });
+  ExpectReturns("the close", [&] { r->reset(); });
 }
 
 INSTANTIATE_TEST_SUITE_P(WalOnAndOff, DiskErrorFaults, ::testing::Bool(),
