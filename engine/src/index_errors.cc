@@ -23,11 +23,14 @@ void IndexErrors::Record(rocksdb::BackgroundErrorReason reason, const rocksdb::S
       error.IsIOError() && !error.IsNoSpace()) {
     flush_only_resume_ = true;  // a soft error (atomic flush, the WAL synced)
   }
-  // Fatal (in RocksDB 7.8 a full disk met by the creation of a WAL file too): until a restart.
+  // Until a restart: a fatal error (in RocksDB 7.8 a full disk met by the creation of a WAL file
+  // too), and a compaction's full disk. That one is a soft error that stops no flush, whose
+  // install then fails on it without giving its memtables back (PR 11872 again), and which
+  // DB::Resume() leaves in place ("nothing to do"): no resume can succeed after it.
   if (fatal || error.IsIOError()) {  // NoSpace is an I/O error
     text_ = error.ToString();        // what refusal() quotes
     no_space_ = error.IsNoSpace();
-    (fatal ? failed_ : stopped_) = true;
+    (fatal || reason == Reason::kCompaction ? failed_ : stopped_) = true;
     LiftMemoryLimit();
   }
   count_++;

@@ -8,13 +8,12 @@
 // clear, never cleared unseen.
 //
 // Every error that stops the index's writes also makes the store refuse them (refusal()): after
-// some (a flush's retryable error, a compaction's full disk) RocksDB would still take writes,
-// into memtables it cannot flush. Writers RocksDB admitted before the error may already be
-// waiting in its write buffer manager's stall (allow_stall: the memtables hold the limit) for
-// memory only a flush gives back, at the head of RocksDB's write queue, ahead of the resume's
-// own flush; the flush that failed never gives it back. So a record lifts the limit above what
-// the memtables hold (ending the stall: those writes complete, as they would have a moment
-// earlier) and the clear sets it back.
+// some (a flush's retryable error, a compaction's full disk) RocksDB would still take writes.
+// Writers RocksDB admitted before the error may already be waiting in its write buffer manager's
+// stall (allow_stall: the memtables hold the limit) for memory only a flush gives back, at the head
+// of RocksDB's write queue, ahead of the resume's own flush; the flush that failed never gives it
+// back. So a record lifts the limit above what the memtables hold (ending the stall: those writes
+// complete, as they would have a moment earlier) and the clear sets it back.
 #pragma once
 
 #include <rocksdb/listener.h>
@@ -36,10 +35,9 @@ class IndexErrors {
 
   // RocksDB reported `error` from `reason` when `seals` memtables had been sealed (the WAL file
   // then current: ResumeIndex). What it marks, by kind:
-  // - fatal (a corruption, a fenced file, a full disk met by a new WAL file): writes refused
-  //   until a restart (failed());
-  // - a full disk, a compaction's too (RocksDB then stops flushes): stopped(), writes refused
-  //   as NoSpace;
+  // - fatal (a corruption, a fenced file, a full disk met by a new WAL file), and a compaction's
+  //   full disk (index_errors.cc says why): writes refused until a restart (failed());
+  // - a full disk: stopped(), writes refused as NoSpace;
   // - a retryable I/O error (retryable_writes.h), but a compaction's: stopped(), writes refused;
   // - a compaction's retryable error stops nothing (the compaction runs again): not recorded.
   void Record(rocksdb::BackgroundErrorReason reason, const rocksdb::Status& error, uint64_t seals);

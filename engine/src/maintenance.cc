@@ -314,13 +314,21 @@ Status StoreImpl::Flush() {
 }
 
 Status StoreImpl::FlushIndex(bool values_must_sync) {
-  // Values first: a durable record must never point at bytes that are not. Before the resume,
-  // so that they are synced even where the index cannot flush (a close after a fatal error).
+  // The resume flushes the memtables, each flush after the blob files' sync (the listener's).
+  // While the disk fails a resume fails, and so would a sync of the values, for good (a failed
+  // sync may have lost their unsynced bytes); stopped until a restart they are still synced,
+  // for the close.
+  Status resumed = ResumeIndex();
+  if (!resumed.ok() && !index_errors_.failed()) return resumed;
+  // Values first: a durable record must never point at bytes that are not.
   if (Status s = SyncValues(); !s.ok()) {
-    if (values_must_sync) return s;
+    if (values_must_sync) {
+      resumed.PermitUncheckedError();
+      return s;
+    }
     s.PermitUncheckedError();
   }
-  if (Status s = ResumeIndex(); !s.ok()) return s;
+  if (!resumed.ok()) return resumed;
   std::vector<GenerationPtr> held;
   const std::vector<rocksdb::ColumnFamilyHandle*> cfs = IndexColumnFamilies(&held);
   const uint64_t errors_before = index_errors_.count();
