@@ -39,14 +39,10 @@ void IndexErrors::Record(rocksdb::BackgroundErrorReason reason, const rocksdb::S
 rocksdb::Status IndexErrors::refusal() const {
   if (!stopped_.load() && !failed_.load()) return rocksdb::Status::OK();
   std::lock_guard lock(mu_);
-  if (failed_) {
-    return rocksdb::Status::IOError(
-        "the index refuses writes since a disk error; a restart brings them back", text_);
-  }
-  constexpr const char* kUntil =
-      "the index refuses writes since a disk error, until the disk takes them again";
-  return no_space_ ? rocksdb::Status::NoSpace(kUntil, text_)
-                   : rocksdb::Status::IOError(kUntil, text_);
+  const char* what =
+      failed_ ? "the index refuses writes since a disk error; a restart brings them back"
+              : "the index refuses writes since a disk error, until the disk takes them again";
+  return no_space_ ? rocksdb::Status::NoSpace(what, text_) : rocksdb::Status::IOError(what, text_);
 }
 
 bool IndexErrors::StopUntilRestart() {
