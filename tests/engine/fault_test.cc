@@ -321,7 +321,14 @@ class FullDiskFaults : public Faults {
 // and nothing waits for ever (the close included).
 TEST_F(FullDiskFaults, AFullDiskMetByACompactionStopsWritesUntilARestart) {
   o_.wal = false;  // no WAL anchor: nothing is left in the memtables to flush first
+  // The spare generations the open has the maintenance thread create are there before the disk
+  // fills: a creation meeting it fails a MANIFEST write, which a resume clears.
+  std::atomic<bool> spares{false};
+  testing::ScopedSyncPoint ready("StoreImpl::PrepareSpareGenerations:Done", [&] { spares = true; });
   ASSERT_NO_FATAL_FAILURE(OpenHoldingBefore(/*flush=*/false));
+  for (int i = 0; i < 3000 && !spares; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(spares) << "no spare generations after the open";
   // Two tables of keys spread over the same range: the compaction writes a new table (not a
   // mere move, which writes the MANIFEST alone: a MANIFEST error, which a resume clears).
   for (const char* table : {"a", "b"}) {
